@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pm/src/pool.c -- pools on libpmemobj with a versioned header and an
+ * isolated pre-open check (see pm/pool.h for the contract).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <libpmemobj.h>
+#include <xxhash.h>
+
+#include <pm/error.h>
+#include <pm/pool.h>
+#include <pm/ptr.h>
+
+#include "error_internal.h"
+
+#define PM_POOL_MAGIC "DMEMPOOL"
+#define PM_POOL_HDR_SIZE 64
+
+/* The first 64 bytes of the pmemobj root object. */
+struct pm_pool_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t root_size;
+	uint64_t checksum; /* XXH3 of the fields above */
+	uint8_t reserved[PM_POOL_HDR_SIZE - 32];
+};
+_Static_assert(sizeof(struct pm_pool_hdr) == PM_POOL_HDR_SIZE, "header is one cache line");
+
+struct pm_pool {
+	PMEMobjpool *pop;
+	char *base;
+	size_t size;
+	struct pm_pool_hdr *hdr;
+	enum pm_durability durability;
+	uint64_t uuid_lo;
+};
+
+/* Verdict of the isolated check, sent from the child over a pipe. */
+struct pm_pool_verdict {
+	int code;
+	char msg[400];
+};
+
+/* pm_pool_config_init -- documented defaults */
+void
+pm_pool_config_init(struct pm_pool_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->version = 1;
+	cfg->pool_size = PM_POOL_DEFAULT_SIZE;
+	cfg->durability = PM_DURABILITY_AUTO;
+	cfg->file_mode = 0600;
+}
+
+/* pm_pool_hdr_checksum -- checksum of the header fields before it */
+static uint64_t
+pm_pool_hdr_checksum(const struct pm_pool_hdr *hdr)
+{
+	return XXH3_64bits(hdr, offsetof(struct pm_pool_hdr, checksum));
+}
+
+/* pm_pool_config_check -- validate the fields open and create share */
+static int
+pm_pool_config_check(const struct pm_pool_config *cfg)
+{
+	size_t layout_len;
+
+	if (cfg == NULL || cfg->path == NULL || cfg->path[0] == '\0')
+		return pm__err(-EINVAL, "pool config has no path");
+	if (cfg->layout == NULL || cfg->layout[0] == '\0')
+		return pm__err(-EINVAL, "pool config has no layout name");
+	layout_len = strnlen(cfg->layout, PM_POOL_LAYOUT_MAX + 1);
+	if (layout_len > PM_POOL_LAYOUT_MAX)
+		return pm__err(-EINVAL, "layout name is longer than %d characters",
+			PM_POOL_LAYOUT_MAX);
+	return 0;
+}
+
+/* pm_pool_check_child -- runs in the forked child: PMDK's own check */
+static void
+pm_pool_check_child(const char *path, const char *layout, struct pm_pool_verdict *v)
+{
+	int ok = pmemobj_check(path, layout);
+
+	if (ok == 1) {
+		v->code = 0;
+		return;
+	}
+	snprintf(v->msg, sizeof(v->msg), "%s: %s", path, pmemobj_errormsg());
+	if (ok == 0) {
+		v->code = PM_E_CORRUPT;
+	} else if (errno == EINVAL) {
+		/* PMDK reports a wrong layout name as EINVAL, like most damage;
+		 * a check without a layout name tells the two apart. */
+		v->code = pmemobj_check(path, NULL) == 1 ? PM_E_LAYOUT : PM_E_CORRUPT;
+	} else if (errno == EWOULDBLOCK || errno == EAGAIN) {
+		v->code = -EBUSY;
+	} else {
+		v->code = errno > 0 ? -errno : PM_E_CORRUPT;
+	}
+}
+
+/* pm_pool_isolated_check -- pmemobj_check in a child, so damage that crashes
+ * PMDK becomes an error code here */
+static int
+pm_pool_isolated_check(const char *path, const char *layout)
+{
+	struct pm_pool_verdict v;
+	int fds[2], status;
+	size_t got = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return pm__err(-errno, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int err = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return pm__err(-err, "fork for the pool check: %s", strerror(err));
+	}
+	if (pid == 0) {
+		memset(&v, 0, sizeof(v));
+		close(fds[0]);
+		pm_pool_check_child(path, layout, &v);
+		if (write(fds[1], &v, sizeof(v)) != (ssize_t)sizeof(v))
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (got < sizeof(v)) {
+		ssize_t n = read(fds[0], (char *)&v + got, sizeof(v) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		return pm__err(PM_E_CORRUPT,
+			"%s: PMDK crashed (signal %d) while checking the pool: it is damaged",
+			path, WTERMSIG(status));
+	if (got != sizeof(v) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return pm__err(PM_E_CORRUPT, "%s: the pool check did not complete", path);
+	if (v.code != 0)
+		return pm__err(v.code, "%s", v.msg);
+	return 0;
+}
+
+/* pm_pool_precheck -- cheap checks PMDK does not survive (empty or tiny files) */
+static int
+pm_pool_precheck(const char *path, struct stat *st)
+{
+	char sig[8];
+	ssize_t n;
+	int fd;
+
+	if (stat(path, st) != 0)
+		return pm__err(-errno, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st->st_mode))
+		return pm__err(PM_E_CORRUPT, "%s: not a regular file", path);
+	if ((size_t)st->st_size < PM_POOL_MIN_SIZE)
+		return pm__err(PM_E_CORRUPT, "%s: %lld bytes, smaller than any pool (%zu)",
+			path, (long long)st->st_size, PM_POOL_MIN_SIZE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pm__err(-errno, "%s: %s", path, strerror(errno));
+	n = pread(fd, sig, sizeof(sig), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(sig) || memcmp(sig, "PMEMOBJ", 8) != 0)
+		return pm__err(PM_E_CORRUPT, "%s: no pmemobj signature: not a pool", path);
+	return 0;
+}
+
+/* pm_pool_attach -- common tail of create and open: durability and region */
+static int
+pm_pool_attach(struct pm_pool *pool, const struct pm_pool_config *cfg)
+{
+	int mode = pm_durability_resolve(pool->base, pool->size, cfg->durability);
+	int ret;
+
+	if (mode < 0)
+		return mode;
+	pool->durability = (enum pm_durability)mode;
+	ret = pm_region_add(pool->base, pool->size, pool->durability);
+	if (ret != 0)
+		return ret;
+	return 0;
+}
+
+/* pm_pool_new -- wrap an open PMEMobjpool whose root holds our header */
+static struct pm_pool *
+pm_pool_new(PMEMobjpool *pop, size_t size)
+{
+	struct pm_pool *pool = calloc(1, sizeof(*pool));
+	PMEMoid root;
+
+	if (pool == NULL)
+		return NULL;
+	root = pmemobj_root(pop, 0);
+	pool->pop = pop;
+	/* PMEMobjpool is the start of the pool's mapping. */
+	pool->base = (char *)pop;
+	pool->size = size;
+	pool->hdr = pmemobj_direct(root);
+	pool->uuid_lo = root.pool_uuid_lo;
+	return pool;
+}
+
+/* pm_pool_create -- new pool file with a zeroed root and a durable header */
+int
+pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
+{
+	struct pm_pool_hdr *hdr;
+	struct pm_pool *pool;
+	PMEMobjpool *pop;
+	struct stat st;
+	PMEMoid root;
+	size_t size;
+	int ret;
+
+	pm__err_clear();
+	ret = pm_pool_config_check(cfg);
+	if (ret != 0)
+		return ret;
+	size = cfg->pool_size != 0 ? cfg->pool_size : PM_POOL_DEFAULT_SIZE;
+	if (size < PM_POOL_MIN_SIZE)
+		return pm__err(-EINVAL, "pool size %zu is below the minimum %zu", size,
+			PM_POOL_MIN_SIZE);
+	if (stat(cfg->path, &st) == 0)
+		return pm__err(-EEXIST, "%s: already exists", cfg->path);
+
+	pop = pmemobj_create(cfg->path, cfg->layout, size, cfg->file_mode);
+	if (pop == NULL)
+		return pm__err(errno > 0 ? -errno : -EINVAL, "%s: %s", cfg->path,
+			pmemobj_errormsg());
+	root = pmemobj_root(pop, PM_POOL_HDR_SIZE + cfg->root_size);
+	if (OID_IS_NULL(root)) {
+		ret = pm__err(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
+			cfg->path, cfg->root_size, pmemobj_errormsg());
+		goto fail;
+	}
+	pool = pm_pool_new(pop, size);
+	if (pool == NULL) {
+		ret = pm__err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* The root is zeroed by PMDK; the header goes in last so an interrupted
+	 * create is recognisable as such. */
+	hdr = pool->hdr;
+	memcpy(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic));
+	hdr->version = cfg->version;
+	hdr->hdr_size = PM_POOL_HDR_SIZE;
+	hdr->root_size = cfg->root_size;
+	hdr->checksum = pm_pool_hdr_checksum(hdr);
+	pmemobj_persist(pop, hdr, sizeof(*hdr));
+
+	ret = pm_pool_attach(pool, cfg);
+	if (ret != 0) {
+		free(pool);
+		goto fail;
+	}
+	*out = pool;
+	return 0;
+fail:
+	pmemobj_close(pop);
+	unlink(cfg->path);
+	return ret;
+}
+
+/* pm_pool_open_header -- validate the pm header of an opened pool */
+static int
+pm_pool_open_header(const struct pm_pool *pool, const struct pm_pool_config *cfg)
+{
+	const struct pm_pool_hdr *hdr = pool->hdr;
+
+	if (pmemobj_root_size(pool->pop) < PM_POOL_HDR_SIZE || hdr == NULL)
+		return pm__err(PM_E_CORRUPT, "%s: no pm header: not made by pm_pool_create",
+			cfg->path);
+	if (memcmp(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic)) != 0)
+		return pm__err(PM_E_CORRUPT,
+			"%s: no pm header magic: pool creation did not complete", cfg->path);
+	if (hdr->checksum != pm_pool_hdr_checksum(hdr) || hdr->hdr_size != PM_POOL_HDR_SIZE)
+		return pm__err(PM_E_CORRUPT, "%s: pm header checksum mismatch", cfg->path);
+	if (hdr->version != cfg->version)
+		return pm__err(PM_E_VERSION, "%s: layout version %u, expected %u", cfg->path,
+			hdr->version, cfg->version);
+	if (hdr->root_size != cfg->root_size)
+		return pm__err(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
+			cfg->path, (unsigned long long)hdr->root_size, cfg->root_size);
+	if (pmemobj_root_size(pool->pop) < PM_POOL_HDR_SIZE + hdr->root_size)
+		return pm__err(PM_E_CORRUPT, "%s: root object smaller than its header says",
+			cfg->path);
+	return 0;
+}
+
+/* pm_pool_open -- validate, open, check the header, register */
+int
+pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
+{
+	struct pm_pool *pool;
+	PMEMobjpool *pop;
+	struct stat st;
+	int ret;
+
+	pm__err_clear();
+	ret = pm_pool_config_check(cfg);
+	if (ret != 0)
+		return ret;
+	ret = pm_pool_precheck(cfg->path, &st);
+	if (ret != 0)
+		return ret;
+	if (!(cfg->flags & PM_POOL_TRUSTED)) {
+		ret = pm_pool_isolated_check(cfg->path, cfg->layout);
+		if (ret != 0)
+			return ret;
+	}
+	pop = pmemobj_open(cfg->path, cfg->layout);
+	if (pop == NULL) {
+		if (errno == EWOULDBLOCK || errno == EAGAIN)
+			return pm__err(-EBUSY, "%s: pool is open elsewhere", cfg->path);
+		return pm__err(errno == EINVAL ? PM_E_CORRUPT : -errno, "%s: %s", cfg->path,
+			pmemobj_errormsg());
+	}
+	pool = pm_pool_new(pop, (size_t)st.st_size);
+	if (pool == NULL) {
+		ret = pm__err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	ret = pm_pool_open_header(pool, cfg);
+	if (ret == 0)
+		ret = pm_pool_attach(pool, cfg);
+	if (ret != 0) {
+		free(pool);
+		goto fail;
+	}
+	*out = pool;
+	return 0;
+fail:
+	pmemobj_close(pop);
+	return ret;
+}
+
+/* pm_pool_check -- open and close */
+int
+pm_pool_check(const struct pm_pool_config *cfg)
+{
+	struct pm_pool *pool;
+	int ret = pm_pool_open(&pool, cfg);
+
+	if (ret != 0)
+		return ret;
+	return pm_pool_close(&pool);
+}
+
+/* pm_pool_close -- unregister and close */
+int
+pm_pool_close(struct pm_pool **pool)
+{
+	int ret;
+
+	pm__err_clear();
+	if (pool == NULL || *pool == NULL)
+		return 0;
+	ret = pm_region_remove((*pool)->base);
+	pmemobj_close((*pool)->pop);
+	free(*pool);
+	*pool = NULL;
+	return ret;
+}
+
+void *
+pm_pool_root(const struct pm_pool *pool)
+{
+	return (char *)pool->hdr + PM_POOL_HDR_SIZE;
+}
+
+size_t
+pm_pool_root_size(const struct pm_pool *pool)
+{
+	return pool->hdr->root_size;
+}
+
+uint32_t
+pm_pool_version(const struct pm_pool *pool)
+{
+	return pool->hdr->version;
+}
+
+enum pm_durability
+pm_pool_durability(const struct pm_pool *pool)
+{
+	return pool->durability;
+}
+
+void *
+pm_pool_base(const struct pm_pool *pool)
+{
+	return pool->base;
+}
+
+size_t
+pm_pool_size(const struct pm_pool *pool)
+{
+	return pool->size;
+}
+
+struct pmemobjpool *
+pm_pool_pmemobj(const struct pm_pool *pool)
+{
+	return pool->pop;
+}
+
+/* pm_pool_off -- offset of a pointer into the pool */
+uint64_t
+pm_pool_off(const struct pm_pool *pool, const void *ptr)
+{
+	return pm_off_from_ptr(pool->base, ptr);
+}
+
+/* pm_pool_ptr -- bounds-checked offset to pointer */
+int
+pm_pool_ptr(const struct pm_pool *pool, uint64_t off, size_t len, void **out)
+{
+	pm__err_clear();
+	if (off == PM_OFF_NULL || off > pool->size || len > pool->size - off)
+		return pm__err(-ERANGE, "offset %llu+%zu is outside the pool (%zu bytes)",
+			(unsigned long long)off, len, pool->size);
+	*out = pool->base + off;
+	return 0;
+}
+
+/* pm_pool_alloc -- zeroed PMDK allocation returned as an offset */
+int
+pm_pool_alloc(struct pm_pool *pool, size_t size, uint64_t type_num, uint64_t *off)
+{
+	PMEMoid oid;
+
+	pm__err_clear();
+	if (size == 0)
+		return pm__err(-EINVAL, "allocation of 0 bytes");
+	if (pmemobj_zalloc(pool->pop, &oid, size, type_num) != 0)
+		return pm__err(-ENOMEM, "allocation of %zu bytes: %s", size,
+			pmemobj_errormsg());
+	*off = oid.off;
+	return 0;
+}
+
+/* pm_pool_free -- free a PMDK allocation by offset */
+int
+pm_pool_free(struct pm_pool *pool, uint64_t off)
+{
+	PMEMoid oid = { .pool_uuid_lo = pool->uuid_lo, .off = off };
+
+	pm__err_clear();
+	if (off == PM_OFF_NULL || off >= pool->size)
+		return pm__err(-ERANGE, "offset %llu is outside the pool",
+			(unsigned long long)off);
+	pmemobj_free(&oid);
+	return 0;
+}

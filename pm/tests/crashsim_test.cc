@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// pm/tests/crashsim_test.cc -- the crash simulator finds planted bugs, passes
+// correct code at every crash point, counts events exactly, and replays.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <pm/cost.h>
+#include <pm/crashsim.h>
+#include <pm/error.h>
+#include <pm/persist.h>
+
+#include "pm/examples/pmlog.h"
+#include "pm/tests/test_util.h"
+
+namespace {
+
+struct Outcome {
+	int ret;
+	pm_crashsim_stats stats;
+	std::string report;
+};
+
+Outcome Simulate(enum pmlog_bug bug, unsigned threads, unsigned ops, pm_crashsim_mode mode,
+	unsigned one_in = 64)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	std::string name = std::string("pmlog-") + pmlog_variant_name(bug) + "-t" +
+		std::to_string(threads);
+	cfg.name = name.c_str();
+	cfg.mode = mode;
+	cfg.sample_one_in = one_in;
+	pmlog_run run = {};
+	run.bug = bug;
+	run.threads = threads;
+	run.ops = ops;
+	Outcome o = {};
+	char report[4096] = "";
+	o.ret = pmlog_simulate(pmtest::TempPath(name + ".pool").c_str(), &run, &cfg, &o.stats,
+		report, sizeof(report));
+	o.report = report;
+	std::printf("%-28s ret=%d events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
+		" max_dirty=%" PRIu64 "\n", name.c_str(), o.ret, o.stats.events, o.stats.points,
+		o.stats.images, o.stats.max_dirty_words);
+	return o;
+}
+
+TEST(CrashsimSelfTest, CorrectCodePassesEveryCrashPoint)
+{
+	Outcome o = Simulate(PMLOG_CORRECT, 1, 8, PM_CRASHSIM_EVERY);
+	ASSERT_EQ(o.ret, 0) << o.report;
+	// 8 appends and 8 register updates, each two persists of flush + fence.
+	EXPECT_EQ(o.stats.events, 8u * 8u);
+	EXPECT_EQ(o.stats.points, o.stats.events + 1);
+	EXPECT_GE(o.stats.images, o.stats.points);
+	EXPECT_EQ(o.stats.failures, 0u);
+}
+
+TEST(CrashsimSelfTest, FindsValidFlagSetBeforeDataIsPersistent)
+{
+	Outcome o = Simulate(PMLOG_BUG_VALID_BEFORE_DATA, 1, 8, PM_CRASHSIM_EVERY);
+	ASSERT_EQ(o.ret, PM_E_CHECK_FAILED);
+	EXPECT_EQ(o.stats.failures, 1u);
+	EXPECT_NE(o.report.find("is not intact"), std::string::npos) << o.report;
+	EXPECT_NE(o.report.find("replay: "), std::string::npos) << o.report;
+}
+
+TEST(CrashsimSelfTest, FindsMissingFence)
+{
+	Outcome o = Simulate(PMLOG_BUG_MISSING_FENCE, 1, 8, PM_CRASHSIM_EVERY);
+	ASSERT_EQ(o.ret, PM_E_CHECK_FAILED);
+	EXPECT_NE(o.report.find("is not intact"), std::string::npos) << o.report;
+}
+
+TEST(CrashsimSelfTest, FindsTornTwoWordUpdate)
+{
+	Outcome o = Simulate(PMLOG_BUG_TORN_PAIR, 1, 8, PM_CRASHSIM_EVERY);
+	ASSERT_EQ(o.ret, PM_E_CHECK_FAILED);
+	EXPECT_NE(o.report.find("register torn"), std::string::npos) << o.report;
+}
+
+TEST(CrashsimSelfTest, SampledMultiThreadedCorrectPasses)
+{
+	Outcome o = Simulate(PMLOG_CORRECT, 4, 16, PM_CRASHSIM_SAMPLE, 8);
+	ASSERT_EQ(o.ret, 0) << o.report;
+	// 4 threads x 16 ops x (8 events + CAS + flush + fence).
+	EXPECT_EQ(o.stats.events, 4u * 16u * 11u);
+	EXPECT_GT(o.stats.points, 20u);
+}
+
+TEST(CrashsimSelfTest, SampledMultiThreadedFindsBug)
+{
+	Outcome o = Simulate(PMLOG_BUG_VALID_BEFORE_DATA, 4, 16, PM_CRASHSIM_SAMPLE, 8);
+	ASSERT_EQ(o.ret, PM_E_CHECK_FAILED);
+	EXPECT_NE(o.report.find("is not intact"), std::string::npos) << o.report;
+}
+
+// The report's replay line reproduces exactly the failing image.
+TEST(CrashsimSelfTest, ReplayReproducesTheFailure)
+{
+	Outcome o = Simulate(PMLOG_BUG_TORN_PAIR, 1, 8, PM_CRASHSIM_EVERY);
+	ASSERT_EQ(o.ret, PM_E_CHECK_FAILED);
+	size_t at = o.report.find("PM_CRASHSIM_REPLAY=");
+	ASSERT_NE(at, std::string::npos) << o.report;
+	std::string value = o.report.substr(at + std::strlen("PM_CRASHSIM_REPLAY="));
+	value = value.substr(0, value.find_first_of(" \n"));
+	std::string failure = o.report.substr(0, o.report.find("\nreplay:"));
+
+	ASSERT_EQ(setenv("PM_CRASHSIM_REPLAY", value.c_str(), 1), 0);
+	Outcome again = Simulate(PMLOG_BUG_TORN_PAIR, 1, 8, PM_CRASHSIM_EVERY);
+	unsetenv("PM_CRASHSIM_REPLAY");
+	ASSERT_EQ(again.ret, PM_E_CHECK_FAILED);
+	EXPECT_EQ(again.stats.points, 1u);
+	EXPECT_EQ(again.stats.images, 1u);
+	EXPECT_EQ(again.report.substr(0, again.report.find("\nreplay:")), failure);
+}
+
+// ---- small hand-made workloads on anonymous memory ----
+
+struct Cell {
+	uint64_t *mem; // page-aligned, tracked
+	volatile int flag;
+};
+
+Cell *NewCell()
+{
+	void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT_NE(p, MAP_FAILED);
+	Cell *c = new Cell;
+	c->mem = static_cast<uint64_t *>(p);
+	c->flag = 0;
+	return c;
+}
+
+void FreeCell(Cell *c)
+{
+	munmap(c->mem, 4096);
+	delete c;
+}
+
+int RunSim(const char *name, Cell *c, pm_crashsim_run_fn run, pm_crashsim_check_fn check,
+	pm_crashsim_stats *stats, std::string *report = nullptr, unsigned timeout_s = 60)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	cfg.name = name;
+	cfg.image_timeout_s = timeout_s;
+	pm_crashsim *sim = nullptr;
+	EXPECT_EQ(pm_crashsim_new(&sim, &cfg), 0);
+	EXPECT_EQ(pm_crashsim_track(sim, c->mem, 64), 0);
+	int ret = pm_crashsim_run(sim, run, check, c);
+	pm_crashsim_get_stats(sim, stats);
+	if (report != nullptr)
+		*report = pm_crashsim_report(sim);
+	EXPECT_EQ(pm_crashsim_delete(&sim), 0);
+	return ret;
+}
+
+int FlushNoFence(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	c->mem[0] = 1;
+	pm_flush(&c->mem[0], 8);
+	c->flag = 1;
+	return 0;
+}
+
+int PersistThenFlag(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	c->mem[0] = 1;
+	pm_persist(&c->mem[0], 8);
+	c->flag = 1;
+	return 0;
+}
+
+int FlagMeansOne(void *arg, char *msg, size_t len)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	if (c->flag && c->mem[0] != 1) {
+		std::snprintf(msg, len, "lost: word is %llu", (unsigned long long)c->mem[0]);
+		return 1;
+	}
+	return 0;
+}
+
+// A flush without a fence does not make data durable.
+TEST(CrashsimModel, UnfencedFlushMayBeLost)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	std::string report;
+	EXPECT_EQ(RunSim("unfenced", c, FlushNoFence, FlagMeansOne, &st, &report),
+		PM_E_CHECK_FAILED);
+	EXPECT_NE(report.find("lost: word is 0"), std::string::npos) << report;
+	FreeCell(c);
+}
+
+// Flush plus fence does; and the event count is exact: one flush, one fence.
+TEST(CrashsimModel, PersistIsDurableAndEventsAreExact)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	EXPECT_EQ(RunSim("persisted", c, PersistThenFlag, FlagMeansOne, &st), 0);
+	EXPECT_EQ(st.events, 2u);
+	EXPECT_EQ(st.points, 3u);
+	FreeCell(c);
+}
+
+int CasWorkload(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	uint64_t untracked = 0, expected = 0;
+	for (uint64_t i = 0; i < 3; i++) {
+		expected = i;
+		if (!pm_cas(&c->mem[1], &expected, i + 1))
+			return 1;
+	}
+	expected = 0;
+	pm_cas(&untracked, &expected, 5); // not tracked: not an event
+	pm_flush(&untracked, 8);          // not tracked: not an event
+	pm_persist(&c->mem[1], 8);
+	c->flag = 1;
+	return 0;
+}
+
+int CasCheck(void *arg, char *msg, size_t len)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	if (c->mem[1] > 3 || (c->flag && c->mem[1] != 3)) {
+		std::snprintf(msg, len, "cas word %llu", (unsigned long long)c->mem[1]);
+		return 1;
+	}
+	return 0;
+}
+
+TEST(CrashsimModel, CasOnTrackedWordsIsAnEventAndCounted)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	pm_cost before, after, d;
+	pm_cost_read_thread(&before);
+	EXPECT_EQ(RunSim("cas", c, CasWorkload, CasCheck, &st), 0);
+	pm_cost_read_thread(&after);
+	pm_cost_diff(&after, &before, &d);
+	EXPECT_EQ(st.events, 3u + 2u);
+	EXPECT_EQ(d.n[PM_COST_CAS], 4u);
+	EXPECT_EQ(d.n[PM_COST_FLUSH], 2u);
+	EXPECT_EQ(d.n[PM_COST_FENCE], 1u);
+	FreeCell(c);
+}
+
+// Thread A flushes x=1 but fences only after thread B persisted x=2: A's
+// stale snapshot must not make durable memory go back to 1.
+int StaleSnapshot(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	std::atomic<int> step{0};
+	std::thread a([&] {
+		c->mem[0] = 1;
+		pm_flush(&c->mem[0], 8);
+		step.store(1);
+		while (step.load() != 2)
+			;
+		pm_fence();
+		c->flag = 1;
+	});
+	std::thread b([&] {
+		while (step.load() != 1)
+			;
+		__atomic_store_n(&c->mem[0], 2, __ATOMIC_RELAXED);
+		pm_persist(&c->mem[0], 8);
+		step.store(2);
+	});
+	a.join();
+	b.join();
+	return 0;
+}
+
+int FlagMeansTwo(void *arg, char *msg, size_t len)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	if (c->flag && c->mem[0] != 2) {
+		std::snprintf(msg, len, "durable word went back to %llu",
+			(unsigned long long)c->mem[0]);
+		return 1;
+	}
+	return 0;
+}
+
+TEST(CrashsimModel, DurableMemoryNeverGoesBackwards)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	std::string report;
+	EXPECT_EQ(RunSim("stale", c, StaleSnapshot, FlagMeansTwo, &st, &report), 0) << report;
+	EXPECT_EQ(st.events, 4u);
+	FreeCell(c);
+}
+
+int Nothing(void *) { return 0; }
+
+int Crashes(void *, char *, size_t)
+{
+	raise(SIGSEGV);
+	return 0;
+}
+
+int Hangs(void *, char *, size_t)
+{
+	for (;;)
+		pause();
+}
+
+TEST(CrashsimModel, CrashingOrHangingChecksAreFailures)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	std::string report;
+	EXPECT_EQ(RunSim("crashes", c, Nothing, Crashes, &st, &report), PM_E_CHECK_FAILED);
+	EXPECT_NE(report.find("signal 11"), std::string::npos) << report;
+	EXPECT_EQ(RunSim("hangs", c, Nothing, Hangs, &st, &report, 1), PM_E_CHECK_FAILED);
+	EXPECT_NE(report.find("timed out"), std::string::npos) << report;
+	FreeCell(c);
+}
+
+int Nested(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	pm_crashsim_stats st;
+	// A second simulator cannot run while one is running.
+	return RunSim("inner", c, Nothing, FlagMeansOne, &st) == -EBUSY ? 0 : 1;
+}
+
+TEST(CrashsimApi, RejectsBadUse)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim *sim = nullptr;
+	pm_crashsim_config_init(&cfg);
+	EXPECT_EQ(pm_crashsim_new(&sim, &cfg), -EINVAL); // no name
+	cfg.name = "a:b";
+	EXPECT_EQ(pm_crashsim_new(&sim, &cfg), -EINVAL);
+	cfg.name = "ok";
+	cfg.max_images = 1;
+	EXPECT_EQ(pm_crashsim_new(&sim, &cfg), -EINVAL);
+	cfg.max_images = 8;
+	ASSERT_EQ(pm_crashsim_new(&sim, &cfg), 0);
+	EXPECT_EQ(pm_crashsim_run(sim, Nothing, FlagMeansOne, nullptr), -EINVAL); // nothing tracked
+	Cell *c = NewCell();
+	EXPECT_EQ(pm_crashsim_track(sim, c->mem, 64), 0);
+	EXPECT_EQ(pm_crashsim_track(sim, c->mem + 4, 8), -EINVAL); // overlap
+	EXPECT_EQ(pm_crashsim_track(sim, nullptr, 8), -EINVAL);
+	EXPECT_EQ(pm_crashsim_delete(&sim), 0);
+	EXPECT_EQ(sim, nullptr);
+	EXPECT_EQ(pm_crashsim_delete(&sim), 0);
+
+	pm_crashsim_stats st;
+	EXPECT_EQ(RunSim("outer", c, Nested, FlagMeansOne, &st), 0);
+
+	ASSERT_EQ(setenv("PM_CRASHSIM_REPLAY", "outer:1:x", 1), 0);
+	EXPECT_EQ(RunSim("outer", c, Nothing, FlagMeansOne, &st), -EINVAL);
+	unsetenv("PM_CRASHSIM_REPLAY");
+	FreeCell(c);
+}
+
+} // namespace
