@@ -23,6 +23,11 @@
 
 #define PM_POOL_MAGIC "DMEMPOOL"
 #define PM_POOL_HDR_SIZE 64
+/* Alignment of the caller's root. PMDK aligns the root object only to 16
+ * bytes, so the root starts at the first 64-byte boundary after the header;
+ * the pool's base is page-aligned in every run, so the padding never changes. */
+#define PM_POOL_ALIGN 64
+#define PM_POOL_ROOT_SPAN(root_size) (PM_POOL_HDR_SIZE + PM_POOL_ALIGN + (root_size))
 
 /* The first 64 bytes of the pmemobj root object. */
 struct pm_pool_hdr {
@@ -39,7 +44,8 @@ struct pm_pool {
 	PMEMobjpool *pop;
 	char *base;
 	size_t size;
-	struct pm_pool_hdr *hdr;
+	struct pm_pool_hdr *hdr; /* at the start of the pmemobj root object */
+	char *root;              /* the caller's root: first 64-byte boundary after hdr */
 	enum pm_durability durability;
 	uint64_t uuid_lo;
 };
@@ -217,6 +223,8 @@ pm_pool_new(PMEMobjpool *pop, size_t size)
 	pool->base = (char *)pop;
 	pool->size = size;
 	pool->hdr = pmemobj_direct(root);
+	pool->root = (char *)(((uintptr_t)pool->hdr + PM_POOL_HDR_SIZE + PM_POOL_ALIGN - 1) &
+		~(uintptr_t)(PM_POOL_ALIGN - 1));
 	pool->uuid_lo = root.pool_uuid_lo;
 	return pool;
 }
@@ -248,7 +256,7 @@ pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 	if (pop == NULL)
 		return pm__err(errno > 0 ? -errno : -EINVAL, "%s: %s", cfg->path,
 			pmemobj_errormsg());
-	root = pmemobj_root(pop, PM_POOL_HDR_SIZE + cfg->root_size);
+	root = pmemobj_root(pop, PM_POOL_ROOT_SPAN(cfg->root_size));
 	if (OID_IS_NULL(root)) {
 		ret = pm__err(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
 			cfg->path, cfg->root_size, pmemobj_errormsg());
@@ -302,7 +310,7 @@ pm_pool_open_header(const struct pm_pool *pool, const struct pm_pool_config *cfg
 	if (hdr->root_size != cfg->root_size)
 		return pm__err(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
 			cfg->path, (unsigned long long)hdr->root_size, cfg->root_size);
-	if (pmemobj_root_size(pool->pop) < PM_POOL_HDR_SIZE + hdr->root_size)
+	if (pmemobj_root_size(pool->pop) < PM_POOL_ROOT_SPAN(hdr->root_size))
 		return pm__err(PM_E_CORRUPT, "%s: root object smaller than its header says",
 			cfg->path);
 	return 0;
@@ -386,7 +394,7 @@ pm_pool_close(struct pm_pool **pool)
 void *
 pm_pool_root(const struct pm_pool *pool)
 {
-	return (char *)pool->hdr + PM_POOL_HDR_SIZE;
+	return pool->root;
 }
 
 size_t

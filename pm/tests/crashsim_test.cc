@@ -92,8 +92,9 @@ TEST(CrashsimSelfTest, SampledMultiThreadedCorrectPasses)
 {
 	Outcome o = Simulate(PMLOG_CORRECT, 4, 16, PM_CRASHSIM_SAMPLE, 8);
 	ASSERT_EQ(o.ret, 0) << o.report;
-	// 4 threads x 16 ops x (8 events + CAS + flush + fence).
-	EXPECT_EQ(o.stats.events, 4u * 16u * 11u);
+	// 4 threads x 16 ops x (8 events + CAS + flush + fence), plus one
+	// event per CAS retried under contention.
+	EXPECT_GE(o.stats.events, 4u * 16u * 11u);
 	EXPECT_GT(o.stats.points, 20u);
 }
 
