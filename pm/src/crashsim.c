@@ -551,6 +551,12 @@ pm_crashsim_point_child(struct pm_crashsim *sim, uint64_t point)
 		else if (WIFSIGNALED(status))
 			snprintf(sh->msg, sizeof(sh->msg), "check crashed with signal %d (%s)",
 				WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else if (WEXITSTATUS(status) != 1 || sh->msg[0] == '\0')
+			/* Not the check's own verdict: exit() in the check, or a
+			 * sanitizer that turned a crash into an exit status. */
+			snprintf(sh->msg, sizeof(sh->msg),
+				"check process exited with status %d (crash under a sanitizer, or exit())",
+				WEXITSTATUS(status));
 		break;
 	}
 	_exit(0);
