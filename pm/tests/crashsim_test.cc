@@ -310,6 +310,51 @@ TEST(CrashsimModel, DurableMemoryNeverGoesBackwards)
 
 int Nothing(void *) { return 0; }
 
+// Recovery for FlushNoFence's state: make the word 1 and durable. Idempotent,
+// so a crash in the middle of it and a second run must still end with 1.
+int Recover(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	c->mem[0] = 1;
+	pm_persist(&c->mem[0], 8);
+	c->flag = 1;
+	return 0;
+}
+
+int RecoverThenCheck(void *arg, char *msg, size_t len)
+{
+	Recover(arg);
+	return FlagMeansOne(arg, msg, len);
+}
+
+// The check of the outer run crash-tests the recovery itself: a simulator
+// runs inside an image process, over the (private) image memory.
+int RecoveryIsCrashTested(void *arg, char *msg, size_t len)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	c->flag = 0;
+	pm_crashsim_stats st;
+	std::string report;
+	int ret = RunSim("recovery", c, Recover, RecoverThenCheck, &st, &report);
+	if (ret != 0 || st.points != 3) {
+		std::snprintf(msg, len, "nested run: %d, %llu points: %s", ret,
+			(unsigned long long)st.points, report.c_str());
+		return 1;
+	}
+	return 0;
+}
+
+TEST(CrashsimModel, CrashesDuringRecoveryCanBeSimulated)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	std::string report;
+	EXPECT_EQ(RunSim("outer-recovery", c, FlushNoFence, RecoveryIsCrashTested, &st, &report), 0)
+		<< report;
+	EXPECT_EQ(st.points, 2u);
+	FreeCell(c);
+}
+
 int Crashes(void *, char *, size_t)
 {
 	raise(SIGSEGV);

@@ -143,7 +143,8 @@ int pm_crashsim_run(struct pm_crashsim *sim, pm_crashsim_run_fn run,
 	pm_crashsim_check_fn check, void *arg);
 
 /**
- * pm_crashsim_stats -- counts of the last run into @out.
+ * pm_crashsim_get_stats -- copy the counts of the last run into @out.
+ * Thread-safety: not during a run of @sim.
  */
 void pm_crashsim_get_stats(const struct pm_crashsim *sim, struct pm_crashsim_stats *out);
 

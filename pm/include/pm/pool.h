@@ -126,8 +126,10 @@ uint32_t pm_pool_version(const struct pm_pool *pool);
 /* pm_pool_durability -- the mode granted at open (never AUTO). */
 enum pm_durability pm_pool_durability(const struct pm_pool *pool);
 
-/* pm_pool_base, pm_pool_size -- the mapping: offsets are relative to the base. */
+/* pm_pool_base -- start of the pool's mapping: offsets are relative to it. */
 void *pm_pool_base(const struct pm_pool *pool);
+
+/* pm_pool_size -- length of the pool's mapping in bytes. */
 size_t pm_pool_size(const struct pm_pool *pool);
 
 /**
