@@ -192,31 +192,49 @@ pm_pool_precheck(const char *path, struct stat *st)
 	return 0;
 }
 
-/* pm_pool_attach -- common tail of create and open: durability and region */
+/* pm_pool_check_header -- validate the pm header at the start of the root */
 static int
-pm_pool_attach(struct pm_pool *pool, const struct pm_pool_config *cfg)
+pm_pool_check_header(PMEMobjpool *pop, const struct pm_pool_config *cfg)
 {
-	int mode = pm_durability_resolve(pool->base, pool->size, cfg->durability);
-	int ret;
+	const struct pm_pool_hdr *hdr = pmemobj_direct(pmemobj_root(pop, 0));
 
-	if (mode < 0)
-		return mode;
-	pool->durability = (enum pm_durability)mode;
-	ret = pm_region_add(pool->base, pool->size, pool->durability);
-	if (ret != 0)
-		return ret;
+	if (pmemobj_root_size(pop) < PM_POOL_HDR_SIZE || hdr == NULL)
+		return pm__err(PM_E_CORRUPT, "%s: no pm header: not made by pm_pool_create",
+			cfg->path);
+	if (memcmp(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic)) != 0)
+		return pm__err(PM_E_CORRUPT,
+			"%s: no pm header magic: pool creation did not complete", cfg->path);
+	if (hdr->checksum != pm_pool_hdr_checksum(hdr) || hdr->hdr_size != PM_POOL_HDR_SIZE)
+		return pm__err(PM_E_CORRUPT, "%s: pm header checksum mismatch", cfg->path);
+	if (hdr->version != cfg->version)
+		return pm__err(PM_E_VERSION, "%s: layout version %u, expected %u", cfg->path,
+			hdr->version, cfg->version);
+	if (hdr->root_size != cfg->root_size)
+		return pm__err(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
+			cfg->path, (unsigned long long)hdr->root_size, cfg->root_size);
+	if (pmemobj_root_size(pop) < PM_POOL_ROOT_SPAN(hdr->root_size))
+		return pm__err(PM_E_CORRUPT, "%s: root object smaller than its header says",
+			cfg->path);
 	return 0;
 }
 
-/* pm_pool_new -- wrap an open PMEMobjpool whose root holds our header */
-static struct pm_pool *
-pm_pool_new(PMEMobjpool *pop, size_t size)
+/* pm_pool_wrap -- turn an open PMEMobjpool of @size bytes into a pm_pool:
+ * validate its header, resolve durability, register its region. On failure
+ * nothing is allocated or registered; the caller closes @pop. */
+static int
+pm_pool_wrap(PMEMobjpool *pop, size_t size, const struct pm_pool_config *cfg,
+	struct pm_pool **out)
 {
-	struct pm_pool *pool = calloc(1, sizeof(*pool));
+	struct pm_pool *pool;
 	PMEMoid root;
+	int mode, ret;
 
+	ret = pm_pool_check_header(pop, cfg);
+	if (ret != 0)
+		return ret;
+	pool = calloc(1, sizeof(*pool));
 	if (pool == NULL)
-		return NULL;
+		return pm__err(-ENOMEM, "out of memory");
 	root = pmemobj_root(pop, 0);
 	pool->pop = pop;
 	/* PMEMobjpool is the start of the pool's mapping. */
@@ -226,7 +244,15 @@ pm_pool_new(PMEMobjpool *pop, size_t size)
 	pool->root = (char *)(((uintptr_t)pool->hdr + PM_POOL_HDR_SIZE + PM_POOL_ALIGN - 1) &
 		~(uintptr_t)(PM_POOL_ALIGN - 1));
 	pool->uuid_lo = root.pool_uuid_lo;
-	return pool;
+	mode = pm_durability_resolve(pool->base, pool->size, cfg->durability);
+	ret = mode < 0 ? mode : pm_region_add(pool->base, pool->size, (enum pm_durability)mode);
+	if (ret != 0) {
+		free(pool);
+		return ret;
+	}
+	pool->durability = (enum pm_durability)mode;
+	*out = pool;
+	return 0;
 }
 
 /* pm_pool_create -- new pool file with a zeroed root and a durable header */
@@ -234,7 +260,6 @@ int
 pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 {
 	struct pm_pool_hdr *hdr;
-	struct pm_pool *pool;
 	PMEMobjpool *pop;
 	struct stat st;
 	PMEMoid root;
@@ -262,14 +287,9 @@ pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 			cfg->path, cfg->root_size, pmemobj_errormsg());
 		goto fail;
 	}
-	pool = pm_pool_new(pop, size);
-	if (pool == NULL) {
-		ret = pm__err(-ENOMEM, "out of memory");
-		goto fail;
-	}
 	/* The root is zeroed by PMDK; the header goes in last so an interrupted
 	 * create is recognisable as such. */
-	hdr = pool->hdr;
+	hdr = pmemobj_direct(root);
 	memcpy(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic));
 	hdr->version = cfg->version;
 	hdr->hdr_size = PM_POOL_HDR_SIZE;
@@ -277,50 +297,19 @@ pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 	hdr->checksum = pm_pool_hdr_checksum(hdr);
 	pmemobj_persist(pop, hdr, sizeof(*hdr));
 
-	ret = pm_pool_attach(pool, cfg);
-	if (ret != 0) {
-		free(pool);
-		goto fail;
-	}
-	*out = pool;
-	return 0;
+	ret = pm_pool_wrap(pop, size, cfg, out);
+	if (ret == 0)
+		return 0;
 fail:
 	pmemobj_close(pop);
 	unlink(cfg->path);
 	return ret;
 }
 
-/* pm_pool_open_header -- validate the pm header of an opened pool */
-static int
-pm_pool_open_header(const struct pm_pool *pool, const struct pm_pool_config *cfg)
-{
-	const struct pm_pool_hdr *hdr = pool->hdr;
-
-	if (pmemobj_root_size(pool->pop) < PM_POOL_HDR_SIZE || hdr == NULL)
-		return pm__err(PM_E_CORRUPT, "%s: no pm header: not made by pm_pool_create",
-			cfg->path);
-	if (memcmp(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic)) != 0)
-		return pm__err(PM_E_CORRUPT,
-			"%s: no pm header magic: pool creation did not complete", cfg->path);
-	if (hdr->checksum != pm_pool_hdr_checksum(hdr) || hdr->hdr_size != PM_POOL_HDR_SIZE)
-		return pm__err(PM_E_CORRUPT, "%s: pm header checksum mismatch", cfg->path);
-	if (hdr->version != cfg->version)
-		return pm__err(PM_E_VERSION, "%s: layout version %u, expected %u", cfg->path,
-			hdr->version, cfg->version);
-	if (hdr->root_size != cfg->root_size)
-		return pm__err(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
-			cfg->path, (unsigned long long)hdr->root_size, cfg->root_size);
-	if (pmemobj_root_size(pool->pop) < PM_POOL_ROOT_SPAN(hdr->root_size))
-		return pm__err(PM_E_CORRUPT, "%s: root object smaller than its header says",
-			cfg->path);
-	return 0;
-}
-
 /* pm_pool_open -- validate, open, check the header, register */
 int
 pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 {
-	struct pm_pool *pool;
 	PMEMobjpool *pop;
 	struct stat st;
 	int ret;
@@ -344,22 +333,9 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 		return pm__err(errno == EINVAL ? PM_E_CORRUPT : -errno, "%s: %s", cfg->path,
 			pmemobj_errormsg());
 	}
-	pool = pm_pool_new(pop, (size_t)st.st_size);
-	if (pool == NULL) {
-		ret = pm__err(-ENOMEM, "out of memory");
-		goto fail;
-	}
-	ret = pm_pool_open_header(pool, cfg);
-	if (ret == 0)
-		ret = pm_pool_attach(pool, cfg);
-	if (ret != 0) {
-		free(pool);
-		goto fail;
-	}
-	*out = pool;
-	return 0;
-fail:
-	pmemobj_close(pop);
+	ret = pm_pool_wrap(pop, (size_t)st.st_size, cfg, out);
+	if (ret != 0)
+		pmemobj_close(pop);
 	return ret;
 }
 

@@ -130,6 +130,7 @@ TEST(CrashsimSelfTest, ReplayReproducesTheFailure)
 struct Cell {
 	uint64_t *mem; // page-aligned, tracked
 	volatile int flag;
+	uint64_t expect; // what mem[0] must durably hold once flag is set
 };
 
 Cell *NewCell()
@@ -139,6 +140,7 @@ Cell *NewCell()
 	Cell *c = new Cell;
 	c->mem = static_cast<uint64_t *>(p);
 	c->flag = 0;
+	c->expect = 1;
 	return c;
 }
 
@@ -184,11 +186,12 @@ int PersistThenFlag(void *arg)
 	return 0;
 }
 
-int FlagMeansOne(void *arg, char *msg, size_t len)
+int FlagMeansDurable(void *arg, char *msg, size_t len)
 {
 	Cell *c = static_cast<Cell *>(arg);
-	if (c->flag && c->mem[0] != 1) {
-		std::snprintf(msg, len, "lost: word is %llu", (unsigned long long)c->mem[0]);
+	if (c->flag && c->mem[0] != c->expect) {
+		std::snprintf(msg, len, "lost: word is %llu, not %llu",
+			(unsigned long long)c->mem[0], (unsigned long long)c->expect);
 		return 1;
 	}
 	return 0;
@@ -200,9 +203,9 @@ TEST(CrashsimModel, UnfencedFlushMayBeLost)
 	Cell *c = NewCell();
 	pm_crashsim_stats st;
 	std::string report;
-	EXPECT_EQ(RunSim("unfenced", c, FlushNoFence, FlagMeansOne, &st, &report),
+	EXPECT_EQ(RunSim("unfenced", c, FlushNoFence, FlagMeansDurable, &st, &report),
 		PM_E_CHECK_FAILED);
-	EXPECT_NE(report.find("lost: word is 0"), std::string::npos) << report;
+	EXPECT_NE(report.find("lost: word is 0, not 1"), std::string::npos) << report;
 	FreeCell(c);
 }
 
@@ -211,7 +214,7 @@ TEST(CrashsimModel, PersistIsDurableAndEventsAreExact)
 {
 	Cell *c = NewCell();
 	pm_crashsim_stats st;
-	EXPECT_EQ(RunSim("persisted", c, PersistThenFlag, FlagMeansOne, &st), 0);
+	EXPECT_EQ(RunSim("persisted", c, PersistThenFlag, FlagMeansDurable, &st), 0);
 	EXPECT_EQ(st.events, 2u);
 	EXPECT_EQ(st.points, 3u);
 	FreeCell(c);
@@ -287,23 +290,13 @@ int StaleSnapshot(void *arg)
 	return 0;
 }
 
-int FlagMeansTwo(void *arg, char *msg, size_t len)
-{
-	Cell *c = static_cast<Cell *>(arg);
-	if (c->flag && c->mem[0] != 2) {
-		std::snprintf(msg, len, "durable word went back to %llu",
-			(unsigned long long)c->mem[0]);
-		return 1;
-	}
-	return 0;
-}
-
 TEST(CrashsimModel, DurableMemoryNeverGoesBackwards)
 {
 	Cell *c = NewCell();
 	pm_crashsim_stats st;
 	std::string report;
-	EXPECT_EQ(RunSim("stale", c, StaleSnapshot, FlagMeansTwo, &st, &report), 0) << report;
+	c->expect = 2;
+	EXPECT_EQ(RunSim("stale", c, StaleSnapshot, FlagMeansDurable, &st, &report), 0) << report;
 	EXPECT_EQ(st.events, 4u);
 	FreeCell(c);
 }
@@ -324,7 +317,7 @@ int Recover(void *arg)
 int RecoverThenCheck(void *arg, char *msg, size_t len)
 {
 	Recover(arg);
-	return FlagMeansOne(arg, msg, len);
+	return FlagMeansDurable(arg, msg, len);
 }
 
 // The check of the outer run crash-tests the recovery itself: a simulator
@@ -386,7 +379,7 @@ int Nested(void *arg)
 	Cell *c = static_cast<Cell *>(arg);
 	pm_crashsim_stats st;
 	// A second simulator cannot run while one is running.
-	return RunSim("inner", c, Nothing, FlagMeansOne, &st) == -EBUSY ? 0 : 1;
+	return RunSim("inner", c, Nothing, FlagMeansDurable, &st) == -EBUSY ? 0 : 1;
 }
 
 TEST(CrashsimApi, RejectsBadUse)
@@ -402,7 +395,7 @@ TEST(CrashsimApi, RejectsBadUse)
 	EXPECT_EQ(pm_crashsim_new(&sim, &cfg), -EINVAL);
 	cfg.max_images = 8;
 	ASSERT_EQ(pm_crashsim_new(&sim, &cfg), 0);
-	EXPECT_EQ(pm_crashsim_run(sim, Nothing, FlagMeansOne, nullptr), -EINVAL); // nothing tracked
+	EXPECT_EQ(pm_crashsim_run(sim, Nothing, FlagMeansDurable, nullptr), -EINVAL); // nothing tracked
 	Cell *c = NewCell();
 	EXPECT_EQ(pm_crashsim_track(sim, c->mem, 64), 0);
 	EXPECT_EQ(pm_crashsim_track(sim, c->mem + 4, 8), -EINVAL); // overlap
@@ -412,10 +405,10 @@ TEST(CrashsimApi, RejectsBadUse)
 	EXPECT_EQ(pm_crashsim_delete(&sim), 0);
 
 	pm_crashsim_stats st;
-	EXPECT_EQ(RunSim("outer", c, Nested, FlagMeansOne, &st), 0);
+	EXPECT_EQ(RunSim("outer", c, Nested, FlagMeansDurable, &st), 0);
 
 	ASSERT_EQ(setenv("PM_CRASHSIM_REPLAY", "outer:1:x", 1), 0);
-	EXPECT_EQ(RunSim("outer", c, Nothing, FlagMeansOne, &st), -EINVAL);
+	EXPECT_EQ(RunSim("outer", c, Nothing, FlagMeansDurable, &st), -EINVAL);
 	unsetenv("PM_CRASHSIM_REPLAY");
 	FreeCell(c);
 }
