@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ pm_pool_config_init(struct pm_pool_config *cfg)
 	cfg->pool_size = PM_POOL_DEFAULT_SIZE;
 	cfg->durability = PM_DURABILITY_AUTO;
 	cfg->file_mode = 0600;
+	cfg->check_timeout_s = 60;
 }
 
 /* pm_pool_hdr_checksum -- checksum of the header fields before it */
@@ -91,15 +93,24 @@ pm_pool_config_check(const struct pm_pool_config *cfg)
 	return 0;
 }
 
-/* pm_pool_check_child -- runs in the forked child: PMDK's own check */
+/* pm_pool_check_child -- runs in the forked child: PMDK's own check, then a
+ * trial open, so that PMDK crashing or hanging on either path kills only
+ * this process. The trial open runs PMDK recovery, which the caller's open
+ * would run anyway (it is idempotent). */
 static void
 pm_pool_check_child(const char *path, const char *layout, struct pm_pool_verdict *v)
 {
 	int ok = pmemobj_check(path, layout);
+	PMEMobjpool *pop;
 
 	if (ok == 1) {
-		v->code = 0;
-		return;
+		pop = pmemobj_open(path, layout);
+		if (pop != NULL) {
+			pmemobj_close(pop);
+			v->code = 0;
+			return;
+		}
+		ok = -1;
 	}
 	snprintf(v->msg, sizeof(v->msg), "%s: %s", path, pmemobj_errormsg());
 	if (ok == 0) {
@@ -118,7 +129,7 @@ pm_pool_check_child(const char *path, const char *layout, struct pm_pool_verdict
 /* pm_pool_isolated_check -- pmemobj_check in a child, so damage that crashes
  * PMDK becomes an error code here */
 static int
-pm_pool_isolated_check(const char *path, const char *layout)
+pm_pool_isolated_check(const char *path, const char *layout, unsigned timeout_s)
 {
 	struct pm_pool_verdict v;
 	int fds[2], status;
@@ -138,6 +149,8 @@ pm_pool_isolated_check(const char *path, const char *layout)
 	if (pid == 0) {
 		memset(&v, 0, sizeof(v));
 		close(fds[0]);
+		/* PMDK loops forever on some damaged pools; SIGALRM ends it. */
+		alarm(timeout_s);
 		pm_pool_check_child(path, layout, &v);
 		if (write(fds[1], &v, sizeof(v)) != (ssize_t)sizeof(v))
 			_exit(2);
@@ -156,6 +169,10 @@ pm_pool_isolated_check(const char *path, const char *layout)
 	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		return pm__err(PM_E_CORRUPT,
+			"%s: PMDK did not finish checking the pool within %u s: it is damaged "
+			"(or larger than check_timeout_s allows)", path, timeout_s);
 	if (WIFSIGNALED(status))
 		return pm__err(PM_E_CORRUPT,
 			"%s: PMDK crashed (signal %d) while checking the pool: it is damaged",
@@ -322,7 +339,7 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 	if (ret != 0)
 		return ret;
 	if (!(cfg->flags & PM_POOL_TRUSTED)) {
-		ret = pm_pool_isolated_check(cfg->path, cfg->layout);
+		ret = pm_pool_isolated_check(cfg->path, cfg->layout, cfg->check_timeout_s);
 		if (ret != 0)
 			return ret;
 	}

@@ -9,10 +9,11 @@
  * interrupted is reported as corrupt instead of being used half-made.
  *
  * Untrusted files. PMDK crashes (SIGSEGV/SIGBUS) on some damaged pools and on
- * empty files. pm_pool_open() therefore first runs pmemobj_check() in a
- * forked child; a child that dies turns into PM_E_CORRUPT, so opening never
- * crashes the caller. PM_POOL_TRUSTED skips that check for large pools whose
- * provenance is known.
+ * empty files, and loops forever on others. pm_pool_open() therefore first
+ * runs pmemobj_check() and a trial open in a forked child with a time limit;
+ * a child that dies or runs out of time turns into PM_E_CORRUPT, so opening
+ * never crashes or hangs the caller. PM_POOL_TRUSTED skips that check for
+ * large pools whose provenance is known.
  *
  * Persistence of the caller's data is the caller's business: use
  * pm/persist.h on pointers into the pool; the pool is registered as a region
@@ -53,6 +54,7 @@ struct pm_pool_config {
 	enum pm_durability durability; /* default PM_DURABILITY_AUTO */
 	unsigned flags;      /* PM_POOL_*; default 0 */
 	unsigned file_mode;  /* create only; default 0600 */
+	unsigned check_timeout_s; /* open: limit for the isolated check; default 60, 0 = none */
 };
 
 /**
