@@ -43,6 +43,9 @@
 #define PM_CRASHSIM_LINE_WORDS (PM_CACHELINE / 8)
 #define PM_CRASHSIM_MSG_LEN 1024
 #define PM_CRASHSIM_REPORT_LEN 4096
+/* Exit statuses of an image process that wrote its own message. */
+#define PM_CRASHSIM_EXIT_VERDICT 1  /* the check failed */
+#define PM_CRASHSIM_EXIT_NO_IMAGE 3 /* the image could not be built */
 
 struct pm_crashsim_range {
 	uint64_t *addr;    /* working memory (8-byte aligned) */
@@ -78,7 +81,6 @@ struct pm_crashsim_shared {
 	uint64_t dirty_words; /* words with a non-durable candidate */
 	int failed;
 	uint64_t fail_image;
-	uint64_t fail_seed;
 	char msg[PM_CRASHSIM_MSG_LEN];
 };
 
@@ -480,13 +482,13 @@ pm_crashsim_check_image(struct pm_crashsim *sim, const struct pm_crashsim_plan *
 	if (ret != 0) {
 		snprintf(sim->shared->msg, sizeof(sim->shared->msg),
 			"could not build the image: %s", strerror(-ret));
-		_exit(3);
+		_exit(PM_CRASHSIM_EXIT_NO_IMAGE);
 	}
 	if (sim->check(sim->arg, msg, sizeof(msg)) != 0) {
 		msg[sizeof(msg) - 1] = '\0';
 		snprintf(sim->shared->msg, sizeof(sim->shared->msg), "%s",
 			msg[0] ? msg : "check failed (no message)");
-		_exit(1);
+		_exit(PM_CRASHSIM_EXIT_VERDICT);
 	}
 	_exit(0);
 }
@@ -544,14 +546,14 @@ pm_crashsim_point_child(struct pm_crashsim *sim, uint64_t point)
 			continue;
 		sh->failed = 1;
 		sh->fail_image = image;
-		sh->fail_seed = seed;
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
 			snprintf(sh->msg, sizeof(sh->msg), "check timed out after %u s",
 				sim->cfg.image_timeout_s);
 		else if (WIFSIGNALED(status))
 			snprintf(sh->msg, sizeof(sh->msg), "check crashed with signal %d (%s)",
 				WTERMSIG(status), strsignal(WTERMSIG(status)));
-		else if (WEXITSTATUS(status) != 1 || sh->msg[0] == '\0')
+		else if ((WEXITSTATUS(status) != PM_CRASHSIM_EXIT_VERDICT &&
+				WEXITSTATUS(status) != PM_CRASHSIM_EXIT_NO_IMAGE) || sh->msg[0] == '\0')
 			/* Not the check's own verdict: exit() in the check, or a
 			 * sanitizer that turned a crash into an exit status. */
 			snprintf(sh->msg, sizeof(sh->msg),

@@ -19,6 +19,8 @@
 #include <pm/error.h>
 #include <pm/pool.h>
 
+#include "pm/tests/test_util.h"
+
 namespace {
 
 struct Template {
@@ -28,12 +30,7 @@ struct Template {
 
 pm_pool_config Config(const std::string &path)
 {
-	pm_pool_config cfg;
-	pm_pool_config_init(&cfg);
-	cfg.path = path.c_str();
-	cfg.layout = "fuzz";
-	cfg.root_size = 4096;
-	cfg.pool_size = PM_POOL_MIN_SIZE;
+	pm_pool_config cfg = pmtest::PoolConfig(path, "fuzz", 4096);
 	cfg.check_timeout_s = 5; // healthy 8 MiB pools check in milliseconds
 	return cfg;
 }

@@ -12,12 +12,7 @@
 TEST(PoolPmem, ForcedPmemGetsPmemDurability)
 {
 	std::string path = pmtest::TempPath("forced.pool");
-	pm_pool_config cfg;
-	pm_pool_config_init(&cfg);
-	cfg.path = path.c_str();
-	cfg.layout = "forced";
-	cfg.root_size = 256;
-	cfg.pool_size = PM_POOL_MIN_SIZE;
+	pm_pool_config cfg = pmtest::PoolConfig(path, "forced", 256);
 	cfg.durability = PM_DURABILITY_PMEM;
 	pm_pool *pool = nullptr;
 	ASSERT_EQ(pm_pool_create(&pool, &cfg), 0) << pm_errormsg();

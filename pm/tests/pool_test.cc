@@ -27,13 +27,7 @@ struct Root {
 
 pm_pool_config Config(const std::string &path)
 {
-	pm_pool_config cfg;
-	pm_pool_config_init(&cfg);
-	cfg.path = path.c_str();
-	cfg.layout = "pool-test";
-	cfg.root_size = sizeof(Root);
-	cfg.pool_size = PM_POOL_MIN_SIZE;
-	return cfg;
+	return pmtest::PoolConfig(path, "pool-test", sizeof(Root));
 }
 
 std::string MakePool(const std::string &name)
