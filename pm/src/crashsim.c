@@ -185,6 +185,19 @@ pm_crashsim_new(struct pm_crashsim **out, const struct pm_crashsim_config *cfg)
 	return 0;
 }
 
+/* pm_crashsim_overlaps -- whether [a, a + len) touches any tracked range */
+static bool
+pm_crashsim_overlaps(const struct pm_crashsim *sim, uintptr_t a, size_t len)
+{
+	for (unsigned i = 0; i < sim->nranges; i++) {
+		uintptr_t s = (uintptr_t)sim->ranges[i].addr;
+
+		if (a < s + sim->ranges[i].nwords * 8 && s < a + len)
+			return true;
+	}
+	return false;
+}
+
 /* pm_crashsim_track -- add a range; its durable image is taken at run start */
 int
 pm_crashsim_track(struct pm_crashsim *sim, void *addr, size_t len)
@@ -198,13 +211,8 @@ pm_crashsim_track(struct pm_crashsim *sim, void *addr, size_t len)
 		return pm__err(-EBUSY, "cannot track memory during a run");
 	if (addr == NULL || len == 0 || end <= start)
 		return pm__err(-EINVAL, "empty or wrapping range %p+%zu", addr, len);
-	for (unsigned i = 0; i < sim->nranges; i++) {
-		uintptr_t s = (uintptr_t)sim->ranges[i].addr;
-		uintptr_t e = s + sim->ranges[i].nwords * 8;
-
-		if (start < e && s < end)
-			return pm__err(-EINVAL, "range %p+%zu overlaps a tracked range", addr, len);
-	}
+	if (pm_crashsim_overlaps(sim, start, end - start))
+		return pm__err(-EINVAL, "range %p+%zu overlaps a tracked range", addr, len);
 	ranges = realloc(sim->ranges, (sim->nranges + 1) * sizeof(*ranges));
 	if (ranges == NULL)
 		return pm__err(-ENOMEM, "out of memory");
@@ -220,32 +228,6 @@ pm_crashsim_track(struct pm_crashsim *sim, void *addr, size_t len)
 	}
 	sim->nranges++;
 	return 0;
-}
-
-/* pm_crashsim_find_range -- index of the range holding word address @a, or -1 */
-static int
-pm_crashsim_find_range(const struct pm_crashsim *sim, uintptr_t a)
-{
-	for (unsigned i = 0; i < sim->nranges; i++) {
-		uintptr_t s = (uintptr_t)sim->ranges[i].addr;
-
-		if (a - s < sim->ranges[i].nwords * 8)
-			return (int)i;
-	}
-	return -1;
-}
-
-/* pm_crashsim_overlaps -- whether [a, a + len) touches any tracked range */
-static bool
-pm_crashsim_overlaps(const struct pm_crashsim *sim, uintptr_t a, size_t len)
-{
-	for (unsigned i = 0; i < sim->nranges; i++) {
-		uintptr_t s = (uintptr_t)sim->ranges[i].addr;
-
-		if (a < s + sim->ranges[i].nwords * 8 && s < a + len)
-			return true;
-	}
-	return false;
 }
 
 /* pm_crashsim_thread_get -- this thread's pending list for the current run */
@@ -755,13 +737,11 @@ pm_crashsim_hook_cas(uint64_t *word, uint64_t *expected, uint64_t desired)
 		memory_order_acquire);
 	bool ok;
 
-	if (sim == NULL || pm_crashsim_find_range(sim, (uintptr_t)word) < 0)
-		return __atomic_compare_exchange_n(word, expected, desired, false,
-			__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	if (sim == NULL || !pm_crashsim_overlaps(sim, (uintptr_t)word, sizeof(*word)))
+		return pm__cas_seq_cst(word, expected, desired);
 	pthread_mutex_lock(&sim->lock);
 	pm_crashsim_event(sim);
-	ok = __atomic_compare_exchange_n(word, expected, desired, false,
-		__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	ok = pm__cas_seq_cst(word, expected, desired);
 	pthread_mutex_unlock(&sim->lock);
 	return ok;
 }

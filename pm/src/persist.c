@@ -288,8 +288,7 @@ pm_cas(uint64_t *word, uint64_t *expected, uint64_t desired)
 	hooks = atomic_load_explicit(&pm_hooks, memory_order_acquire);
 	if (hooks != NULL)
 		return hooks->cas(word, expected, desired);
-	return __atomic_compare_exchange_n(word, expected, desired, false,
-		__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return pm__cas_seq_cst(word, expected, desired);
 }
 
 /* pm_persist__set_hooks -- install or remove the crash simulator's hooks */

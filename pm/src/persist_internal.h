@@ -24,6 +24,14 @@ struct pm_persist__hooks {
 	bool (*cas)(uint64_t *word, uint64_t *expected, uint64_t desired);
 };
 
+/* The plain CAS behind pm_cas: sequentially consistent on success and failure. */
+static inline bool
+pm__cas_seq_cst(uint64_t *word, uint64_t *expected, uint64_t desired)
+{
+	return __atomic_compare_exchange_n(word, expected, desired, false,
+		__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
 /* Installs @hooks (NULL removes them). The caller guarantees that no
  * persistence event is in flight while hooks are swapped. */
 void pm_persist__set_hooks(const struct pm_persist__hooks *hooks);

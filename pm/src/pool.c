@@ -93,6 +93,18 @@ pm_pool_config_check(const struct pm_pool_config *cfg)
 	return 0;
 }
 
+/* pm_pool_errno_code -- the pm code for a PMDK call that failed with @err
+ * (a wrong layout also reads as EINVAL; callers that can tell it apart do) */
+static int
+pm_pool_errno_code(int err)
+{
+	if (err == EWOULDBLOCK || err == EAGAIN)
+		return -EBUSY;
+	if (err == EINVAL || err <= 0)
+		return PM_E_CORRUPT;
+	return -err;
+}
+
 /* pm_pool_check_child -- runs in the forked child: PMDK's own check, then a
  * trial open, so that PMDK crashing or hanging on either path kills only
  * this process. The trial open runs PMDK recovery, which the caller's open
@@ -113,17 +125,14 @@ pm_pool_check_child(const char *path, const char *layout, struct pm_pool_verdict
 		ok = -1;
 	}
 	snprintf(v->msg, sizeof(v->msg), "%s: %s", path, pmemobj_errormsg());
-	if (ok == 0) {
+	if (ok == 0)
 		v->code = PM_E_CORRUPT;
-	} else if (errno == EINVAL) {
+	else if (errno == EINVAL && pmemobj_check(path, NULL) == 1)
 		/* PMDK reports a wrong layout name as EINVAL, like most damage;
 		 * a check without a layout name tells the two apart. */
-		v->code = pmemobj_check(path, NULL) == 1 ? PM_E_LAYOUT : PM_E_CORRUPT;
-	} else if (errno == EWOULDBLOCK || errno == EAGAIN) {
-		v->code = -EBUSY;
-	} else {
-		v->code = errno > 0 ? -errno : PM_E_CORRUPT;
-	}
+		v->code = PM_E_LAYOUT;
+	else
+		v->code = pm_pool_errno_code(errno);
 }
 
 /* pm_pool_isolated_check -- pmemobj_check in a child, so damage that crashes
@@ -344,12 +353,9 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 			return ret;
 	}
 	pop = pmemobj_open(cfg->path, cfg->layout);
-	if (pop == NULL) {
-		if (errno == EWOULDBLOCK || errno == EAGAIN)
-			return pm__err(-EBUSY, "%s: pool is open elsewhere", cfg->path);
-		return pm__err(errno == EINVAL ? PM_E_CORRUPT : -errno, "%s: %s", cfg->path,
+	if (pop == NULL)
+		return pm__err(pm_pool_errno_code(errno), "%s: %s", cfg->path,
 			pmemobj_errormsg());
-	}
 	ret = pm_pool_wrap(pop, (size_t)st.st_size, cfg, out);
 	if (ret != 0)
 		pmemobj_close(pop);

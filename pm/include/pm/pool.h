@@ -84,7 +84,7 @@ int pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg);
  * PMDK recovers interrupted PMDK transactions and allocations during open.
  * Return: 0; -ENOENT if the file is missing; -EINVAL for a bad config;
  * PM_E_CORRUPT if the file is not a pool or is damaged (including damage
- * that crashes PMDK); PM_E_LAYOUT if the pool has another layout name or root
+ * on which PMDK crashes, or hangs past @cfg->check_timeout_s); PM_E_LAYOUT if the pool has another layout name or root
  * size; PM_E_VERSION if its layout version differs from @cfg->version;
  * -EBUSY if the pool is open elsewhere; PM_E_NOT_PMEM as for create; other
  * -errno. pm_errormsg() gives details. On failure *@out is unchanged.
