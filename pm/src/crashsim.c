@@ -699,19 +699,13 @@ out:
 	pthread_mutex_unlock(&sim->lock);
 }
 
-/* pm_crashsim_hook_fence -- make this thread's flushed snapshots durable */
+/* pm_crashsim_drain -- make this thread's flushed snapshots durable (with
+ * sim->lock held) */
 static void
-pm_crashsim_hook_fence(void)
+pm_crashsim_drain(struct pm_crashsim *sim)
 {
-	struct pm_crashsim *sim = atomic_load_explicit(&pm_crashsim_active,
-		memory_order_acquire);
-	struct pm_crashsim_thread *t;
+	struct pm_crashsim_thread *t = pm_crashsim_self;
 
-	if (sim == NULL)
-		return;
-	pthread_mutex_lock(&sim->lock);
-	pm_crashsim_event(sim);
-	t = pm_crashsim_self;
 	if (pm_crashsim_self_run == sim->run_id) {
 		for (size_t i = 0; i < t->n; i++) {
 			const struct pm_crashsim_pending *p = &t->lines[i];
@@ -726,21 +720,42 @@ pm_crashsim_hook_fence(void)
 		}
 		t->n = 0;
 	}
+}
+
+/* pm_crashsim_hook_fence -- make this thread's flushed snapshots durable */
+static void
+pm_crashsim_hook_fence(void)
+{
+	struct pm_crashsim *sim = atomic_load_explicit(&pm_crashsim_active,
+		memory_order_acquire);
+
+	if (sim == NULL)
+		return;
+	pthread_mutex_lock(&sim->lock);
+	pm_crashsim_event(sim);
+	pm_crashsim_drain(sim);
 	pthread_mutex_unlock(&sim->lock);
 }
 
-/* pm_crashsim_hook_cas -- a CAS on tracked memory is a crash point */
+/* pm_crashsim_hook_cas -- a CAS on tracked memory is a crash point; any CAS
+ * also drains the caller's flushes (a LOCK-prefixed instruction orders
+ * earlier clwb/clflushopt, see pm_cas()) */
 static bool
 pm_crashsim_hook_cas(uint64_t *word, uint64_t *expected, uint64_t desired)
 {
 	struct pm_crashsim *sim = atomic_load_explicit(&pm_crashsim_active,
 		memory_order_acquire);
-	bool ok;
+	bool tracked, ok;
 
-	if (sim == NULL || !pm_crashsim_overlaps(sim, (uintptr_t)word, sizeof(*word)))
+	if (sim == NULL)
+		return pm__cas_seq_cst(word, expected, desired);
+	tracked = pm_crashsim_overlaps(sim, (uintptr_t)word, sizeof(*word));
+	if (!tracked && (pm_crashsim_self_run != sim->run_id || pm_crashsim_self->n == 0))
 		return pm__cas_seq_cst(word, expected, desired);
 	pthread_mutex_lock(&sim->lock);
-	pm_crashsim_event(sim);
+	if (tracked)
+		pm_crashsim_event(sim);
+	pm_crashsim_drain(sim);
 	ok = pm__cas_seq_cst(word, expected, desired);
 	pthread_mutex_unlock(&sim->lock);
 	return ok;

@@ -142,7 +142,12 @@ void *pm_memcpy_persist(void *dst, const void *src, size_t len);
  * count. In the crash simulator a CAS on a tracked word is a crash point.
  * Return: true if the word held *@expected and now holds @desired.
  * Thread-safety: any thread; @word must be 8-byte aligned.
- * Ordering: sequentially consistent on success and on failure.
+ * Ordering: sequentially consistent on success and on failure. Persistence:
+ * the caller's earlier pm_flush()es are durable before the CAS takes effect,
+ * as for pm_fence() but not counted as one: on x86-64 a LOCK-prefixed
+ * instruction orders earlier clwb/clflushopt (Intel SDM, CLWB: "ordered by
+ * ... LOCK-prefixed instructions"), and the crash simulator models exactly
+ * that. Persistent MCAS relies on it (thesis sect. 5.2.2).
  */
 bool pm_cas(uint64_t *word, uint64_t *expected, uint64_t desired);
 

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mcas/mcas.h -- lock-free multi-word compare-and-swap (MCAS) on 8-byte
+ * words, in volatile memory or in a pm/ pool.
+ *
+ * An MCAS atomically checks that k words hold expected values and, if they
+ * all do, writes new values to all of them. Words that may be MCAS targets
+ * must be read with mcas_read() (they can hold a descriptor reference while
+ * an operation is in progress or not yet cleaned up) and written only
+ * through MCAS.
+ *
+ * Usage, per thread:
+ *     struct mcas_thread *t;  mcas_thread_register(m, &t);
+ *     struct mcas_desc *d;    mcas_desc_begin(t, &d);
+ *     mcas_desc_add(d, &a, a_old, a_new);
+ *     mcas_desc_add(d, &b, b_old, b_new);
+ *     int r = mcas_desc_execute(d);     1: done, 0: some word differed
+ *     uint64_t v = mcas_read(t, &a);
+ *
+ * Algorithms (one API, chosen per instance, so data structures and
+ * benchmarks compare them on the same code):
+ *   MCAS_ALG_AOPT    the thesis's algorithm (Guerraoui, Kogan, Marathe,
+ *                    Zablotchi, DISC'20; thesis ch. 5, alg. 5.2-5.5): k+1 CAS
+ *                    per uncontended k-word MCAS; persistent: 2 persistent
+ *                    fences per uncontended call. Descriptors stay installed
+ *                    after the operation and are detached lazily (sect. 5.6).
+ *   MCAS_ALG_HARRIS  Harris, Fraser and Pratt (DISC'02) with real RDCSS
+ *                    descriptors: 3k+1 CAS. Volatile only. Baseline.
+ *   MCAS_ALG_PMWCAS  Wang et al., "Easy lock-free indexing in non-volatile
+ *                    memory" (ICDE'18): dirty flags, 5k+1 CAS, 2k+1 fences.
+ *                    Persistent only. Baseline.
+ *
+ * Word format. Target words hold either a value or a descriptor reference
+ * marked in the low bits; mcas_value_mask() gives the bits an instance
+ * reserves (AOPT: 1, HARRIS: 2, PMWCAS: 3 bits). A value with any of those
+ * bits set is rejected by mcas_desc_add() (-EINVAL). Values whose low
+ * MCAS_VALUE_PORTABLE_MASK bits are clear -- 8-byte-aligned pointers, pool
+ * offsets, integers shifted left by 3 -- work with every algorithm. A
+ * target word must be 8-byte aligned and must never be written other than
+ * by MCAS once it is shared.
+ *
+ * Memory management (thesis sect. 5.6): each thread announces, in its own
+ * epoch slot, when it may hold references to descriptors. Descriptors come
+ * from a fixed per-thread pool and go back to it after grace periods (AOPT:
+ * finalized -> grace -> detached -> grace -> free). No allocation happens
+ * inside an operation. The same epochs protect user objects retired with
+ * mcas_retire() and read inside mcas_guard_enter()/mcas_guard_exit().
+ *
+ * Persistence. A persistent instance lives in an area of a pm/ pool
+ * (mcas_pmem_area_size() bytes, 64-byte aligned) holding a header and every
+ * thread's descriptors, so a crash leaves everything recovery needs inside
+ * the pool. mcas_pmem_open() runs recovery (thesis sect. 5.5): operations
+ * whose finalized status was not durable are rolled back, finalized ones are
+ * completed, and afterwards no target word holds a descriptor reference.
+ * Recovery is idempotent, so a crash during recovery is recovered by running
+ * it again. An MCAS is durable when mcas_desc_execute() returns; a value
+ * returned by mcas_read() is durable when mcas_read() returns.
+ *
+ * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
+ * pm_strerror()) on failure. The library never prints, aborts or exits on
+ * bad input.
+ */
+#ifndef MCAS_MCAS_H
+#define MCAS_MCAS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pm_pool;
+struct mcas;
+struct mcas_thread;
+struct mcas_desc;
+
+/* Most words one MCAS may target. */
+#define MCAS_MAX_WORDS 16
+
+/* Low bits every algorithm accepts clear (see "Word format" above). */
+#define MCAS_VALUE_PORTABLE_MASK ((uint64_t)0x7)
+
+/* Layout version of the persistent area written by this library. */
+#define MCAS_PMEM_VERSION 1
+
+enum mcas_algorithm {
+	MCAS_ALG_AOPT = 0,
+	MCAS_ALG_HARRIS,
+	MCAS_ALG_PMWCAS,
+};
+
+struct mcas_config {
+	/* Which algorithm; default MCAS_ALG_AOPT. */
+	enum mcas_algorithm algorithm;
+	/* Most threads registered at once; default 64, at most 1024. */
+	unsigned max_threads;
+	/* Descriptors in each thread's pool; default 256, at least 8. */
+	unsigned descs_per_thread;
+	/* Descriptors a thread retires before it tries to advance its
+	 * reclamation pipeline (an epoch scan); default descs_per_thread / 8. */
+	unsigned reclaim_batch;
+	/* Efficient reads (thesis sect. 5.6.2): a read that finds a finalized
+	 * descriptor detaches it from the word with probability 1/N after
+	 * waiting (boundedly) for threads that may still be helping it.
+	 * Default 64; 0 disables. AOPT only (the baselines clean up eagerly). */
+	unsigned read_detach_one_in;
+};
+
+/* Per-thread operation counts, for benchmarks and tests (thesis sect. 5.7). */
+struct mcas_stats {
+	uint64_t mcas;          /* MCAS operations executed */
+	uint64_t succeeded;     /* ... of which succeeded */
+	uint64_t reads;         /* mcas_read() calls */
+	uint64_t helps;         /* active operations of others helped */
+	uint64_t detach_cas;    /* CASes spent detaching descriptors */
+	uint64_t read_detaches; /* words cleaned by efficient reads */
+	uint64_t scans;         /* epoch scans */
+	uint64_t grace_periods; /* scans that found a grace period elapsed */
+	uint64_t desc_waits;    /* mcas_desc_begin() calls that found no free descriptor */
+};
+
+/**
+ * mcas_config_init -- fill @cfg with the defaults documented above.
+ */
+void mcas_config_init(struct mcas_config *cfg);
+
+/**
+ * mcas_create -- create a volatile instance (targets in ordinary memory).
+ * @out: receives the instance; release it with mcas_destroy().
+ * @cfg: NULL for the defaults.
+ *
+ * Return: 0; -EINVAL for a bad config or an algorithm that is persistent
+ * only; -ENOMEM.
+ * Thread-safety: any thread.
+ */
+int mcas_create(struct mcas **out, const struct mcas_config *cfg);
+
+/**
+ * mcas_pmem_area_size -- bytes of pool memory a persistent instance with
+ * config @cfg (NULL: defaults) needs; 0 if @cfg is invalid.
+ */
+size_t mcas_pmem_area_size(const struct mcas_config *cfg);
+
+/**
+ * mcas_pmem_create -- format a persistent instance in @pool at offset
+ * @area_off and open it.
+ * @area_off: offset of mcas_pmem_area_size(@cfg) bytes of @pool owned by the
+ *            instance from now on, 64-byte aligned (pm_pool_alloc() memory or
+ *            part of the root object).
+ * @out: receives the instance; release it with mcas_destroy().
+ *
+ * The area is durable and valid when this returns; a crash before that
+ * leaves it reading as PM_E_CORRUPT to mcas_pmem_open() (the header is
+ * written last), so the caller formats again.
+ * Return: 0; -EINVAL for a bad config, a volatile-only algorithm or a
+ * misaligned area; -ERANGE if the area is not inside the pool; -ENOMEM.
+ * Thread-safety: any thread; the area must not be in use.
+ */
+int mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
+	const struct mcas_config *cfg);
+
+/**
+ * mcas_pmem_open -- open a persistent instance formatted by
+ * mcas_pmem_create() in @pool at @area_off, and recover it.
+ * @cfg: NULL, or a config whose reclaim_batch and read_detach_one_in are
+ *       used for this run (the algorithm and sizes come from the area).
+ *
+ * Recovery completes or rolls back every operation a crash interrupted and
+ * detaches every descriptor, persistently, before returning.
+ * Return: 0; PM_E_CORRUPT if the header is damaged or describes an area that
+ * does not fit the pool; PM_E_VERSION for another layout version; PM_E_LAYOUT
+ * if @cfg names another algorithm; -ERANGE if the area is not inside the
+ * pool; -ENOMEM. On error the pool is not modified.
+ * Thread-safety: one caller per area; no other thread may use the area
+ * until it returns.
+ */
+int mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
+	const struct mcas_config *cfg);
+
+/**
+ * mcas_destroy -- release @*m (NULL accepted) and set it to NULL.
+ *
+ * Every thread must have unregistered. For a persistent instance the area
+ * stays in the pool with every descriptor detached (a clean shutdown needs
+ * no recovery work next time).
+ * Return: 0; -EBUSY (nothing released) if a thread is still registered.
+ */
+int mcas_destroy(struct mcas **m);
+
+/**
+ * mcas_algorithm_name -- "aopt", "harris" or "pmwcas"; NULL if out of range.
+ */
+const char *mcas_algorithm_name(enum mcas_algorithm alg);
+
+/**
+ * mcas_algorithm_of -- the algorithm instance @m runs.
+ */
+enum mcas_algorithm mcas_algorithm_of(const struct mcas *m);
+
+/**
+ * mcas_is_persistent -- whether @m lives in a pm/ pool.
+ */
+bool mcas_is_persistent(const struct mcas *m);
+
+/**
+ * mcas_value_mask -- the low bits @m reserves in target words; a value with
+ * any of them set cannot be stored by MCAS.
+ */
+uint64_t mcas_value_mask(const struct mcas *m);
+
+/**
+ * mcas_thread_register -- give the calling thread a handle on @m.
+ * @out: receives the handle; it belongs to the calling thread, which must
+ *       unregister it before exiting.
+ *
+ * Return: 0; -EAGAIN if max_threads threads are registered; -ENOMEM.
+ * Thread-safety: any thread, concurrently with operations of others.
+ */
+int mcas_thread_register(struct mcas *m, struct mcas_thread **out);
+
+/**
+ * mcas_thread_unregister -- release @*t and set it to NULL.
+ *
+ * Descriptors and objects the thread retired are reclaimed first; this waits
+ * for grace periods, so it blocks while another thread stays inside an
+ * operation. Return: 0; -EBUSY if called inside a guard or with a
+ * descriptor begun and not executed.
+ * Thread-safety: the owning thread only.
+ */
+int mcas_thread_unregister(struct mcas_thread **t);
+
+/**
+ * mcas_desc_begin -- start building an MCAS on thread @t.
+ * @out: receives the descriptor; it belongs to @t until mcas_desc_execute()
+ *       or mcas_desc_abandon() consumes it. One at a time per thread.
+ *
+ * Takes a descriptor from the thread's pool, advancing reclamation if the
+ * pool is empty. Return: 0; -EBUSY if @t already has one begun; -EAGAIN if
+ * every descriptor of @t still waits for a grace period (another thread is
+ * stalled inside an operation): retry later.
+ * Thread-safety: the owning thread only.
+ */
+int mcas_desc_begin(struct mcas_thread *t, struct mcas_desc **out);
+
+/**
+ * mcas_desc_add -- add target @addr, expected value @expected, new value
+ * @desired to @d. Targets may be added in any order; execution sorts them.
+ *
+ * Return: 0; -EINVAL if @addr is NULL or not 8-byte aligned, or a value has
+ * reserved bits set (mcas_value_mask()); -EEXIST if @addr is already a
+ * target of @d; -E2BIG beyond MCAS_MAX_WORDS targets; -ERANGE if @m is
+ * persistent and [@addr, @addr + 8) is not inside its pool. On error @d is
+ * unchanged and can still be executed or abandoned.
+ * Thread-safety: the owning thread only.
+ */
+int mcas_desc_add(struct mcas_desc *d, uint64_t *addr, uint64_t expected, uint64_t desired);
+
+/**
+ * mcas_desc_execute -- run the MCAS @d describes and consume @d.
+ *
+ * Return: 1 if every target held its expected value and now holds its new
+ * value (atomically, linearizable); 0 if some target differed and nothing
+ * was written; -EINVAL if @d has no targets (consumed all the same).
+ * Persistence: a persistent instance's outcome is durable on return.
+ * Progress: lock-free; the calling thread helps operations it meets.
+ * Thread-safety: the owning thread only; any other threads may run
+ * operations on the same words concurrently.
+ */
+int mcas_desc_execute(struct mcas_desc *d);
+
+/**
+ * mcas_desc_abandon -- return @d, begun and not executed, to its pool.
+ * Thread-safety: the owning thread only.
+ */
+void mcas_desc_abandon(struct mcas_desc *d);
+
+/**
+ * mcas_read -- the value of target word @addr, on thread @t.
+ *
+ * Linearizable with respect to every MCAS on the word. If no operation is
+ * in progress on the word and none is waiting to be detached, this is one
+ * load: no store, no CAS, no fence. Otherwise it helps an operation in
+ * progress finish first. Persistence: the value returned is durable.
+ * Thread-safety: @t's owning thread; any other threads concurrently.
+ */
+uint64_t mcas_read(struct mcas_thread *t, const uint64_t *addr);
+
+/**
+ * mcas_guard_enter -- start a read-side critical section on @t.
+ *
+ * Objects retired with mcas_retire() by any thread after the calling thread
+ * loaded a reference to them are not freed before the matching
+ * mcas_guard_exit(). Guards nest. Costs one sequentially consistent store
+ * (outermost guard only); MCAS operations inside a guard skip their own
+ * epoch announcement. Keep guards short: a thread inside a guard holds back
+ * reclamation for every thread.
+ * Thread-safety: the owning thread only.
+ */
+void mcas_guard_enter(struct mcas_thread *t);
+
+/**
+ * mcas_guard_exit -- end the innermost guard of @t.
+ * Thread-safety: the owning thread only.
+ */
+void mcas_guard_exit(struct mcas_thread *t);
+
+/* Frees a retired object; @ctx is what was passed to mcas_retire(). */
+typedef void (*mcas_free_fn)(void *ctx, void *obj);
+
+/**
+ * mcas_retire -- free @obj with @free_fn(@ctx, @obj) once no thread can hold
+ * a reference loaded before this call (one grace period).
+ *
+ * The caller must already have made @obj unreachable (for example, unlinked
+ * it by MCAS). @free_fn runs later on @t's thread, inside a later
+ * mcas_desc_begin() or mcas_thread_unregister() of @t, and must not call
+ * mcas_* functions.
+ * Return: 0; -ENOMEM if the thread's retire list could not grow (the object
+ * is then neither freed nor remembered: the caller still owns it).
+ * Thread-safety: the owning thread only.
+ */
+int mcas_retire(struct mcas_thread *t, void *obj, mcas_free_fn free_fn, void *ctx);
+
+/**
+ * mcas_thread_stats -- copy @t's counts into @out.
+ * Thread-safety: the owning thread, or any thread after it unregistered.
+ */
+void mcas_thread_stats(const struct mcas_thread *t, struct mcas_stats *out);
+
+/**
+ * mcas_stats_total -- the sum of the counts of every thread that used @m,
+ * including unregistered ones. Thread-safety: any thread, while no thread
+ * of @m runs operations (for example after joining the workers).
+ */
+void mcas_stats_total(const struct mcas *m, struct mcas_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MCAS_MCAS_H */

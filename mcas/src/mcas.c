@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mcas/src/mcas.c -- the part of MCAS every algorithm shares: instances and
+ * their persistent area, thread slots, building descriptors, epochs and the
+ * descriptor reclamation pipeline of thesis sect. 5.6 (see mcas/mcas.h).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include <pm/error.h>
+#include <pm/persist.h>
+#include <pm/pool.h>
+
+#include "mcas_internal.h"
+
+#define MCAS_PMEM_MAGIC 0x4145524153434d44ull /* "DMCSAREA" */
+#define MCAS_MAX_THREADS 1024
+
+/* The first cache line of a persistent area; the records follow. */
+struct mcas_pmem_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t algorithm;
+	uint32_t max_threads;
+	uint32_t descs_per_thread;
+	uint64_t area_size;
+	uint64_t checksum; /* XXH3 of the fields above */
+	uint64_t reserved[3];
+};
+_Static_assert(sizeof(struct mcas_pmem_header) == 64, "header is one cache line");
+_Static_assert(sizeof(struct mcas_rec) % 64 == 0, "records are whole cache lines");
+_Static_assert(offsetof(struct mcas_rec, w) == MCAS_DESC_HEAD, "head size");
+
+/* mcas_config_init -- documented defaults */
+void
+mcas_config_init(struct mcas_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->algorithm = MCAS_ALG_AOPT;
+	cfg->max_threads = 64;
+	cfg->descs_per_thread = 128;
+	cfg->reclaim_batch = 0; /* descs_per_thread / 8 */
+	cfg->read_detach_one_in = 64;
+}
+
+static const struct mcas_algo_ops *
+mcas_ops_of(enum mcas_algorithm alg)
+{
+	switch (alg) {
+	case MCAS_ALG_AOPT: return &mcas__aopt_ops;
+	case MCAS_ALG_HARRIS: return &mcas__harris_ops;
+	case MCAS_ALG_PMWCAS: return &mcas__pmwcas_ops;
+	}
+	return NULL;
+}
+
+const char *
+mcas_algorithm_name(enum mcas_algorithm alg)
+{
+	const struct mcas_algo_ops *ops = mcas_ops_of(alg);
+
+	return ops ? ops->name : NULL;
+}
+
+/* mcas_config_check -- validate @cfg (NULL: defaults) into @out */
+static int
+mcas_config_check(const struct mcas_config *cfg, bool persistent, struct mcas_config *out)
+{
+	const struct mcas_algo_ops *ops;
+
+	if (cfg == NULL)
+		mcas_config_init(out);
+	else
+		*out = *cfg;
+	ops = mcas_ops_of(out->algorithm);
+	if (ops == NULL || out->max_threads == 0 || out->max_threads > MCAS_MAX_THREADS ||
+			out->descs_per_thread < 8 || out->descs_per_thread > (1u << 20))
+		return -EINVAL;
+	if (persistent ? !ops->persistent_ok : !ops->volatile_ok)
+		return -EINVAL;
+	if (out->reclaim_batch == 0)
+		out->reclaim_batch = out->descs_per_thread / 8;
+	if (out->reclaim_batch > out->descs_per_thread / 4)
+		return -EINVAL; /* the pipeline holds about 3 batches */
+	return 0;
+}
+
+size_t
+mcas_pmem_area_size(const struct mcas_config *cfg)
+{
+	struct mcas_config c;
+
+	if (mcas_config_check(cfg, true, &c) != 0)
+		return 0;
+	return sizeof(struct mcas_pmem_header) +
+		(size_t)c.max_threads * c.descs_per_thread * sizeof(struct mcas_rec);
+}
+
+/* mcas_alloc -- the volatile parts of an instance; @descs NULL allocates
+ * the records in DRAM (volatile instance) */
+static int
+mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *descs)
+{
+	struct mcas *m = calloc(1, sizeof(*m));
+	size_t nrec = (size_t)c->max_threads * c->descs_per_thread;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->alg = c->algorithm;
+	m->ops = mcas_ops_of(c->algorithm);
+	m->max_threads = c->max_threads;
+	m->descs_per_thread = c->descs_per_thread;
+	m->reclaim_batch = c->reclaim_batch;
+	m->read_detach_one_in = c->read_detach_one_in;
+	m->slots = aligned_alloc(64, sizeof(struct mcas_slot) * c->max_threads);
+	m->threads = calloc(c->max_threads, sizeof(*m->threads));
+	if (descs == NULL) {
+		m->descs = aligned_alloc(64, nrec * sizeof(struct mcas_rec));
+		if (m->descs != NULL)
+			memset(m->descs, 0, nrec * sizeof(struct mcas_rec));
+	} else {
+		m->descs = descs;
+		m->persistent = true;
+	}
+	if (m->slots == NULL || m->threads == NULL || m->descs == NULL) {
+		free(m->slots);
+		free(m->threads);
+		if (descs == NULL)
+			free(m->descs);
+		free(m);
+		return -ENOMEM;
+	}
+	memset(m->slots, 0, sizeof(struct mcas_slot) * c->max_threads);
+	*out = m;
+	return 0;
+}
+
+int
+mcas_create(struct mcas **out, const struct mcas_config *cfg)
+{
+	struct mcas_config c;
+	int ret = mcas_config_check(cfg, false, &c);
+
+	if (ret != 0)
+		return ret;
+	return mcas_alloc(out, &c, NULL);
+}
+
+/* mcas_area -- locate @area_off of @len bytes in @pool */
+static int
+mcas_area(struct pm_pool *pool, uint64_t area_off, size_t len, void **out)
+{
+	if (area_off % 64 != 0)
+		return -EINVAL;
+	return pm_pool_ptr(pool, area_off, len, out) == 0 ? 0 : -ERANGE;
+}
+
+static uint64_t
+mcas_header_sum(const struct mcas_pmem_header *h)
+{
+	return XXH3_64bits(h, offsetof(struct mcas_pmem_header, checksum));
+}
+
+/* mcas_attach -- bind instance @m to its pool area */
+static void
+mcas_attach(struct mcas *m, struct pm_pool *pool, struct mcas_pmem_header *hdr)
+{
+	m->pool = pool;
+	m->hdr = hdr;
+	m->base = (uintptr_t)pm_pool_base(pool);
+	m->size = pm_pool_size(pool);
+}
+
+int
+mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
+	const struct mcas_config *cfg)
+{
+	struct mcas_config c;
+	struct mcas_pmem_header *hdr;
+	void *area;
+	size_t len;
+	int ret = mcas_config_check(cfg, true, &c);
+
+	if (ret != 0 || pool == NULL)
+		return ret != 0 ? ret : -EINVAL;
+	len = mcas_pmem_area_size(&c);
+	ret = mcas_area(pool, area_off, len, &area);
+	if (ret != 0)
+		return ret;
+	hdr = area;
+	/* Invalidate first, then records, then the header: a crash anywhere
+	 * before the end leaves a header that does not check. */
+	memset(hdr, 0, sizeof(*hdr));
+	pm_persist(hdr, sizeof(*hdr));
+	memset(hdr + 1, 0, len - sizeof(*hdr));
+	pm_persist(hdr + 1, len - sizeof(*hdr));
+	hdr->magic = MCAS_PMEM_MAGIC;
+	hdr->version = MCAS_PMEM_VERSION;
+	hdr->algorithm = (uint32_t)c.algorithm;
+	hdr->max_threads = c.max_threads;
+	hdr->descs_per_thread = c.descs_per_thread;
+	hdr->area_size = len;
+	hdr->checksum = mcas_header_sum(hdr);
+	pm_persist(hdr, sizeof(*hdr));
+	ret = mcas_alloc(out, &c, (struct mcas_rec *)(hdr + 1));
+	if (ret == 0)
+		mcas_attach(*out, pool, hdr);
+	return ret;
+}
+
+int
+mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
+	const struct mcas_config *cfg)
+{
+	struct mcas_pmem_header *hdr;
+	struct mcas_config c;
+	struct mcas *m;
+	void *area;
+	size_t nrec;
+	int ret;
+
+	if (pool == NULL)
+		return -EINVAL;
+	ret = mcas_area(pool, area_off, sizeof(*hdr), &area);
+	if (ret != 0)
+		return ret;
+	hdr = area;
+	if (hdr->magic != MCAS_PMEM_MAGIC || hdr->checksum != mcas_header_sum(hdr))
+		return PM_E_CORRUPT;
+	if (hdr->version != MCAS_PMEM_VERSION)
+		return PM_E_VERSION;
+	if (cfg != NULL && (uint32_t)cfg->algorithm != hdr->algorithm)
+		return PM_E_LAYOUT;
+	if (cfg != NULL)
+		c = *cfg;
+	else
+		mcas_config_init(&c);
+	c.algorithm = (enum mcas_algorithm)hdr->algorithm;
+	c.max_threads = hdr->max_threads;
+	c.descs_per_thread = hdr->descs_per_thread;
+	if (mcas_config_check(&c, true, &c) != 0 || hdr->area_size != mcas_pmem_area_size(&c))
+		return PM_E_CORRUPT;
+	if (mcas_area(pool, area_off, hdr->area_size, &area) != 0)
+		return PM_E_CORRUPT;
+	ret = mcas_alloc(&m, &c, (struct mcas_rec *)(hdr + 1));
+	if (ret != 0)
+		return ret;
+	mcas_attach(m, pool, hdr);
+	/* Recovery (thesis sect. 5.5): single-threaded, idempotent. */
+	nrec = (size_t)c.max_threads * c.descs_per_thread;
+	for (size_t i = 0; i < nrec; i++)
+		m->ops->recover(m, &m->descs[i]);
+	pm_fence();
+	*out = m;
+	return 0;
+}
+
+int
+mcas_destroy(struct mcas **mp)
+{
+	struct mcas *m = mp ? *mp : NULL;
+
+	if (m == NULL)
+		return 0;
+	if (atomic_load(&m->nregistered) != 0)
+		return -EBUSY;
+	if (!m->persistent)
+		free(m->descs);
+	free(m->slots);
+	free(m->threads);
+	free(m);
+	*mp = NULL;
+	return 0;
+}
+
+enum mcas_algorithm
+mcas_algorithm_of(const struct mcas *m)
+{
+	return m->alg;
+}
+
+bool
+mcas_is_persistent(const struct mcas *m)
+{
+	return m->persistent;
+}
+
+uint64_t
+mcas_value_mask(const struct mcas *m)
+{
+	return m->ops->value_mask;
+}
+
+bool
+mcas__cas(_Atomic uint64_t *word, uint64_t expected, uint64_t desired)
+{
+	return pm_cas((uint64_t *)word, &expected, desired);
+}
+
+/* ---- threads ---- */
+
+static int
+mcas_limbo_init(struct mcas_limbo *l, size_t cap)
+{
+	l->e = malloc(cap * sizeof(*l->e));
+	l->n = 0;
+	l->cap = cap;
+	return l->e ? 0 : -ENOMEM;
+}
+
+/* mcas_limbo_push -- append; grows for user objects (descriptors always fit) */
+static int
+mcas_limbo_push(struct mcas_limbo *l, void *obj, mcas_free_fn fn, void *ctx)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap * 2;
+		struct mcas_limbo_entry *ne = realloc(l->e, ncap * sizeof(*ne));
+
+		if (ne == NULL)
+			return -ENOMEM;
+		l->e = ne;
+		l->cap = ncap;
+	}
+	l->e[l->n++] = (struct mcas_limbo_entry){ obj, fn, ctx };
+	return 0;
+}
+
+static void
+mcas_thread_free(struct mcas_thread *t)
+{
+	free(t->free);
+	free(t->r0.e);
+	free(t->r1.e);
+	free(t->r2.e);
+	free(t->snap);
+	free(t);
+}
+
+int
+mcas_thread_register(struct mcas *m, struct mcas_thread **out)
+{
+	struct mcas_thread *t = calloc(1, sizeof(*t));
+	unsigned d = m->descs_per_thread, slot, hwm;
+	int expected;
+
+	if (t == NULL)
+		return -ENOMEM;
+	t->free = malloc(d * sizeof(*t->free));
+	t->snap = malloc(m->max_threads * sizeof(*t->snap));
+	if (t->free == NULL || t->snap == NULL || mcas_limbo_init(&t->r0, d) ||
+			mcas_limbo_init(&t->r1, d) || mcas_limbo_init(&t->r2, d)) {
+		mcas_thread_free(t);
+		return -ENOMEM;
+	}
+	for (slot = 0; slot < m->max_threads; slot++) {
+		expected = 0;
+		if (atomic_compare_exchange_strong(&m->slots[slot].in_use, &expected, 1))
+			break;
+	}
+	if (slot == m->max_threads) {
+		mcas_thread_free(t);
+		return -EAGAIN;
+	}
+	hwm = atomic_load(&m->slots_hwm);
+	while (hwm < slot + 1 && !atomic_compare_exchange_weak(&m->slots_hwm, &hwm, slot + 1))
+		;
+	t->m = m;
+	t->slot = slot;
+	t->descs = &m->descs[(size_t)slot * d];
+	/* The slot's records are all free: the previous owner drained its
+	 * pipeline before unregistering, and recovery detached everything. */
+	for (unsigned i = 0; i < d; i++)
+		t->free[i] = d - 1 - i;
+	t->nfree = d;
+	t->next_scan = m->reclaim_batch;
+	t->rng = 0x9e3779b97f4a7c15ull * (slot + 1);
+	m->threads[slot] = t;
+	atomic_fetch_add(&m->nregistered, 1);
+	*out = t;
+	return 0;
+}
+
+static void mcas_reclaim(struct mcas_thread *t);
+
+static void
+mcas_stats_add(struct mcas_stats *sum, const struct mcas_stats *s)
+{
+	const uint64_t *a = (const uint64_t *)s;
+	uint64_t *b = (uint64_t *)sum;
+
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		b[i] += a[i];
+}
+
+int
+mcas_thread_unregister(struct mcas_thread **tp)
+{
+	struct mcas_thread *t = tp ? *tp : NULL;
+	struct mcas *m;
+	int unlocked = 0;
+
+	if (t == NULL)
+		return 0;
+	if (t->nest != 0 || t->building.rec != NULL)
+		return -EBUSY;
+	m = t->m;
+	/* Drain the pipeline, so the slot's records are free for the next
+	 * owner and no reference to them is left in any target word. */
+	while (t->r0.n + t->r1.n + t->r2.n > 0) {
+		mcas_reclaim(t);
+		if (t->r0.n + t->r1.n + t->r2.n > 0)
+			sched_yield();
+	}
+	while (!atomic_compare_exchange_weak(&m->stats_lock, &unlocked, 1))
+		unlocked = 0;
+	mcas_stats_add(&m->retired_stats, &t->stats);
+	atomic_store(&m->stats_lock, 0);
+	m->threads[t->slot] = NULL;
+	atomic_store(&m->slots[t->slot].in_use, 0);
+	atomic_fetch_sub(&m->nregistered, 1);
+	mcas_thread_free(t);
+	*tp = NULL;
+	return 0;
+}
+
+/* ---- epochs ---- */
+
+void
+mcas__epoch_enter(struct mcas_thread *t)
+{
+	if (t->nest++ == 0) {
+		_Atomic uint64_t *e = &t->m->slots[t->slot].epoch;
+
+		atomic_store_explicit(e, atomic_load_explicit(e, memory_order_relaxed) + 1,
+			memory_order_seq_cst);
+	}
+}
+
+void
+mcas__epoch_exit(struct mcas_thread *t)
+{
+	if (--t->nest == 0) {
+		_Atomic uint64_t *e = &t->m->slots[t->slot].epoch;
+
+		/* Release: the thread's reads of shared records happen before a
+		 * scanner that sees the even epoch reuses them. */
+		atomic_store_explicit(e, atomic_load_explicit(e, memory_order_relaxed) + 1,
+			memory_order_release);
+	}
+}
+
+void
+mcas_guard_enter(struct mcas_thread *t)
+{
+	mcas__epoch_enter(t);
+}
+
+void
+mcas_guard_exit(struct mcas_thread *t)
+{
+	mcas__epoch_exit(t);
+}
+
+/* mcas_snapshot -- remember every slot's epoch (the start of a grace period) */
+static void
+mcas_snapshot(struct mcas_thread *t)
+{
+	struct mcas *m = t->m;
+	unsigned hwm = atomic_load(&m->slots_hwm);
+
+	for (unsigned i = 0; i < hwm; i++)
+		t->snap[i] = atomic_load(&m->slots[i].epoch);
+	t->snap_n = hwm;
+}
+
+/* mcas_grace_elapsed -- whether every thread that was inside an epoch at the
+ * snapshot has left it since (the non-blocking traversal of sect. 5.6:
+ * compare with the epochs seen last time instead of waiting) */
+static bool
+mcas_grace_elapsed(struct mcas_thread *t)
+{
+	struct mcas *m = t->m;
+
+	for (unsigned i = 0; i < t->snap_n; i++) {
+		if (i == t->slot || (t->snap[i] & 1) == 0)
+			continue;
+		if (atomic_load(&m->slots[i].epoch) == t->snap[i])
+			return false;
+	}
+	return true;
+}
+
+bool
+mcas__wait_helpers(struct mcas_thread *t)
+{
+	struct mcas *m = t->m;
+	unsigned hwm = atomic_load(&m->slots_hwm);
+
+	for (unsigned i = 0; i < hwm; i++) {
+		uint64_t e = atomic_load(&m->slots[i].epoch);
+		unsigned spins = 0;
+
+		if (i == t->slot || (e & 1) == 0)
+			continue;
+		/* Bounded: two readers waiting for each other, or a preempted
+		 * thread, make this give up instead of blocking. */
+		while (atomic_load(&m->slots[i].epoch) == e) {
+			if (++spins > 256 + 16)
+				return false;
+			if (spins > 256)
+				sched_yield();
+			else
+				__builtin_ia32_pause();
+		}
+	}
+	return true;
+}
+
+bool
+mcas__random_one_in(struct mcas_thread *t, unsigned n)
+{
+	uint64_t x = t->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	t->rng = x;
+	return n != 0 && x % n == 0;
+}
+
+/* ---- reclamation (thesis sect. 5.6) ---- */
+
+static void
+mcas_desc_free(struct mcas_thread *t, struct mcas_rec *d)
+{
+	t->free[t->nfree++] = (uint32_t)(d - t->descs);
+}
+
+/*
+ * mcas_reclaim -- advance the pipeline if a grace period elapsed since the
+ * last snapshot: r2 (detached before it) becomes free; r1 (retired before
+ * it) is detached into r2, or freed if the algorithm leaves no references;
+ * r0 becomes r1; and a new snapshot starts the next grace period. Detaching
+ * waits a grace period after finalization so no helper can re-acquire a word
+ * for a finalized operation (Lemma 5.4.8); freeing waits another so no
+ * reader still holds a reference loaded before the detach.
+ */
+static void
+mcas_reclaim(struct mcas_thread *t)
+{
+	struct mcas *m = t->m;
+	bool detached = false;
+
+	t->stats.scans++;
+	if (t->snap_n != 0 && !mcas_grace_elapsed(t))
+		return;
+	if (t->snap_n != 0)
+		t->stats.grace_periods++;
+	for (size_t i = 0; i < t->r2.n; i++)
+		mcas_desc_free(t, t->r2.e[i].obj);
+	t->r2.n = 0;
+	for (size_t i = 0; i < t->r1.n; i++) {
+		struct mcas_limbo_entry *e = &t->r1.e[i];
+
+		if (e->fn != NULL) {
+			e->fn(e->ctx, e->obj);
+		} else if (m->ops->detach != NULL) {
+			m->ops->detach(t, e->obj);
+			t->r2.e[t->r2.n++] = *e; /* r2 holds at most a batch of records */
+			detached = true;
+		} else {
+			mcas_desc_free(t, e->obj);
+		}
+	}
+	/* The detaching stores are durable before the records can be reused
+	 * (sect. 5.6.1); off the critical path, one fence per batch. */
+	if (detached && m->persistent)
+		pm_fence();
+	/* r1 and r0 swap arrays: r1 is empty now. */
+	{
+		struct mcas_limbo tmp = t->r1;
+
+		t->r1 = t->r0;
+		t->r0 = tmp;
+		t->r0.n = 0;
+	}
+	mcas_snapshot(t);
+}
+
+int
+mcas_retire(struct mcas_thread *t, void *obj, mcas_free_fn free_fn, void *ctx)
+{
+	if (free_fn == NULL)
+		return -EINVAL;
+	return mcas_limbo_push(&t->r0, obj, free_fn, ctx);
+}
+
+/* ---- descriptors ---- */
+
+int
+mcas_desc_begin(struct mcas_thread *t, struct mcas_desc **out)
+{
+	struct mcas_rec *d;
+
+	if (t->building.rec != NULL)
+		return -EBUSY;
+	if (t->r0.n >= t->next_scan || t->nfree == 0) {
+		mcas_reclaim(t);
+		/* If this scan found no grace period, scan again after a quarter
+		 * batch more retirements rather than on every operation. */
+		t->next_scan = t->r0.n + (t->r0.n == 0 ? t->m->reclaim_batch
+			: t->m->reclaim_batch / 4 + 1);
+		if (t->nfree == 0) {
+			t->stats.desc_waits++;
+			return -EAGAIN;
+		}
+	}
+	d = &t->descs[t->free[--t->nfree]];
+	atomic_store_explicit(&d->status, MCAS_ST_ACTIVE, memory_order_relaxed);
+	d->n = 0;
+	d->slot = t->slot;
+	t->building.t = t;
+	t->building.rec = d;
+	*out = &t->building;
+	return 0;
+}
+
+int
+mcas_desc_add(struct mcas_desc *desc, uint64_t *addr, uint64_t expected, uint64_t desired)
+{
+	struct mcas *m = desc->t->m;
+	struct mcas_rec *d = desc->rec;
+	uintptr_t a = (uintptr_t)addr;
+	uint64_t off;
+
+	if (addr == NULL || a % 8 != 0 || ((expected | desired) & m->ops->value_mask) != 0)
+		return -EINVAL;
+	if (m->persistent && (a < m->base || a - m->base > m->size - 8))
+		return -ERANGE;
+	off = (uint64_t)a - m->base;
+	for (uint32_t i = 0; i < d->n; i++)
+		if (d->w[i].addr == off)
+			return -EEXIST;
+	if (d->n == MCAS_MAX_WORDS)
+		return -E2BIG;
+	d->w[d->n].addr = off;
+	d->w[d->n].old = expected;
+	d->w[d->n].new_ = desired;
+	d->n++;
+	return 0;
+}
+
+void
+mcas_desc_abandon(struct mcas_desc *desc)
+{
+	struct mcas_thread *t = desc->t;
+
+	mcas_desc_free(t, desc->rec);
+	t->building.rec = NULL;
+}
+
+/* mcas_sort -- order the targets by address (insertion sort; n <= 16):
+ * acquiring in one global order is what makes AOPT lock-free (Lemma 5.4.10) */
+static void
+mcas_sort(struct mcas_rec *d)
+{
+	for (uint32_t i = 1; i < d->n; i++) {
+		struct mcas_word w = d->w[i];
+		uint32_t j = i;
+
+		for (; j > 0 && d->w[j - 1].addr > w.addr; j--)
+			d->w[j] = d->w[j - 1];
+		d->w[j] = w;
+	}
+}
+
+int
+mcas_desc_execute(struct mcas_desc *desc)
+{
+	struct mcas_thread *t = desc->t;
+	struct mcas *m = t->m;
+	struct mcas_rec *d = desc->rec;
+	uint64_t self = (uint64_t)(uintptr_t)d - m->base;
+	bool ok;
+
+	t->building.rec = NULL;
+	if (d->n == 0) {
+		mcas_desc_free(t, d);
+		return -EINVAL;
+	}
+	mcas_sort(d);
+	for (uint32_t i = 0; i < d->n; i++)
+		d->w[i].parent = self;
+	/* Persistent: the record must be durable before any target refers to
+	 * it, or recovery could not roll the target back. The first install
+	 * CAS is LOCK-prefixed and so waits for these flushes (x86; thesis
+	 * sect. 5.2.2 "descriptor contents are made persistent before
+	 * invocation of MCAS"), which is why this costs no fence of its own. */
+	if (m->persistent)
+		pm_flush(d, MCAS_DESC_HEAD + d->n * sizeof(struct mcas_word));
+	/* Eager epoch (alg. 5.3 line 21): the owner must be visible to
+	 * efficient-read detaching, which must not race with the owner's own
+	 * acquisitions. */
+	mcas__epoch_enter(t);
+	ok = m->ops->execute(t, d);
+	mcas__epoch_exit(t);
+	/* The owner retires its record once the operation returned, whoever
+	 * finalized it: records go back to the owner's own pool. */
+	while (mcas_limbo_push(&t->r0, d, NULL, NULL) != 0) {
+		/* Out of memory for a longer list (user objects fill it):
+		 * advancing the pipeline empties the other array. */
+		mcas_reclaim(t);
+		sched_yield();
+	}
+	t->stats.mcas++;
+	t->stats.succeeded += ok;
+	return ok ? 1 : 0;
+}
+
+uint64_t
+mcas_read(struct mcas_thread *t, const uint64_t *addr)
+{
+	unsigned nest = t->nest;
+	uint64_t v = t->m->ops->read(t, addr);
+
+	/* The read announced itself only if it met a descriptor. */
+	if (t->nest != nest)
+		mcas__epoch_exit(t);
+	t->stats.reads++;
+	return v;
+}
+
+void
+mcas_thread_stats(const struct mcas_thread *t, struct mcas_stats *out)
+{
+	*out = t->stats;
+}
+
+void
+mcas_stats_total(const struct mcas *m, struct mcas_stats *out)
+{
+	int unlocked = 0;
+	struct mcas *mm = (struct mcas *)m;
+
+	memset(out, 0, sizeof(*out));
+	while (!atomic_compare_exchange_weak(&mm->stats_lock, &unlocked, 1))
+		unlocked = 0;
+	mcas_stats_add(out, &m->retired_stats);
+	for (unsigned i = 0; i < atomic_load(&mm->slots_hwm); i++)
+		if (m->threads[i] != NULL)
+			mcas_stats_add(out, &m->threads[i]->stats);
+	atomic_store(&mm->stats_lock, 0);
+}

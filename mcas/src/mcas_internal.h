@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mcas/src/mcas_internal.h -- what the MCAS core (mcas.c) shares with the
+ * algorithms (aopt.c, harris.c, pmwcas.c). Private to the mcas module.
+ *
+ * The core owns everything the algorithms have in common: building and
+ * sorting descriptors, the per-thread descriptor pools, epochs and the
+ * reclamation pipeline, the persistent area and its header. An algorithm
+ * supplies an mcas_algo_ops table.
+ *
+ * References. A target word holding a descriptor reference stores
+ * (address of the referenced record - m->base) | mark. m->base is 0 for a
+ * volatile instance and the pool's base for a persistent one, so the same
+ * code stores raw pointers in DRAM and pool-relative offsets in a pool that
+ * is mapped elsewhere after a restart (DESIGN.md, pool-relative pointers).
+ */
+#ifndef MCAS_INTERNAL_H
+#define MCAS_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mcas/mcas.h>
+
+/* Descriptor status values (thesis Listing 5.1 StatusType). */
+#define MCAS_ST_ACTIVE 0u
+#define MCAS_ST_SUCCEEDED 1u
+#define MCAS_ST_FAILED 2u
+/* Persistent AOPT and PMwCAS: the finalized status may not be durable yet. */
+#define MCAS_ST_DIRTY 4u
+#define MCAS_ST_MASK 3u
+
+/* One target of an operation (thesis Listing 5.1 WordDescriptor). */
+struct mcas_word {
+	uint64_t addr;   /* the target, as offset from m->base */
+	uint64_t old;    /* expected value */
+	uint64_t new_;   /* new value */
+	uint64_t parent; /* the owning descriptor, as offset from m->base */
+};
+
+/* An operation descriptor record (thesis Listing 5.1 MCASDescriptor). Records are
+ * 64-byte aligned so the status and header share one cache line and the
+ * words follow in whole lines. In a persistent instance the records live in
+ * the pool area; only status, n and w[] are meaningful after a crash. */
+struct mcas_rec {
+	_Atomic uint64_t status;
+	uint32_t n;      /* number of targets */
+	uint32_t slot;   /* owning thread slot */
+	uint64_t spare[6];
+	struct mcas_word w[MCAS_MAX_WORDS];
+};
+
+#define MCAS_DESC_HEAD 64 /* bytes before w[] */
+
+/* Algorithm interface. Every function runs on the thread @t owns. */
+struct mcas_algo_ops {
+	const char *name;
+	uint64_t value_mask;     /* low bits the algorithm's references use */
+	bool volatile_ok;
+	bool persistent_ok;
+	/* Run @d: sorted, parent offsets set, durable if persistent; called
+	 * inside @t's epoch. Return true if the MCAS succeeded. */
+	bool (*execute)(struct mcas_thread *t, struct mcas_rec *d);
+	/* The value of target word @addr; protects itself with
+	 * mcas__protect() before dereferencing a descriptor. */
+	uint64_t (*read)(struct mcas_thread *t, const uint64_t *addr);
+	/* One grace period after @d was retired: make every target word that
+	 * still refers to @d hold its final value, counting CASes in
+	 * detach_cas; a persistent instance also flushes each target (the
+	 * core fences once per batch). NULL if no reference outlives the
+	 * operation. */
+	void (*detach)(struct mcas_thread *t, struct mcas_rec *d);
+	/* Recovery of one descriptor of a persistent instance, alone in the
+	 * process (no other thread runs): every target word that refers to @d
+	 * gets its final value (old unless the durable status says succeeded)
+	 * and is flushed. The core fences after all descriptors. Must tolerate
+	 * garbage in a descriptor no word refers to. */
+	void (*recover)(struct mcas *m, struct mcas_rec *d);
+};
+
+extern const struct mcas_algo_ops mcas__aopt_ops;
+extern const struct mcas_algo_ops mcas__harris_ops;
+extern const struct mcas_algo_ops mcas__pmwcas_ops;
+
+/* A thread slot's epoch, alone on its cache line. Odd: the thread may hold
+ * references to descriptors or retired objects. */
+struct mcas_slot {
+	_Atomic uint64_t epoch;
+	_Atomic int in_use;
+	char pad[64 - sizeof(uint64_t) - sizeof(int)];
+};
+
+/* A retired thing waiting for grace periods: a descriptor (fn == NULL) or a
+ * user object. */
+struct mcas_limbo_entry {
+	void *obj;
+	mcas_free_fn fn;
+	void *ctx;
+};
+
+struct mcas_limbo {
+	struct mcas_limbo_entry *e;
+	size_t n, cap;
+};
+
+struct mcas {
+	const struct mcas_algo_ops *ops;
+	enum mcas_algorithm alg;
+	bool persistent;
+	uintptr_t base;          /* 0, or the pool's base address */
+	size_t size;             /* persistent: the pool's size */
+	struct pm_pool *pool;    /* persistent: the pool */
+	struct mcas_pmem_header *hdr; /* persistent: the area's header */
+	unsigned max_threads;
+	unsigned descs_per_thread;
+	unsigned reclaim_batch;
+	unsigned read_detach_one_in;
+	struct mcas_rec *descs; /* max_threads * descs_per_thread records */
+	struct mcas_slot *slots; /* max_threads */
+	_Atomic unsigned slots_hwm; /* slots ever used: scans stop here */
+	struct mcas_thread **threads; /* registered handle per slot */
+	_Atomic int nregistered;
+	/* Counts of unregistered threads, under stats_lock. */
+	struct mcas_stats retired_stats;
+	_Atomic int stats_lock;
+};
+
+/* The handle mcas_desc_begin() returns: the record being built. One per
+ * thread, embedded in it. */
+struct mcas_desc {
+	struct mcas_thread *t;
+	struct mcas_rec *rec;
+};
+
+struct mcas_thread {
+	struct mcas *m;
+	struct mcas_desc building; /* rec != NULL: a descriptor is begun */
+	unsigned slot;
+	unsigned nest;           /* epoch nesting: guards + operations */
+	struct mcas_rec *descs; /* this slot's records */
+	uint32_t *free;          /* stack of free record indices */
+	unsigned nfree;
+	/* Reclamation pipeline (thesis sect. 5.6): r0 retired since the last
+	 * snapshot, r1 retired before it (waiting for the first grace period),
+	 * r2 detached before it (waiting for the second). */
+	struct mcas_limbo r0, r1, r2;
+	uint64_t *snap;          /* epochs seen at the last snapshot */
+	unsigned snap_n;         /* slots covered; 0: no snapshot yet */
+	size_t next_scan;        /* r0 size that triggers the next scan */
+	uint64_t rng;
+	struct mcas_stats stats;
+};
+
+/* ---- references ---- */
+
+/* mcas__ref -- the word a target holds to refer to record @p with @mark */
+static inline uint64_t
+mcas__ref(const struct mcas *m, const void *p, uint64_t mark)
+{
+	return ((uint64_t)(uintptr_t)p - m->base) | mark;
+}
+
+/* mcas__deref -- the record a reference word @w (any mark) points to */
+static inline void *
+mcas__deref(const struct mcas *m, uint64_t w)
+{
+	return (void *)(uintptr_t)((w & ~m->ops->value_mask) + m->base);
+}
+
+/* mcas__target -- the target word of @w */
+static inline _Atomic uint64_t *
+mcas__target(const struct mcas *m, const struct mcas_word *w)
+{
+	return (_Atomic uint64_t *)(uintptr_t)(w->addr + m->base);
+}
+
+/* mcas__parent -- the descriptor @w belongs to */
+static inline struct mcas_rec *
+mcas__parent(const struct mcas *m, const struct mcas_word *w)
+{
+	return (struct mcas_rec *)(uintptr_t)(w->parent + m->base);
+}
+
+/* mcas__load -- an acquire load of a target word (a reference read here is
+ * dereferenced, so the record's contents must be visible) */
+static inline uint64_t
+mcas__load(const uint64_t *addr)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)addr,
+		memory_order_acquire);
+}
+
+/* mcas__cas -- the counted, crash-simulator-visible CAS on a target or status
+ * word (pm_cas). */
+bool mcas__cas(_Atomic uint64_t *word, uint64_t expected, uint64_t desired);
+
+/* ---- epochs ---- */
+
+/* mcas__epoch_enter -- make the thread's epoch odd (outermost level only);
+ * sequentially consistent, so the loads that follow cannot be satisfied
+ * before a scanner can see the announcement. */
+void mcas__epoch_enter(struct mcas_thread *t);
+
+/* mcas__epoch_exit -- leave one level; the outermost makes the epoch even. */
+void mcas__epoch_exit(struct mcas_thread *t);
+
+/* mcas__protect -- called by a read path that found a descriptor reference
+ * outside any epoch: announce, so the caller must load the word again
+ * before dereferencing. Return: true if the caller must re-load (it was not
+ * protected before); the operation leaves the epoch on return. */
+static inline bool
+mcas__protect(struct mcas_thread *t)
+{
+	if (t->nest > 0)
+		return false;
+	mcas__epoch_enter(t);
+	return true;
+}
+
+/* mcas__wait_helpers -- efficient reads (thesis sect. 5.6.2): wait, for a
+ * bounded number of spins, until every other thread that was inside an
+ * epoch when this was called has left it. Return: true if all did (no
+ * thread can still be helping an operation finalized before the call). */
+bool mcas__wait_helpers(struct mcas_thread *t);
+
+/* mcas__random_one_in -- true with probability 1/@n (per-thread xorshift) */
+bool mcas__random_one_in(struct mcas_thread *t, unsigned n);
+
+#endif /* MCAS_INTERNAL_H */
