@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// mcas/tests/mcas_test_util.h -- a persistent MCAS instance in a real pool
+// for the mcas tests: the pool's root holds an array of target words
+// followed by the MCAS area, so one contiguous range covers all persistent
+// state (what the crash simulator tracks).
+#ifndef MCAS_TESTS_MCAS_TEST_UTIL_H
+#define MCAS_TESTS_MCAS_TEST_UTIL_H
+
+#include <array>
+#include <initializer_list>
+#include <string>
+
+#include <mcas/mcas.h>
+#include <pm/pool.h>
+
+#include "pm/tests/test_util.h"
+
+namespace mcastest {
+
+// Number of target words before the MCAS area in the root.
+constexpr size_t kWords = 64;
+
+struct PmemInstance {
+	std::string path;
+	pm_pool *pool = nullptr;
+	mcas *m = nullptr;
+	mcas_config cfg;
+	uint64_t *words = nullptr; // kWords target words, zeroed at creation
+	uint64_t area_off = 0;
+	size_t area_size = 0;
+
+	// Create a pool named @name and format an instance with @c in it.
+	// Returns 0 or the failing call's code.
+	int Create(const std::string &name, const mcas_config &c,
+		pm_durability durability = PM_DURABILITY_NONE)
+	{
+		cfg = c;
+		path = pmtest::TempPath(name);
+		area_size = mcas_pmem_area_size(&cfg);
+		if (area_size == 0)
+			return -22;
+		pm_pool_config pc = pmtest::PoolConfig(path, "mcas-test",
+			kWords * sizeof(uint64_t) + area_size);
+		pc.durability = durability;
+		int ret = pm_pool_create(&pool, &pc);
+		if (ret != 0)
+			return ret;
+		words = static_cast<uint64_t *>(pm_pool_root(pool));
+		area_off = pm_pool_off(pool, words + kWords);
+		return mcas_pmem_create(&m, pool, area_off, &cfg);
+	}
+
+	// Close everything, reopen the pool and recover the instance.
+	int Reopen()
+	{
+		int ret = mcas_destroy(&m);
+		if (ret != 0)
+			return ret;
+		ret = pm_pool_close(&pool);
+		if (ret != 0)
+			return ret;
+		pm_pool_config pc = pmtest::PoolConfig(path, "mcas-test",
+			kWords * sizeof(uint64_t) + area_size);
+		pc.durability = PM_DURABILITY_NONE;
+		ret = pm_pool_open(&pool, &pc);
+		if (ret != 0)
+			return ret;
+		words = static_cast<uint64_t *>(pm_pool_root(pool));
+		return mcas_pmem_open(&m, pool, area_off, nullptr);
+	}
+
+	~PmemInstance()
+	{
+		mcas_destroy(&m);
+		pm_pool_close(&pool);
+	}
+};
+
+// Runs one MCAS over (addr, old, new) triples; returns execute's result or
+// the first error.
+inline int Mcas(mcas_thread *t, std::initializer_list<std::array<uint64_t, 3>> triples)
+{
+	mcas_desc *d;
+	int ret = mcas_desc_begin(t, &d);
+	if (ret != 0)
+		return ret;
+	for (const auto &tr : triples) {
+		ret = mcas_desc_add(d, reinterpret_cast<uint64_t *>(tr[0]), tr[1], tr[2]);
+		if (ret != 0) {
+			mcas_desc_abandon(d);
+			return ret;
+		}
+	}
+	return mcas_desc_execute(d);
+}
+
+inline uint64_t A(uint64_t *p)
+{
+	return reinterpret_cast<uint64_t>(p);
+}
+
+} // namespace mcastest
+
+#endif
