@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// mcas/tests/mcas_stress_test.cc -- many threads (more than cores) on few
+// words, with threads preempted in the middle of operations by a signal
+// whose handler waits until another thread completes an operation: the
+// others must help the stalled one. Run under TSan (tag "concurrency").
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <mcas/mcas.h>
+
+#include "mcas/tests/mcas_test_util.h"
+
+namespace {
+
+constexpr unsigned kThreads = 8;
+constexpr unsigned kWordsUsed = 6;
+
+std::atomic<uint64_t> g_completed{0};
+std::atomic<bool> g_stop{false};
+
+// The handler parks the interrupted thread -- possibly in the middle of an
+// MCAS with its descriptor installed -- until two more operations by other
+// threads completed, or for a bounded number of spins: a parked thread
+// inside an operation holds back everyone's descriptor reclamation, so the
+// others may run out of descriptors and wait for it (the known limit of
+// epoch schemes, thesis sect. 5.6). It touches only lock-free atomics.
+void Park(int)
+{
+	uint64_t until = g_completed.load() + 2;
+	for (unsigned spins = 0; spins < (1u << 18); spins++)
+		if (g_completed.load() >= until || g_stop.load())
+			break;
+}
+
+struct Shared {
+	mcas *m;
+	uint64_t *words;
+	std::atomic<uint64_t> adds[kWordsUsed];
+	std::atomic<uint64_t> helps{0}, mcas_ops{0}, read_detaches{0};
+};
+
+void Worker(Shared *s, unsigned id, unsigned ops)
+{
+	mcas_thread *t;
+	ASSERT_EQ(mcas_thread_register(s->m, &t), 0);
+	std::mt19937 rng(id);
+	for (unsigned n = 0; n < ops; n++) {
+		if (rng() % 4 == 0) {
+			// A reader: values only ever grow in multiples of 8.
+			uint64_t v = mcas_read(t, &s->words[rng() % kWordsUsed]);
+			ASSERT_EQ(v % 8, 0u);
+			continue;
+		}
+		std::vector<unsigned> all(kWordsUsed);
+		for (unsigned i = 0; i < kWordsUsed; i++)
+			all[i] = i;
+		std::shuffle(all.begin(), all.end(), rng);
+		all.resize(2 + rng() % 3);
+		for (;;) {
+			mcas_desc *d;
+			int ret = mcas_desc_begin(t, &d);
+			if (ret == -EAGAIN) {
+				std::this_thread::yield();
+				continue;
+			}
+			ASSERT_EQ(ret, 0);
+			for (unsigned i : all) {
+				uint64_t v = mcas_read(t, &s->words[i]);
+				ASSERT_EQ(mcas_desc_add(d, &s->words[i], v, v + 8), 0);
+			}
+			if (mcas_desc_execute(d) == 1)
+				break;
+		}
+		for (unsigned i : all)
+			s->adds[i].fetch_add(1);
+		g_completed.fetch_add(1);
+	}
+	mcas_stats st;
+	mcas_thread_stats(t, &st);
+	s->helps += st.helps;
+	s->mcas_ops += st.mcas;
+	s->read_detaches += st.read_detaches;
+	ASSERT_EQ(mcas_thread_unregister(&t), 0);
+}
+
+void RunWorkers(mcas *m, uint64_t *words, unsigned ops, bool preempt)
+{
+	Shared s;
+	s.m = m;
+	s.words = words;
+	for (auto &a : s.adds)
+		a = 0;
+	g_stop = false;
+	g_completed = 0;
+	struct sigaction sa = {};
+	sa.sa_handler = Park;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
+	std::vector<std::thread> th;
+	for (unsigned i = 0; i < kThreads; i++)
+		th.emplace_back(Worker, &s, i, ops);
+	if (preempt) {
+		// Interrupt random workers while they run.
+		std::mt19937 rng(99);
+		for (unsigned i = 0; i < 300 && g_completed.load() < (uint64_t)kThreads * ops / 2;
+				i++) {
+			pthread_kill(th[rng() % kThreads].native_handle(), SIGUSR1);
+			std::this_thread::sleep_for(std::chrono::microseconds(300));
+		}
+	}
+	g_stop = true; // release anyone still parked, so the rest finishes
+	for (auto &x : th)
+		x.join();
+	signal(SIGUSR1, SIG_DFL);
+	mcas_thread *t;
+	ASSERT_EQ(mcas_thread_register(m, &t), 0);
+	for (unsigned i = 0; i < kWordsUsed; i++)
+		EXPECT_EQ(mcas_read(t, &words[i]), 8 * s.adds[i].load()) << "word " << i;
+	ASSERT_EQ(mcas_thread_unregister(&t), 0);
+	std::printf("%s: %llu MCAS, %llu helps, %llu read detaches\n", mcas_algorithm_name(
+		mcas_algorithm_of(m)), (unsigned long long)s.mcas_ops.load(),
+		(unsigned long long)s.helps.load(), (unsigned long long)s.read_detaches.load());
+	if (preempt) {
+		EXPECT_GT(s.helps.load(), 0u) << "no thread was ever helped";
+	}
+}
+
+mcas_config Config(mcas_algorithm alg)
+{
+	mcas_config c;
+	mcas_config_init(&c);
+	c.algorithm = alg;
+	c.max_threads = kThreads + 1;
+	c.descs_per_thread = 64;
+	c.read_detach_one_in = 8;
+	return c;
+}
+
+class Stress : public ::testing::TestWithParam<mcas_algorithm> {};
+
+TEST_P(Stress, VolatileIncrementsWithPreemption)
+{
+	mcas_config c = Config(GetParam());
+	mcas *m = nullptr;
+	int ret = mcas_create(&m, &c);
+	if (ret == -EINVAL)
+		GTEST_SKIP() << "no volatile instance of " << mcas_algorithm_name(GetParam());
+	ASSERT_EQ(ret, 0);
+	uint64_t words[kWordsUsed] = {};
+	RunWorkers(m, words, 1500, true);
+	ASSERT_EQ(mcas_destroy(&m), 0);
+}
+
+TEST_P(Stress, PersistentIncrementsWithPreemption)
+{
+	mcastest::PmemInstance p;
+	int ret = p.Create(std::string("stress-") + mcas_algorithm_name(GetParam()) + ".pool",
+		Config(GetParam()));
+	if (ret == -EINVAL)
+		GTEST_SKIP() << "no persistent instance of " << mcas_algorithm_name(GetParam());
+	ASSERT_EQ(ret, 0);
+	RunWorkers(p.m, p.words, 800, true);
+	// Everything durable and detached after a clean reopen.
+	ASSERT_EQ(p.Reopen(), 0);
+	for (unsigned i = 0; i < kWordsUsed; i++)
+		EXPECT_EQ(p.words[i] % 8, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, Stress,
+	::testing::Values(MCAS_ALG_AOPT, MCAS_ALG_HARRIS, MCAS_ALG_PMWCAS),
+	[](const ::testing::TestParamInfo<mcas_algorithm> &i) {
+		return std::string(mcas_algorithm_name(i.param));
+	});
+
+} // namespace
