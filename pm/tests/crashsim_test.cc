@@ -220,6 +220,33 @@ TEST(CrashsimModel, PersistIsDurableAndEventsAreExact)
 	FreeCell(c);
 }
 
+int FlushThenCas(void *arg)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	uint64_t untracked = 0, expected = 0;
+	c->mem[0] = 1;
+	pm_flush(&c->mem[0], 8);
+	pm_cas(&untracked, &expected, 8); // a LOCK-prefixed CAS, even on DRAM
+	c->flag = 1;
+	return 0;
+}
+
+// A CAS orders the thread's earlier flushes like a fence (x86 LOCK
+// semantics, see pm_cas), without counting as one.
+TEST(CrashsimModel, CasMakesEarlierFlushesDurable)
+{
+	Cell *c = NewCell();
+	pm_crashsim_stats st;
+	pm_cost before, after, d;
+	pm_cost_read_thread(&before);
+	EXPECT_EQ(RunSim("flush-cas", c, FlushThenCas, FlagMeansDurable, &st), 0);
+	pm_cost_read_thread(&after);
+	pm_cost_diff(&after, &before, &d);
+	EXPECT_EQ(d.n[PM_COST_FENCE], 0u);
+	EXPECT_EQ(st.events, 1u); // the flush; the CAS is on untracked memory
+	FreeCell(c);
+}
+
 int CasWorkload(void *arg)
 {
 	Cell *c = static_cast<Cell *>(arg);
