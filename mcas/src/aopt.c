@@ -61,7 +61,10 @@ aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
 	struct mcas *m = t->m;
 
 	for (;;) {
-		uint64_t c = atomic_load_explicit(addr, memory_order_acquire); /* line 3 */
+		/* line 3; seq_cst: after mcas__protect() this load must not be
+		 * satisfied before the epoch store is visible (Dekker with the
+		 * scanner's seq_cst CAS-then-load); a plain mov on x86 */
+		uint64_t c = atomic_load_explicit(addr, memory_order_seq_cst);
 		struct mcas_word *w;
 		struct mcas_rec *parent;
 		uint64_t st;

@@ -69,8 +69,11 @@ struct mcas_algo_ops {
 	/* One grace period after @d was retired: make every target word that
 	 * still refers to @d hold its final value, counting CASes in
 	 * detach_cas; a persistent instance also flushes each target (the
-	 * core fences once per batch). NULL if no reference outlives the
-	 * operation. */
+	 * core fences once per batch). A record with a detach step waits a
+	 * second grace period before reuse; NULL frees it after the first,
+	 * which is safe only if no reference to it can be loaded after the
+	 * owner's operation returned (a late helper's transient install
+	 * counts: harris.c keeps a no-op detach for that reason). */
 	void (*detach)(struct mcas_thread *t, struct mcas_rec *d);
 	/* Recovery of one descriptor of a persistent instance, alone in the
 	 * process (no other thread runs): every target word that refers to @d
@@ -181,15 +184,6 @@ static inline struct mcas_rec *
 mcas__parent(const struct mcas *m, const struct mcas_word *w)
 {
 	return (struct mcas_rec *)(uintptr_t)(w->parent + m->base);
-}
-
-/* mcas__load -- an acquire load of a target word (a reference read here is
- * dereferenced, so the record's contents must be visible) */
-static inline uint64_t
-mcas__load(const uint64_t *addr)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)addr,
-		memory_order_acquire);
 }
 
 /* mcas__cas -- the counted, crash-simulator-visible CAS on a target or status

@@ -96,7 +96,7 @@ struct mcas_config {
 	enum mcas_algorithm algorithm;
 	/* Most threads registered at once; default 64, at most 1024. */
 	unsigned max_threads;
-	/* Descriptors in each thread's pool; default 256, at least 8. */
+	/* Descriptors in each thread's pool; default 128, at least 8. */
 	unsigned descs_per_thread;
 	/* Descriptors a thread retires before it tries to advance its
 	 * reclamation pipeline (an epoch scan); default descs_per_thread / 8. */
