@@ -688,7 +688,11 @@ pm_crashsim_hook_flush(const void *addr, size_t len)
 			p->range = r;
 			p->first = (s - rs) / 8;
 			p->nwords = (unsigned)((e - s) / 8);
-			memcpy(p->snap, (const void *)s, e - s);
+			/* Word by word, atomically: other threads of the workload
+			 * may store to these words (8-byte stores, never torn). */
+			for (unsigned j = 0; j < p->nwords; j++)
+				p->snap[j] = __atomic_load_n((const uint64_t *)s + j,
+					__ATOMIC_RELAXED);
 		}
 	}
 	if (t == NULL) {

@@ -39,6 +39,15 @@
  * target word must be 8-byte aligned and must never be written other than
  * by MCAS once it is shared.
  *
+ * Memory of target words must stay mapped while the instance lives, and be
+ * reused only as memory whose words are again accessed atomically (type-
+ * stable memory: node slabs or a pool arena, as ds/dll.c does). AOPT
+ * detaches lazily: a word may still refer to a finalized descriptor after
+ * the object holding it was unlinked, and the descriptor's owner loads the
+ * word when it detaches, possibly after the object's own grace period
+ * (mcas_retire) ended. So mcas_retire must not return such objects to the
+ * system allocator.
+ *
  * Memory management (thesis sect. 5.6): each thread announces, in its own
  * epoch slot, when it may hold references to descriptors. Descriptors come
  * from a fixed per-thread pool and go back to it after grace periods (AOPT:

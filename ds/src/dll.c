@@ -1,0 +1,1185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ds/src/dll.c -- the MCAS doubly-linked list (ds/dll.h): an ordered set
+ * whose insert is one 2-word MCAS and whose remove is one 3-word MCAS.
+ *
+ * Shape. head <-> n1 <-> ... <-> nk <-> tail, keys strictly increasing, the
+ * sentinels holding 0 and 2^64-1. Each node is {key, prev, next} in one cache
+ * line; prev and next are MCAS target words ("links"), read only with
+ * mcas_read() and written only by MCAS once the node is linked. The key is
+ * written before the node is linked and never while it is reachable.
+ *
+ * Invariants, between MCASes (each MCAS keeps all of them):
+ *   I1  for adjacent linked nodes A -> B: A->next == B and B->prev == A;
+ *   I2  a linked node's next link is unmarked; a removed node's next link is
+ *       marked DS_DLL_MARK_DELETED, and holds the successor it had when it
+ *       was removed, forever (no MCAS expects a marked value);
+ *   I3  keys increase strictly from head to tail.
+ * insert(k) between pred and succ: {pred->next: succ -> new, succ->prev:
+ * pred -> new}, new = {k, pred, succ} written (and flushed) before. Both
+ * expected values hold only if pred and succ are still adjacent and pred is
+ * not removed (a removed pred's next is marked), so the MCAS preserves I1-I3.
+ * remove(k) of curr with pred and succ: {pred->next: curr -> succ,
+ * succ->prev: curr -> pred, curr->next: succ -> succ|DELETED}. Marking in
+ * the same MCAS is what makes a concurrent insert after curr (which expects
+ * curr->next == its succ, unmarked) fail instead of linking a node behind a
+ * removed one. Unlinking and marking are one atomic step, so "marked" is
+ * exactly "not in the list" for a node that was ever linked.
+ *
+ * Traversal. A traversal starts at the head and follows next links,
+ * stripping the mark. Every node it visits was in the list at some moment
+ * during the traversal: the head always is; if X was, and the traversal
+ * reads X->next == Y later, then either X is still linked (so Y is, by I1)
+ * or X was removed in between and Y was linked at that removal (I2). So a
+ * lookup that finds key k in a node whose next link it reads unmarked saw k
+ * present at that read; one that finds it marked saw it removed during the
+ * traversal; one that reaches a larger key without k linearizes as in the
+ * lazy list (Heller et al., OPODIS'05), whose argument carries over since
+ * marking and unlinking are simultaneous here. An update linearizes at its
+ * successful MCAS, or where its lookup did when it returns 0. A failed MCAS
+ * means another update succeeded on one of the words, so retrying from the
+ * head is lock-free.
+ *
+ * Memory. A removed node is retired with mcas_retire() after its MCAS
+ * returns (outside the traversal's guard), and handed back to the handle's
+ * free-node cache when the MCAS epochs show one grace period. Traversals
+ * run inside mcas_guard_enter()/exit(), and by the traversal argument above
+ * a traversal only reaches nodes that were linked after it began, i.e. not
+ * retired before it began, which is what the grace period protects.
+ * Node memory is type-stable (slabs or the persistent arena, never returned
+ * to malloc while the list exists) because of how AOPT detaches: a
+ * finalized descriptor D whose target word lies in node X stays in its
+ * owner's reclamation pipeline, and the owner's detach step loads (and, when
+ * persistent, flushes) that word one grace period after *D* was retired --
+ * which can be after X itself was removed, retired and freed by another
+ * thread whose pipeline moved faster. The load is harmless on reused node
+ * memory (the word no longer refers to D, since the operation that removed
+ * X replaced D's reference, and D is never re-installed after finalization),
+ * but it would be a use-after-free on memory given back to malloc. For the
+ * same reason a reused node's links are written with atomic stores.
+ *
+ * Free nodes. Each handle has a cache of up to 2 * l->batch nodes; it
+ * refills l->batch at a time from the list's shared pool and spills
+ * l->batch back when full. l->batch is DLL_BATCH, or less for a small
+ * arena, so that caches cannot hoard most of it (capacity / 64, at least 1). The shared pool is an array under l->lock big
+ * enough for every node the list owns, so a spill never allocates (the
+ * spill also runs inside mcas's reclamation, from dll_node_reclaim()).
+ *
+ * Persistence. Links hold pool offsets (address - pool base), so they stay
+ * valid when the pool is mapped elsewhere, and a persistent MCAS instance
+ * accepts the targets because they are in its pool. A new node's line is
+ * pm_flush()ed before the linking MCAS; no fence of our own is needed,
+ * because that MCAS's first CAS, a LOCK-prefixed instruction issued by this
+ * thread, orders the flush before any word can refer to the node
+ * (pm/persist.h pm_cas, thesis sect. 5.2.2). The MCAS is durable on return,
+ * so an update is durable on return; a lookup only reports what mcas_read()
+ * returned, which is durable. Nothing else of the list is written to the
+ * pool after ds_dll_pmem_create(): free lists, caches and counters are
+ * volatile, and ds_dll_pmem_open() rebuilds them from a walk of the durable
+ * list after mcas_pmem_open() resolved every interrupted MCAS, so a node is
+ * either reachable or free after a crash, never lost.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include <ds/dll.h>
+#include <mcas/mcas.h>
+#include <pm/error.h>
+#include <pm/persist.h>
+#include <pm/pool.h>
+
+#define DLL_PMEM_MAGIC 0x54534c4c44534d44ull /* "DMSDLLST" */
+/* Most nodes a handle moves to or from the shared pool at a time. */
+#define DLL_BATCH 32
+/* Most nodes a handle caches (ds/dll.h promises at most 64). */
+#define DLL_CACHE_MAX (2 * DLL_BATCH)
+/* Nodes per volatile slab: 4 KiB. */
+#define DLL_SLAB_NODES 64
+/* The low bits a node reference never has set. */
+#define DLL_ALIGN_MASK ((uint64_t)DS_DLL_NODE_SIZE - 1)
+
+_Static_assert((DS_DLL_MARK_DELETED & MCAS_VALUE_PORTABLE_MASK) == 0,
+	"the deleted mark must not collide with MCAS's reserved bits");
+_Static_assert(DS_DLL_MARK_DELETED < DS_DLL_NODE_SIZE,
+	"the deleted mark must be below the node alignment");
+_Static_assert(DLL_CACHE_MAX <= 64, "ds/dll.h documents at most 64 cached nodes");
+
+/* A node: one cache line. key, prev and next are what the algorithm uses;
+ * aux chains nodes mcas_retire() could not take (volatile use only, never
+ * read after a crash). */
+struct ds_dll_node {
+	uint64_t key;
+	uint64_t prev;
+	uint64_t next;
+	uint64_t aux;
+	uint64_t pad[4];
+};
+_Static_assert(sizeof(struct ds_dll_node) == DS_DLL_NODE_SIZE, "one cache line per node");
+
+/* The first cache line of a persistent area; head, tail and the arena
+ * follow. Written once, at creation, header last. */
+struct ds_dll_pmem_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t node_size;
+	uint64_t capacity;  /* nodes besides the two sentinels */
+	uint64_t area_size;
+	uint64_t area_off;  /* where it was formatted: a moved area is rejected */
+	uint64_t checksum;  /* XXH3 of the fields above */
+	uint64_t reserved[2];
+};
+_Static_assert(sizeof(struct ds_dll_pmem_header) == 64, "header is one cache line");
+
+struct ds_dll {
+	struct mcas *m;
+	bool persistent;
+	uintptr_t base;          /* 0, or the pool's base: link = address - base */
+	struct ds_dll_node *head, *tail;
+	/* persistent */
+	struct pm_pool *pool;
+	struct ds_dll_pmem_header *hdr;
+	struct ds_dll_node *arena; /* head, tail, then capacity nodes */
+	uint64_t capacity;
+	/* volatile */
+	struct ds_dll_node *sentinels;
+	void **slabs;
+	size_t nslabs, slabs_cap;
+
+	/*
+	 * lock protects the shared free pool (free_v, free_n, free_cap), the
+	 * slabs, nodes, lost and the registry of handles. It is a leaf lock:
+	 * nothing called with it held takes it again; in particular no
+	 * mcas_desc_begin() or mcas_thread_unregister(), whose reclamation
+	 * runs dll_node_reclaim() (ds_dll_check() calls only mcas_read(),
+	 * mcas_guard_*() and mcas_value_mask() under it).
+	 */
+	pthread_mutex_t lock;
+	struct ds_dll_node **free_v;
+	size_t free_n, free_cap; /* free_cap >= nodes, so pushes never grow */
+	uint64_t nodes;          /* nodes owned (sentinels excluded) */
+	unsigned batch;          /* refill/spill size, 1..DLL_BATCH (immutable) */
+	uint64_t lost;           /* retired nodes whose handle unregistered
+	                          * before mcas_retire() took them */
+	struct ds_dll_thread *threads;
+	unsigned nthreads;
+};
+
+struct ds_dll_thread {
+	struct ds_dll *l;
+	struct mcas_thread *t;
+	/* Owner-only state (dll_node_reclaim() runs on the owner too). */
+	struct ds_dll_node *cache[DLL_CACHE_MAX];
+	unsigned ncache;
+	uint64_t retired;              /* retired, not yet handed back */
+	struct ds_dll_node *orphans;   /* removed nodes mcas_retire() refused */
+	/* Registry links, under l->lock. */
+	struct ds_dll_thread *reg_prev, *reg_next;
+};
+
+/* ---- error messages ---- */
+
+static __thread char dll_errbuf[256];
+
+/* dll_err_clear -- start of a call that can leave a message */
+static void
+dll_err_clear(void)
+{
+	dll_errbuf[0] = '\0';
+}
+
+/* dll_err -- record a message for ds_dll_errormsg() and return @code */
+static int __attribute__((format(printf, 2, 3)))
+dll_err(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dll_errbuf, sizeof(dll_errbuf), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+const char *
+ds_dll_errormsg(void)
+{
+	return dll_errbuf;
+}
+
+/* ---- nodes and links ---- */
+
+/* dll_load -- relaxed load of a node field: the key of a reachable node, or
+ * a link outside MCAS (checks and recovery, with no concurrent writer) */
+static inline uint64_t
+dll_load(const uint64_t *p)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)p, memory_order_relaxed);
+}
+
+/* dll_store -- relaxed store to a node field of a node nobody can reach;
+ * atomic because a stale AOPT detach may load its links concurrently (see
+ * the essay); the MCAS that publishes the node orders it */
+static inline void
+dll_store(uint64_t *p, uint64_t v)
+{
+	atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)p, v, memory_order_relaxed);
+}
+
+/* dll_link -- the link word value referring to @n */
+static inline uint64_t
+dll_link(const struct ds_dll *l, const struct ds_dll_node *n)
+{
+	return (uint64_t)(uintptr_t)n - l->base;
+}
+
+/* dll_deref -- the node link @v refers to (mark stripped) */
+static inline struct ds_dll_node *
+dll_deref(const struct ds_dll *l, uint64_t v)
+{
+	return (struct ds_dll_node *)(uintptr_t)((v & ~DLL_ALIGN_MASK) + l->base);
+}
+
+/* dll_key -- a reachable node's key: written before the MCAS that published
+ * the node, which the acquire load in mcas_read() that found it orders */
+static inline uint64_t
+dll_key(const struct ds_dll_node *n)
+{
+	return dll_load(&n->key);
+}
+
+/* ---- free nodes ---- */
+
+/* dll_slab_add_locked -- allocate a volatile slab into the shared pool
+ * (l->lock held) */
+static int
+dll_slab_add_locked(struct ds_dll *l)
+{
+	struct ds_dll_node *slab;
+	size_t need = l->nodes + DLL_SLAB_NODES;
+
+	if (need > l->free_cap) {
+		size_t ncap = l->free_cap * 2 > need ? l->free_cap * 2 : need;
+		struct ds_dll_node **nv = realloc(l->free_v, ncap * sizeof(*nv));
+
+		if (nv == NULL)
+			return -ENOMEM;
+		l->free_v = nv;
+		l->free_cap = ncap;
+	}
+	if (l->nslabs == l->slabs_cap) {
+		size_t ncap = l->slabs_cap ? l->slabs_cap * 2 : 16;
+		void **ns = realloc(l->slabs, ncap * sizeof(*ns));
+
+		if (ns == NULL)
+			return -ENOMEM;
+		l->slabs = ns;
+		l->slabs_cap = ncap;
+	}
+	slab = aligned_alloc(DS_DLL_NODE_SIZE, DLL_SLAB_NODES * sizeof(*slab));
+	if (slab == NULL)
+		return -ENOMEM;
+	memset(slab, 0, DLL_SLAB_NODES * sizeof(*slab));
+	l->slabs[l->nslabs++] = slab;
+	l->nodes += DLL_SLAB_NODES;
+	for (unsigned i = DLL_SLAB_NODES; i-- > 0;)
+		l->free_v[l->free_n++] = &slab[i];
+	return 0;
+}
+
+/* dll_refill -- move a batch from the shared pool into @h's empty cache */
+static int
+dll_refill(struct ds_dll_thread *h)
+{
+	struct ds_dll *l = h->l;
+	int ret = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->free_n == 0)
+		ret = l->persistent ? -ENOSPC : dll_slab_add_locked(l);
+	while (ret == 0 && h->ncache < l->batch && l->free_n > 0)
+		h->cache[h->ncache++] = l->free_v[--l->free_n];
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+/* dll_node_alloc -- a free node for @h's insert; only @h can reach it */
+static int
+dll_node_alloc(struct ds_dll_thread *h, struct ds_dll_node **out)
+{
+	if (h->ncache == 0) {
+		int ret = dll_refill(h);
+
+		if (ret != 0)
+			return ret;
+	}
+	*out = h->cache[--h->ncache];
+	return 0;
+}
+
+/* dll_cache_push -- give free node @n to @h's cache, spilling a batch to
+ * the shared pool when the cache is full */
+static void
+dll_cache_push(struct ds_dll_thread *h, struct ds_dll_node *n)
+{
+	struct ds_dll *l = h->l;
+
+	if (h->ncache == 2 * l->batch) {
+		pthread_mutex_lock(&l->lock);
+		for (unsigned i = 0; i < l->batch; i++)
+			l->free_v[l->free_n++] = h->cache[--h->ncache];
+		pthread_mutex_unlock(&l->lock);
+	}
+	h->cache[h->ncache++] = n;
+}
+
+/* dll_node_reclaim -- mcas_free_fn for removed nodes: runs on @ctx's thread
+ * (inside its mcas_desc_begin() or mcas_thread_unregister()) one grace
+ * period after the node was retired, so nobody holds a reference */
+static void
+dll_node_reclaim(void *ctx, void *obj)
+{
+	struct ds_dll_thread *h = ctx;
+
+	h->retired--;
+	dll_cache_push(h, obj);
+}
+
+/* dll_retire -- retire removed node @n; if mcas cannot take it now (out of
+ * memory), keep it on the orphan chain and try again at the next operation:
+ * retiring later only lengthens its grace period */
+static void
+dll_retire(struct ds_dll_thread *h, struct ds_dll_node *n)
+{
+	h->retired++;
+	if (mcas_retire(h->t, n, dll_node_reclaim, h) != 0) {
+		n->aux = (uint64_t)(uintptr_t)h->orphans;
+		h->orphans = n;
+	}
+}
+
+/* dll_retry_orphans -- retire what dll_retire() could not */
+static void
+dll_retry_orphans(struct ds_dll_thread *h)
+{
+	while (h->orphans != NULL) {
+		struct ds_dll_node *n = h->orphans;
+
+		if (mcas_retire(h->t, n, dll_node_reclaim, h) != 0)
+			return;
+		h->orphans = (struct ds_dll_node *)(uintptr_t)n->aux;
+	}
+}
+
+/* ---- operations ---- */
+
+/*
+ * dll_find -- inside @h's guard: the first node whose key is >= @key, and
+ * in *@predp the node whose next link led to it. pred may have been removed
+ * meanwhile; the caller's MCAS expects pred->next unmarked and so detects it.
+ */
+static struct ds_dll_node *
+dll_find(struct ds_dll_thread *h, uint64_t key, struct ds_dll_node **predp)
+{
+	const struct ds_dll *l = h->l;
+	struct ds_dll_node *pred = l->head;
+	struct ds_dll_node *curr = dll_deref(l, mcas_read(h->t, &pred->next));
+
+	/* Terminates at the tail at the latest: its key exceeds every key. */
+	while (dll_key(curr) < key) {
+		pred = curr;
+		curr = dll_deref(l, mcas_read(h->t, &curr->next));
+	}
+	*predp = pred;
+	return curr;
+}
+
+/*
+ * dll_begin -- mcas_desc_begin() inside @h's guard. When every descriptor
+ * of the thread waits for a grace period (-EAGAIN), leave the guard before
+ * yielding: two threads waiting inside guards would each hold back the
+ * grace period the other waits for. The caller must then look again, since
+ * references loaded before are no longer protected.
+ */
+static int
+dll_begin(struct ds_dll_thread *h, struct mcas_desc **d)
+{
+	int ret = mcas_desc_begin(h->t, d);
+
+	if (ret == -EAGAIN) {
+		mcas_guard_exit(h->t);
+		sched_yield();
+		mcas_guard_enter(h->t);
+	}
+	return ret;
+}
+
+int
+ds_dll_insert(struct ds_dll_thread *h, uint64_t key)
+{
+	struct ds_dll *l = h->l;
+	struct ds_dll_node *node = NULL, *pred, *curr;
+	int ret;
+
+	if (key < DS_DLL_KEY_MIN || key > DS_DLL_KEY_MAX)
+		return -EINVAL;
+	if (h->orphans != NULL)
+		dll_retry_orphans(h);
+	mcas_guard_enter(h->t);
+	for (;;) {
+		struct mcas_desc *d;
+
+		curr = dll_find(h, key, &pred);
+		if (dll_key(curr) == key) {
+			if ((mcas_read(h->t, &curr->next) & DS_DLL_MARK_DELETED) == 0) {
+				ret = 0; /* present: linked at this read (I2) */
+				break;
+			}
+			/* Removed since we reached it, so it is unlinked too, and
+			 * a new traversal will not reach it: look again. */
+			continue;
+		}
+		/* Only now a node: a full arena must not fail an insert of a
+		 * present key. */
+		if (node == NULL) {
+			ret = dll_node_alloc(h, &node);
+			if (ret != 0)
+				break;
+			dll_store(&node->key, key);
+		}
+		dll_store(&node->prev, dll_link(l, pred));
+		dll_store(&node->next, dll_link(l, curr));
+		/* The node's line is durable before any link can refer to it:
+		 * the MCAS's first CAS, ours, orders this flush (no fence). */
+		if (l->persistent)
+			pm_flush(node, offsetof(struct ds_dll_node, aux));
+		ret = dll_begin(h, &d);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret != 0)
+			break;
+		ret = mcas_desc_add(d, &pred->next, dll_link(l, curr), dll_link(l, node));
+		if (ret == 0)
+			ret = mcas_desc_add(d, &curr->prev, dll_link(l, pred), dll_link(l, node));
+		if (ret != 0) {
+			mcas_desc_abandon(d);
+			break;
+		}
+		ret = mcas_desc_execute(d);
+		if (ret != 0)
+			break; /* 1: linked */
+		/* 0: pred and curr are no longer adjacent, or pred was removed */
+	}
+	mcas_guard_exit(h->t);
+	/* Not linked: nobody dereferenced the node (a failed descriptor's new
+	 * values are never followed), so it is free at once. */
+	if (ret != 1 && node != NULL)
+		dll_cache_push(h, node);
+	return ret;
+}
+
+int
+ds_dll_remove(struct ds_dll_thread *h, uint64_t key)
+{
+	struct ds_dll *l = h->l;
+	struct ds_dll_node *pred, *curr;
+	int ret;
+
+	if (key < DS_DLL_KEY_MIN || key > DS_DLL_KEY_MAX)
+		return 0;
+	if (h->orphans != NULL)
+		dll_retry_orphans(h);
+	mcas_guard_enter(h->t);
+	for (;;) {
+		struct mcas_desc *d;
+		struct ds_dll_node *succ;
+		uint64_t next;
+
+		curr = dll_find(h, key, &pred);
+		if (dll_key(curr) != key) {
+			ret = 0;
+			break;
+		}
+		next = mcas_read(h->t, &curr->next);
+		if (next & DS_DLL_MARK_DELETED)
+			continue; /* removed by another thread: look again */
+		succ = dll_deref(l, next);
+		ret = dll_begin(h, &d);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret != 0)
+			break;
+		ret = mcas_desc_add(d, &pred->next, dll_link(l, curr), next);
+		if (ret == 0)
+			ret = mcas_desc_add(d, &succ->prev, dll_link(l, curr), dll_link(l, pred));
+		if (ret == 0)
+			ret = mcas_desc_add(d, &curr->next, next, next | DS_DLL_MARK_DELETED);
+		if (ret != 0) {
+			mcas_desc_abandon(d);
+			break;
+		}
+		ret = mcas_desc_execute(d);
+		if (ret != 0)
+			break; /* 1: unlinked and marked */
+	}
+	mcas_guard_exit(h->t);
+	/* Retired after leaving the guard: every traversal that may hold a
+	 * reference started before this call, which is all mcas_retire()
+	 * requires. */
+	if (ret == 1)
+		dll_retire(h, curr);
+	return ret;
+}
+
+bool
+ds_dll_contains(struct ds_dll_thread *h, uint64_t key)
+{
+	struct ds_dll_node *pred, *curr;
+	bool found;
+
+	if (key < DS_DLL_KEY_MIN || key > DS_DLL_KEY_MAX)
+		return false;
+	mcas_guard_enter(h->t);
+	curr = dll_find(h, key, &pred);
+	found = dll_key(curr) == key &&
+		(mcas_read(h->t, &curr->next) & DS_DLL_MARK_DELETED) == 0;
+	mcas_guard_exit(h->t);
+	return found;
+}
+
+/* ---- lists ---- */
+
+/* dll_mcas_ok -- whether @m suits a list of the given kind */
+static int
+dll_mcas_ok(struct mcas *m, bool persistent)
+{
+	if (m == NULL)
+		return dll_err(-EINVAL, "no MCAS instance");
+	if (mcas_is_persistent(m) != persistent)
+		return dll_err(-EINVAL, "a %s list needs a %s MCAS instance",
+			persistent ? "persistent" : "volatile",
+			persistent ? "persistent" : "volatile");
+	if ((mcas_value_mask(m) & ~MCAS_VALUE_PORTABLE_MASK) != 0)
+		return dll_err(-EINVAL, "MCAS algorithm %s reserves bits beyond "
+			"MCAS_VALUE_PORTABLE_MASK (mask %#llx)",
+			mcas_algorithm_name(mcas_algorithm_of(m)),
+			(unsigned long long)mcas_value_mask(m));
+	return 0;
+}
+
+/*
+ * dll_probe_pool -- whether @word may be an MCAS target of @m, i.e. @m is an
+ * instance in the pool holding @word. mcas.h has no getter for an
+ * instance's pool; mcas_desc_add() checks exactly this (-ERANGE), and an
+ * abandoned descriptor leaves nothing behind (its record may be rewritten
+ * with status ACTIVE and no targets, which recovery ignores).
+ */
+static int
+dll_probe_pool(struct mcas *m, uint64_t *word)
+{
+	struct mcas_thread *t;
+	struct mcas_desc *d;
+	int ret = mcas_thread_register(m, &t);
+
+	if (ret != 0)
+		return dll_err(ret, "cannot register a thread on the MCAS instance: %d", ret);
+	ret = mcas_desc_begin(t, &d);
+	if (ret == 0) {
+		ret = mcas_desc_add(d, word, 0, 0);
+		mcas_desc_abandon(d);
+	}
+	mcas_thread_unregister(&t);
+	if (ret == -ERANGE)
+		return dll_err(-EINVAL, "the MCAS instance is not in the list's pool");
+	if (ret != 0)
+		return dll_err(ret, "probing the MCAS instance failed: %d", ret);
+	return 0;
+}
+
+/* dll_new -- a list's volatile part; @free_cap entries in the shared pool */
+static int
+dll_new(struct ds_dll **out, struct mcas *m, bool persistent, size_t free_cap)
+{
+	struct ds_dll *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return dll_err(-ENOMEM, "out of memory");
+	if (free_cap > 0) {
+		l->free_v = malloc(free_cap * sizeof(*l->free_v));
+		if (l->free_v == NULL) {
+			free(l);
+			return dll_err(-ENOMEM, "out of memory for %zu free-node entries",
+				free_cap);
+		}
+		l->free_cap = free_cap;
+	}
+	pthread_mutex_init(&l->lock, NULL);
+	l->m = m;
+	l->persistent = persistent;
+	l->batch = DLL_BATCH;
+	if (persistent && free_cap / 64 < DLL_BATCH)
+		l->batch = free_cap / 64 > 0 ? (unsigned)(free_cap / 64) : 1;
+	*out = l;
+	return 0;
+}
+
+/* dll_free -- release what dll_new() and the volatile nodes took */
+static void
+dll_free(struct ds_dll *l)
+{
+	for (size_t i = 0; i < l->nslabs; i++)
+		free(l->slabs[i]);
+	free(l->slabs);
+	free(l->sentinels);
+	free(l->free_v);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+/* dll_sentinels_init -- an empty list: head <-> tail (single-threaded) */
+static void
+dll_sentinels_init(struct ds_dll *l)
+{
+	memset(l->head, 0, sizeof(*l->head));
+	memset(l->tail, 0, sizeof(*l->tail));
+	l->head->key = 0;
+	l->head->next = dll_link(l, l->tail);
+	l->tail->key = UINT64_MAX;
+	l->tail->prev = dll_link(l, l->head);
+}
+
+int
+ds_dll_create(struct ds_dll **out, struct mcas *m)
+{
+	struct ds_dll *l;
+	int ret;
+
+	dll_err_clear();
+	if (out == NULL)
+		return dll_err(-EINVAL, "no output pointer");
+	ret = dll_mcas_ok(m, false);
+	if (ret != 0)
+		return ret;
+	ret = dll_new(&l, m, false, 0);
+	if (ret != 0)
+		return ret;
+	l->sentinels = aligned_alloc(DS_DLL_NODE_SIZE, 2 * sizeof(struct ds_dll_node));
+	if (l->sentinels == NULL) {
+		dll_free(l);
+		return dll_err(-ENOMEM, "out of memory");
+	}
+	l->base = 0;
+	l->head = &l->sentinels[0];
+	l->tail = &l->sentinels[1];
+	dll_sentinels_init(l);
+	*out = l;
+	return 0;
+}
+
+size_t
+ds_dll_pmem_area_size(uint64_t capacity)
+{
+	if (capacity == 0 || capacity > DS_DLL_PMEM_MAX_CAPACITY)
+		return 0;
+	return sizeof(struct ds_dll_pmem_header) +
+		(size_t)(capacity + 2) * sizeof(struct ds_dll_node);
+}
+
+static uint64_t
+dll_header_sum(const struct ds_dll_pmem_header *h)
+{
+	return XXH3_64bits(h, offsetof(struct ds_dll_pmem_header, checksum));
+}
+
+/* dll_attach -- bind @l to its area */
+static void
+dll_attach(struct ds_dll *l, struct pm_pool *pool, struct ds_dll_pmem_header *hdr,
+	uint64_t capacity)
+{
+	l->pool = pool;
+	l->hdr = hdr;
+	l->base = (uintptr_t)pm_pool_base(pool);
+	l->arena = (struct ds_dll_node *)(hdr + 1);
+	l->head = &l->arena[0];
+	l->tail = &l->arena[1];
+	l->capacity = capacity;
+	l->nodes = capacity;
+}
+
+/* dll_pmem_area -- locate the area and check the instance (create and open) */
+static int
+dll_pmem_area(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t len,
+	void **area)
+{
+	int ret;
+
+	if (pool == NULL)
+		return dll_err(-EINVAL, "no pool");
+	if (area_off % DS_DLL_NODE_SIZE != 0)
+		return dll_err(-EINVAL, "area offset %#llx is not 64-byte aligned",
+			(unsigned long long)area_off);
+	ret = dll_mcas_ok(m, true);
+	if (ret != 0)
+		return ret;
+	if (pm_pool_ptr(pool, area_off, len, area) != 0)
+		return dll_err(-ERANGE, "area [%#llx, +%zu) is not inside the pool",
+			(unsigned long long)area_off, len);
+	return 0;
+}
+
+int
+ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
+	uint64_t area_off, uint64_t capacity)
+{
+	size_t len = ds_dll_pmem_area_size(capacity);
+	struct ds_dll_pmem_header *hdr;
+	struct ds_dll *l;
+	void *area;
+	int ret;
+
+	dll_err_clear();
+	if (out == NULL)
+		return dll_err(-EINVAL, "no output pointer");
+	if (len == 0)
+		return dll_err(-EINVAL, "capacity %llu is not in 1..%llu",
+			(unsigned long long)capacity,
+			(unsigned long long)DS_DLL_PMEM_MAX_CAPACITY);
+	ret = dll_pmem_area(m, pool, area_off, len, &area);
+	if (ret != 0)
+		return ret;
+	hdr = area;
+	ret = dll_probe_pool(m, &((struct ds_dll_node *)(hdr + 1))->next);
+	if (ret != 0)
+		return ret;
+	ret = dll_new(&l, m, true, capacity);
+	if (ret != 0)
+		return ret;
+	dll_attach(l, pool, hdr, capacity);
+
+	/* Invalidate the header first, then the sentinels, then the header:
+	 * a crash anywhere before the end leaves a header that does not
+	 * check. Free nodes are not written: recovery ignores them. */
+	memset(hdr, 0, sizeof(*hdr));
+	pm_persist(hdr, sizeof(*hdr));
+	dll_sentinels_init(l);
+	pm_persist(l->arena, 2 * sizeof(struct ds_dll_node));
+	hdr->magic = DLL_PMEM_MAGIC;
+	hdr->version = DS_DLL_PMEM_VERSION;
+	hdr->node_size = DS_DLL_NODE_SIZE;
+	hdr->capacity = capacity;
+	hdr->area_size = len;
+	hdr->area_off = area_off;
+	hdr->checksum = dll_header_sum(hdr);
+	pm_persist(hdr, sizeof(*hdr));
+
+	/* Pushed in reverse, so nodes are handed out from the arena's start. */
+	for (uint64_t i = capacity + 2; i-- > 2;)
+		l->free_v[l->free_n++] = &l->arena[i];
+	*out = l;
+	return 0;
+}
+
+/*
+ * dll_recover -- walk the durable list of @l from the head, marking every
+ * node reached in @seen (indexed by arena position), and check it; every
+ * unmarked node is then free. Raw loads: no other thread runs, and
+ * mcas_pmem_open() left no descriptor reference in any word.
+ */
+static int
+dll_recover(struct ds_dll *l, uint8_t *seen, uint64_t *size)
+{
+	uint64_t arena_link = dll_link(l, l->arena);
+	uint64_t n = l->capacity + 2;
+	struct ds_dll_node *prev = l->head;
+	uint64_t count = 0;
+
+	if (dll_load(&l->head->key) != 0 || dll_load(&l->head->prev) != 0)
+		return dll_err(PM_E_CORRUPT, "the head sentinel is damaged");
+	seen[0] = 1;
+	for (;;) {
+		uint64_t v = dll_load(&prev->next), idx, key;
+		struct ds_dll_node *curr;
+
+		if (v & DS_DLL_MARK_DELETED)
+			return dll_err(PM_E_CORRUPT, "a reachable node (key %llu) is marked deleted",
+				(unsigned long long)dll_load(&prev->key));
+		if (v & DLL_ALIGN_MASK)
+			return dll_err(PM_E_CORRUPT, "link %#llx after key %llu is not a node "
+				"(an MCAS descriptor left by a crash? run mcas_pmem_open() first)",
+				(unsigned long long)v, (unsigned long long)dll_load(&prev->key));
+		if (v < arena_link || (v - arena_link) / DS_DLL_NODE_SIZE >= n)
+			return dll_err(PM_E_CORRUPT, "link %#llx after key %llu leaves the arena",
+				(unsigned long long)v, (unsigned long long)dll_load(&prev->key));
+		idx = (v - arena_link) / DS_DLL_NODE_SIZE;
+		curr = &l->arena[idx];
+		if (seen[idx])
+			return dll_err(PM_E_CORRUPT, "node %llu is reached twice",
+				(unsigned long long)idx);
+		if (dll_load(&curr->prev) != dll_link(l, prev))
+			return dll_err(PM_E_CORRUPT, "the prev link of node %llu (key %llu) is "
+				"%#llx, not its predecessor", (unsigned long long)idx,
+				(unsigned long long)dll_load(&curr->key),
+				(unsigned long long)dll_load(&curr->prev));
+		seen[idx] = 1;
+		key = dll_load(&curr->key);
+		if (curr == l->tail) {
+			if (key != UINT64_MAX || dll_load(&curr->next) != 0)
+				return dll_err(PM_E_CORRUPT, "the tail sentinel is damaged");
+			break;
+		}
+		if (key <= dll_load(&prev->key) || key > DS_DLL_KEY_MAX)
+			return dll_err(PM_E_CORRUPT, "key %llu follows key %llu",
+				(unsigned long long)key, (unsigned long long)dll_load(&prev->key));
+		count++;
+		prev = curr;
+	}
+	*size = count;
+	return 0;
+}
+
+int
+ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
+	uint64_t area_off)
+{
+	struct ds_dll_pmem_header *hdr;
+	struct ds_dll *l;
+	uint64_t capacity, size;
+	uint8_t *seen;
+	void *area;
+	int ret;
+
+	dll_err_clear();
+	if (out == NULL)
+		return dll_err(-EINVAL, "no output pointer");
+	ret = dll_pmem_area(m, pool, area_off, sizeof(*hdr), &area);
+	if (ret != 0)
+		return ret;
+	hdr = area;
+	if (hdr->magic != DLL_PMEM_MAGIC || hdr->checksum != dll_header_sum(hdr))
+		return dll_err(PM_E_CORRUPT, "no valid list header at %#llx",
+			(unsigned long long)area_off);
+	if (hdr->version != DS_DLL_PMEM_VERSION)
+		return dll_err(PM_E_VERSION, "list layout version %u, expected %u",
+			hdr->version, DS_DLL_PMEM_VERSION);
+	capacity = hdr->capacity;
+	if (hdr->node_size != DS_DLL_NODE_SIZE || ds_dll_pmem_area_size(capacity) == 0 ||
+			hdr->area_size != ds_dll_pmem_area_size(capacity))
+		return dll_err(PM_E_CORRUPT, "the list header describes an impossible area");
+	if (hdr->area_off != area_off)
+		return dll_err(PM_E_CORRUPT, "the list area was formatted at %#llx, not %#llx",
+			(unsigned long long)hdr->area_off, (unsigned long long)area_off);
+	if (pm_pool_ptr(pool, area_off, hdr->area_size, &area) != 0)
+		return dll_err(PM_E_CORRUPT, "the list area does not fit the pool");
+	ret = dll_probe_pool(m, &((struct ds_dll_node *)(hdr + 1))->next);
+	if (ret != 0)
+		return ret;
+	ret = dll_new(&l, m, true, capacity);
+	if (ret != 0)
+		return ret;
+	dll_attach(l, pool, hdr, capacity);
+	seen = calloc(capacity + 2, 1);
+	if (seen == NULL) {
+		dll_free(l);
+		return dll_err(-ENOMEM, "out of memory");
+	}
+	ret = dll_recover(l, seen, &size);
+	if (ret == 0) {
+		for (uint64_t i = capacity + 2; i-- > 2;)
+			if (!seen[i])
+				l->free_v[l->free_n++] = &l->arena[i];
+	}
+	free(seen);
+	if (ret != 0) {
+		dll_free(l);
+		return ret;
+	}
+	*out = l;
+	return 0;
+}
+
+int
+ds_dll_destroy(struct ds_dll **lp)
+{
+	struct ds_dll *l = lp ? *lp : NULL;
+	unsigned n;
+
+	dll_err_clear();
+	if (l == NULL)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	n = l->nthreads;
+	pthread_mutex_unlock(&l->lock);
+	if (n != 0)
+		return dll_err(-EBUSY, "%u threads are still registered", n);
+	/* Every handle unregistered its mcas_thread, which detached every
+	 * descriptor it had: no reclamation step can touch a node any more. */
+	dll_free(l);
+	*lp = NULL;
+	return 0;
+}
+
+bool
+ds_dll_is_persistent(const struct ds_dll *l)
+{
+	return l->persistent;
+}
+
+/* ---- threads ---- */
+
+int
+ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out)
+{
+	struct ds_dll_thread *h;
+	int ret;
+
+	dll_err_clear();
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return dll_err(-ENOMEM, "out of memory");
+	ret = mcas_thread_register(l->m, &h->t);
+	if (ret != 0) {
+		free(h);
+		return dll_err(ret, "mcas_thread_register: %d", ret);
+	}
+	h->l = l;
+	pthread_mutex_lock(&l->lock);
+	h->reg_next = l->threads;
+	if (l->threads != NULL)
+		l->threads->reg_prev = h;
+	l->threads = h;
+	l->nthreads++;
+	pthread_mutex_unlock(&l->lock);
+	*out = h;
+	return 0;
+}
+
+int
+ds_dll_thread_unregister(struct ds_dll_thread **hp)
+{
+	struct ds_dll_thread *h = hp ? *hp : NULL;
+	struct ds_dll *l;
+	uint64_t lost = 0;
+	int ret;
+
+	dll_err_clear();
+	if (h == NULL)
+		return 0;
+	l = h->l;
+	dll_retry_orphans(h);
+	for (struct ds_dll_node *n = h->orphans; n != NULL;
+			n = (struct ds_dll_node *)(uintptr_t)n->aux)
+		lost++;
+	/* Waits for the grace periods of everything the thread retired; the
+	 * nodes come back through dll_node_reclaim() into h's cache, so this
+	 * runs without l->lock. */
+	ret = mcas_thread_unregister(&h->t);
+	if (ret != 0)
+		return dll_err(ret, "mcas_thread_unregister: %d", ret);
+	pthread_mutex_lock(&l->lock);
+	while (h->ncache > 0)
+		l->free_v[l->free_n++] = h->cache[--h->ncache];
+	/* Orphans mcas never took stay unusable until the list is destroyed
+	 * (volatile) or reopened (persistent: recovery frees them). */
+	l->lost += lost;
+	if (h->reg_prev != NULL)
+		h->reg_prev->reg_next = h->reg_next;
+	else
+		l->threads = h->reg_next;
+	if (h->reg_next != NULL)
+		h->reg_next->reg_prev = h->reg_prev;
+	l->nthreads--;
+	pthread_mutex_unlock(&l->lock);
+	free(h);
+	*hp = NULL;
+	return 0;
+}
+
+struct mcas_thread *
+ds_dll_thread_mcas(struct ds_dll_thread *h)
+{
+	return h->t;
+}
+
+/* ---- whole-list inspection (quiescent) ---- */
+
+size_t
+ds_dll_keys(struct ds_dll_thread *h, uint64_t *keys, size_t max)
+{
+	const struct ds_dll *l = h->l;
+	struct ds_dll_node *curr;
+	size_t n = 0;
+
+	mcas_guard_enter(h->t);
+	curr = dll_deref(l, mcas_read(h->t, &l->head->next));
+	/* Bounded: a damaged list must not loop forever. */
+	while (curr != l->tail && n <= l->nodes) {
+		if (n < max)
+			keys[n] = dll_key(curr);
+		n++;
+		curr = dll_deref(l, mcas_read(h->t, &curr->next));
+	}
+	mcas_guard_exit(h->t);
+	return n > l->nodes ? 0 : n;
+}
+
+static int
+dll_ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* dll_owns -- whether @n is a node of @l: a sentinel, an arena node or a
+ * node of a slab (@slabs: l->slabs sorted) */
+static bool
+dll_owns(const struct ds_dll *l, const struct ds_dll_node *n, const uintptr_t *slabs)
+{
+	uintptr_t p = (uintptr_t)n;
+
+	if (n == l->head || n == l->tail)
+		return true;
+	if (p % DS_DLL_NODE_SIZE != 0)
+		return false;
+	if (l->persistent)
+		return p >= (uintptr_t)&l->arena[2] &&
+			p < (uintptr_t)&l->arena[l->capacity + 2];
+	/* the last slab starting at or below p */
+	size_t lo = 0, hi = l->nslabs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (slabs[mid] <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && p < slabs[lo - 1] + DLL_SLAB_NODES * sizeof(struct ds_dll_node);
+}
+
+/* dll_check_walk -- the link checks of ds_dll_check(); fills @reach (sorted
+ * afterwards by the caller) with the reachable nodes */
+static const char *
+dll_check_walk(struct ds_dll_thread *h, const uintptr_t *slabs, uintptr_t *reach,
+	struct ds_dll_stats *st, char *buf, size_t len)
+{
+	const struct ds_dll *l = h->l;
+	uint64_t mask = mcas_value_mask(l->m);
+	struct ds_dll_node *prev = l->head, *curr;
+
+	if (dll_key(l->head) != 0 || mcas_read(h->t, &l->head->prev) != 0)
+		return snprintf(buf, len, "the head sentinel is damaged"), buf;
+	for (;;) {
+		uint64_t raw = dll_load(&prev->next);
+		uint64_t v = mcas_read(h->t, &prev->next);
+
+		st->installed += (raw & mask) != 0;
+		if (v & DS_DLL_MARK_DELETED)
+			return snprintf(buf, len, "node with key %llu is reachable but marked deleted",
+				(unsigned long long)dll_key(prev)), buf;
+		curr = dll_deref(l, v);
+		if ((v & DLL_ALIGN_MASK) != 0 || !dll_owns(l, curr, slabs))
+			return snprintf(buf, len, "link %#llx after key %llu is not a node of the list",
+				(unsigned long long)v, (unsigned long long)dll_key(prev)), buf;
+		raw = dll_load(&curr->prev);
+		st->installed += (raw & mask) != 0;
+		if (mcas_read(h->t, &curr->prev) != dll_link(l, prev))
+			return snprintf(buf, len, "prev link of key %llu does not lead back to key %llu",
+				(unsigned long long)dll_key(curr), (unsigned long long)dll_key(prev)),
+				buf;
+		if (curr == l->tail)
+			break;
+		if (dll_key(curr) <= dll_key(prev))
+			return snprintf(buf, len, "key %llu follows key %llu: not strictly increasing",
+				(unsigned long long)dll_key(curr), (unsigned long long)dll_key(prev)),
+				buf;
+		if (st->size == l->nodes)
+			return snprintf(buf, len, "more reachable nodes than the list owns (%llu)",
+				(unsigned long long)l->nodes), buf;
+		reach[st->size++] = (uintptr_t)curr;
+		prev = curr;
+	}
+	if (dll_key(l->tail) != UINT64_MAX || mcas_read(h->t, &l->tail->next) != 0)
+		return snprintf(buf, len, "the tail sentinel is damaged"), buf;
+	return NULL;
+}
+
+/* dll_check_free -- @n, counted as free or retired, must be a node of @l
+ * and not reachable */
+static const char *
+dll_check_free(const struct ds_dll *l, const struct ds_dll_node *n, const uintptr_t *slabs,
+	const uintptr_t *reach, size_t nreach, const char *where, char *buf, size_t len)
+{
+	uintptr_t p = (uintptr_t)n;
+
+	if (!dll_owns(l, n, slabs) || n == l->head || n == l->tail)
+		return snprintf(buf, len, "%s holds %p, not a node of the list", where, (void *)n),
+			buf;
+	if (bsearch(&p, reach, nreach, sizeof(*reach), dll_ptr_cmp) != NULL)
+		return snprintf(buf, len, "%s holds the reachable node of key %llu", where,
+			(unsigned long long)dll_key(n)), buf;
+	return NULL;
+}
+
+const char *
+ds_dll_check(struct ds_dll_thread *h, struct ds_dll_stats *stp, char *buf, size_t len)
+{
+	struct ds_dll *l = h->l;
+	struct ds_dll_stats st = { 0 };
+	uintptr_t *slabs = NULL, *reach = NULL;
+	const char *err = NULL;
+
+	if (len == 0)
+		return "";
+	buf[0] = '\0';
+	pthread_mutex_lock(&l->lock);
+	st.nodes = l->nodes;
+	reach = malloc((l->nodes + 1) * sizeof(*reach));
+	slabs = malloc((l->nslabs + 1) * sizeof(*slabs));
+	if (reach == NULL || slabs == NULL) {
+		err = (snprintf(buf, len, "out of memory for the check"), buf);
+		goto out;
+	}
+	for (size_t i = 0; i < l->nslabs; i++)
+		slabs[i] = (uintptr_t)l->slabs[i];
+	qsort(slabs, l->nslabs, sizeof(*slabs), dll_ptr_cmp);
+	err = dll_check_walk(h, slabs, reach, &st, buf, len);
+	if (err != NULL)
+		goto out;
+	qsort(reach, st.size, sizeof(*reach), dll_ptr_cmp);
+	for (size_t i = 0; i < l->free_n && err == NULL; i++)
+		err = dll_check_free(l, l->free_v[i], slabs, reach, st.size, "the shared pool",
+			buf, len);
+	st.free = l->free_n;
+	st.retired = l->lost;
+	for (struct ds_dll_thread *t = l->threads; t != NULL && err == NULL; t = t->reg_next) {
+		for (unsigned i = 0; i < t->ncache && err == NULL; i++)
+			err = dll_check_free(l, t->cache[i], slabs, reach, st.size,
+				"a thread's cache", buf, len);
+		for (struct ds_dll_node *n = t->orphans; n != NULL && err == NULL;
+				n = (struct ds_dll_node *)(uintptr_t)n->aux)
+			err = dll_check_free(l, n, slabs, reach, st.size, "a thread's orphans",
+				buf, len);
+		st.free += t->ncache;
+		st.retired += t->retired;
+	}
+	if (err == NULL && st.size + st.free + st.retired != st.nodes)
+		err = (snprintf(buf, len, "%llu reachable + %llu free + %llu retired nodes != "
+			"%llu owned: nodes leaked or counted twice",
+			(unsigned long long)st.size, (unsigned long long)st.free,
+			(unsigned long long)st.retired, (unsigned long long)st.nodes), buf);
+out:
+	pthread_mutex_unlock(&l->lock);
+	free(reach);
+	free(slabs);
+	if (stp != NULL)
+		*stp = st;
+	return err;
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// ds/tests/dll_stress_test.cc -- the MCAS doubly-linked list under
+// contention: 8 threads (more than the machine's cores, so threads are
+// preempted inside operations and guards) on a small key range with many
+// updates. Afterwards the invariants hold, no node leaked, and for every key
+// the initial presence plus the successful inserts minus the successful
+// removes is the final presence (0 or 1): no update was lost or duplicated.
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <ds/dll.h>
+#include <mcas/mcas.h>
+
+#include "ds/tests/dll_test_util.h"
+
+namespace {
+
+using dlltest::Check;
+using dlltest::Keys;
+using dlltest::ListEnv;
+using dlltest::Variant;
+
+struct Workload {
+	unsigned threads;
+	uint64_t keys;      // keys 1..keys
+	unsigned update_pct; // half inserts, half removes
+	unsigned ops;       // per thread
+};
+
+struct ThreadResult {
+	std::vector<int64_t> inserted, removed;
+	std::string error;
+};
+
+void Worker(ds_dll *l, const Workload &w, unsigned id, std::atomic<unsigned> *ready,
+	ThreadResult *res)
+{
+	ds_dll_thread *h = nullptr;
+	res->inserted.assign(w.keys + 1, 0);
+	res->removed.assign(w.keys + 1, 0);
+	int ret = ds_dll_thread_register(l, &h);
+	ready->fetch_add(1);
+	if (ret != 0) {
+		res->error = "register: " + std::to_string(ret);
+		return;
+	}
+	// Start together, so the threads overlap from the first operation.
+	while (ready->load() < w.threads)
+		std::this_thread::yield();
+	std::mt19937_64 rng(1000 + id);
+	for (unsigned i = 0; i < w.ops && res->error.empty(); i++) {
+		uint64_t key = 1 + rng() % w.keys;
+		unsigned r = rng() % 100;
+		if (r < w.update_pct / 2) {
+			ret = ds_dll_insert(h, key);
+			if (ret < 0)
+				res->error = "insert " + std::to_string(key) + ": " + std::to_string(ret);
+			res->inserted[key] += ret == 1;
+		} else if (r < w.update_pct) {
+			ret = ds_dll_remove(h, key);
+			if (ret < 0)
+				res->error = "remove " + std::to_string(key) + ": " + std::to_string(ret);
+			res->removed[key] += ret == 1;
+		} else {
+			(void)ds_dll_contains(h, key);
+		}
+	}
+	ret = ds_dll_thread_unregister(&h);
+	if (ret != 0 && res->error.empty())
+		res->error = "unregister: " + std::to_string(ret);
+}
+
+class DllStressTest : public testing::TestWithParam<Variant> {
+protected:
+	void Run(const std::string &name, const Workload &w)
+	{
+		const Variant v = GetParam();
+		ListEnv env;
+		DLL_SETUP_OR_SKIP(env, name + "-" + dlltest::VariantName(v), v,
+			dlltest::SmallConfig(v.alg, 16, 64), 4096);
+
+		// Every other key present at the start.
+		std::vector<int64_t> present(w.keys + 1, 0);
+		ds_dll_thread *h = nullptr;
+		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		for (uint64_t k = 2; k <= w.keys; k += 2) {
+			ASSERT_EQ(ds_dll_insert(h, k), 1);
+			present[k] = 1;
+		}
+		ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
+
+		std::atomic<unsigned> ready{0};
+		std::vector<ThreadResult> res(w.threads);
+		std::vector<std::thread> th;
+		for (unsigned i = 0; i < w.threads; i++)
+			th.emplace_back(Worker, env.l, std::cref(w), i, &ready, &res[i]);
+		for (auto &t : th)
+			t.join();
+		for (unsigned i = 0; i < w.threads; i++)
+			ASSERT_EQ(res[i].error, "") << "thread " << i;
+
+		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		ds_dll_stats st;
+		ASSERT_EQ(Check(h, &st), "");
+		EXPECT_EQ(st.retired, 0u); // every worker unregistered
+		std::vector<uint64_t> expect;
+		uint64_t updates = 0;
+		for (uint64_t k = 1; k <= w.keys; k++) {
+			int64_t n = present[k];
+			for (const ThreadResult &r : res) {
+				n += r.inserted[k] - r.removed[k];
+				updates += r.inserted[k] + r.removed[k];
+			}
+			ASSERT_TRUE(n == 0 || n == 1) << "key " << k << ": initial " << present[k]
+				<< " + inserts - removes = " << n;
+			if (n == 1)
+				expect.push_back(k);
+		}
+		EXPECT_EQ(Keys(h), expect);
+		EXPECT_EQ(st.size, expect.size());
+		for (uint64_t k = 1; k <= w.keys; k++)
+			EXPECT_EQ(ds_dll_contains(h, k),
+				std::find(expect.begin(), expect.end(), k) != expect.end());
+		ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
+
+		mcas_stats ms;
+		mcas_stats_total(env.m, &ms);
+		std::printf("%-16s %-10s %u threads: %" PRIu64 " successful updates, %" PRIu64
+			" MCAS (%" PRIu64 " succeeded), %" PRIu64 " helps, %" PRIu64
+			" detach CAS, %" PRIu64 " read detaches, %" PRIu64 " descriptor waits\n",
+			dlltest::VariantName(v).c_str(), name.c_str(), w.threads, updates, ms.mcas,
+			ms.succeeded, ms.helps, ms.detach_cas, ms.read_detaches, ms.desc_waits);
+		// Every successful update is exactly one successful MCAS.
+		EXPECT_EQ(ms.succeeded, updates + w.keys / 2);
+	}
+};
+
+TEST_P(DllStressTest, EightThreadsSixteenKeysHalfUpdates)
+{
+	Run("hot", { 8, 16, 50, 8000 });
+}
+
+TEST_P(DllStressTest, EightThreadsWiderRangeFewUpdates)
+{
+	Run("wide", { 8, 200, 20, 3000 });
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, DllStressTest,
+	testing::ValuesIn(dlltest::AllVariants()), dlltest::VariantNamer());
+
+} // namespace

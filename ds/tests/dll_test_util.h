@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// ds/tests/dll_test_util.h -- an MCAS doubly-linked list on a chosen MCAS
+// algorithm, volatile or in a real pool, for the ds tests. A persistent
+// list's pool root holds the list area followed by the MCAS area, so two
+// adjacent ranges cover every persistent byte (what the crash simulator
+// tracks).
+#ifndef DS_TESTS_DLL_TEST_UTIL_H
+#define DS_TESTS_DLL_TEST_UTIL_H
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <ds/dll.h>
+#include <mcas/mcas.h>
+#include <pm/error.h>
+#include <pm/pool.h>
+
+namespace dlltest {
+
+// One MCAS algorithm in one mode. HARRIS is volatile only and PMWCAS
+// persistent only (mcas.h), so these four are every valid combination.
+struct Variant {
+	mcas_algorithm alg;
+	bool persistent;
+};
+
+inline const std::vector<Variant> &AllVariants()
+{
+	static const std::vector<Variant> v = {
+		{ MCAS_ALG_AOPT, false },
+		{ MCAS_ALG_AOPT, true },
+		{ MCAS_ALG_HARRIS, false },
+		{ MCAS_ALG_PMWCAS, true },
+	};
+	return v;
+}
+
+inline std::string VariantName(const Variant &v)
+{
+	return std::string(mcas_algorithm_name(v.alg)) + (v.persistent ? "_pmem" : "_volatile");
+}
+
+// For INSTANTIATE_TEST_SUITE_P.
+struct VariantNamer {
+	template <class P> std::string operator()(const testing::TestParamInfo<P> &info) const
+	{
+		return VariantName(info.param);
+	}
+};
+
+// A fresh path under Bazel's per-test temporary directory (or /tmp).
+inline std::string TempPath(const std::string &name)
+{
+	const char *dir = std::getenv("TEST_TMPDIR");
+	std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+	unlink(path.c_str());
+	return path;
+}
+
+// A small MCAS config: few threads and descriptors keep the persistent area
+// (and so the crash simulator's tracked memory) small.
+inline mcas_config SmallConfig(mcas_algorithm alg, unsigned threads = 16, unsigned descs = 64)
+{
+	mcas_config c;
+	mcas_config_init(&c);
+	c.algorithm = alg;
+	c.max_threads = threads;
+	c.descs_per_thread = descs;
+	return c;
+}
+
+struct ListEnv {
+	Variant v {};
+	mcas_config cfg {};
+	uint64_t capacity = 0;
+	std::string path;
+	pm_pool *pool = nullptr;
+	mcas *m = nullptr;
+	ds_dll *l = nullptr;
+	uint64_t dll_off = 0, mcas_off = 0;
+	size_t dll_size = 0, mcas_size = 0;
+	void *dll_area = nullptr, *mcas_area = nullptr;
+
+	static constexpr const char *kLayout = "ds-dll-test";
+
+	size_t RootSize() const { return dll_size + mcas_size; }
+
+	// Creates the instance and an empty list. Returns 0, -EINVAL from the
+	// instance's creation when the algorithm is not available in this mode
+	// (the caller skips), or another error.
+	int Create(const std::string &name, Variant var, const mcas_config &c, uint64_t cap = 4096)
+	{
+		v = var;
+		cfg = c;
+		cfg.algorithm = var.alg;
+		capacity = cap;
+		if (!v.persistent) {
+			int ret = mcas_create(&m, &cfg);
+			if (ret != 0)
+				return ret;
+			return ds_dll_create(&l, m);
+		}
+		path = TempPath(name + ".pool");
+		dll_size = ds_dll_pmem_area_size(capacity);
+		mcas_size = mcas_pmem_area_size(&cfg);
+		if (dll_size == 0 || mcas_size == 0)
+			return -EINVAL;
+		pm_pool_config pc;
+		pm_pool_config_init(&pc);
+		pc.path = path.c_str();
+		pc.layout = kLayout;
+		pc.root_size = RootSize();
+		pc.pool_size = PM_POOL_MIN_SIZE;
+		// Durability is what the crash simulator models; real msyncs
+		// would only slow the tests down.
+		pc.durability = PM_DURABILITY_NONE;
+		int ret = pm_pool_create(&pool, &pc);
+		if (ret != 0)
+			return ret;
+		Locate();
+		ret = mcas_pmem_create(&m, pool, mcas_off, &cfg);
+		if (ret != 0)
+			return ret;
+		return ds_dll_pmem_create(&l, m, pool, dll_off, capacity);
+	}
+
+	void Locate()
+	{
+		char *root = static_cast<char *>(pm_pool_root(pool));
+		dll_area = root;
+		mcas_area = root + dll_size;
+		dll_off = pm_pool_off(pool, dll_area);
+		mcas_off = pm_pool_off(pool, mcas_area);
+	}
+
+	// Closes everything, reopens the pool file and recovers (persistent).
+	int Reopen()
+	{
+		int ret = ds_dll_destroy(&l);
+		if (ret == 0)
+			ret = mcas_destroy(&m);
+		if (ret == 0)
+			ret = pm_pool_close(&pool);
+		if (ret != 0)
+			return ret;
+		pm_pool_config pc;
+		pm_pool_config_init(&pc);
+		pc.path = path.c_str();
+		pc.layout = kLayout;
+		pc.root_size = RootSize();
+		pc.durability = PM_DURABILITY_NONE;
+		ret = pm_pool_open(&pool, &pc);
+		if (ret != 0)
+			return ret;
+		Locate();
+		return Recover();
+	}
+
+	// Recovery on the pool as it is: mcas first, then the list.
+	int Recover()
+	{
+		int ret = mcas_pmem_open(&m, pool, mcas_off, &cfg);
+		if (ret != 0)
+			return ret;
+		return ds_dll_pmem_open(&l, m, pool, dll_off);
+	}
+
+	~ListEnv()
+	{
+		ds_dll_destroy(&l);
+		mcas_destroy(&m);
+		pm_pool_close(&pool);
+		if (!path.empty())
+			unlink(path.c_str());
+	}
+};
+
+// Sets up env for a variant or skips the test when the algorithm has not
+// landed yet in this mode (mcas returns -EINVAL for it).
+#define DLL_SETUP_OR_SKIP(env, name, variant, cfg, ...)                                      \
+	do {                                                                                 \
+		int setup_ret_ = (env).Create((name), (variant), (cfg), ##__VA_ARGS__);           \
+		if (setup_ret_ == -EINVAL && (env).l == nullptr && (env).m == nullptr)           \
+			GTEST_SKIP() << "MCAS algorithm " << mcas_algorithm_name((variant).alg)     \
+				     << " is not available for " << ((variant).persistent ? "persistent" \
+									 : "volatile")           \
+				     << " instances yet (mcas create returned -EINVAL)";             \
+		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_) << " / " \
+					 << ds_dll_errormsg();                                 \
+	} while (0)
+
+// The keys of the list, through @h (quiescent).
+inline std::vector<uint64_t> Keys(ds_dll_thread *h)
+{
+	std::vector<uint64_t> keys(1024);
+	size_t n = ds_dll_keys(h, keys.data(), keys.size());
+	if (n > keys.size()) {
+		keys.resize(n);
+		n = ds_dll_keys(h, keys.data(), keys.size());
+	}
+	keys.resize(n);
+	return keys;
+}
+
+// ds_dll_check as a string: "" when every invariant holds.
+inline std::string Check(ds_dll_thread *h, ds_dll_stats *st = nullptr)
+{
+	char buf[512];
+	const char *err = ds_dll_check(h, st, buf, sizeof(buf));
+	return err == nullptr ? "" : err;
+}
+
+} // namespace dlltest
+
+#endif
