@@ -44,15 +44,20 @@ struct Shared {
 	mcas *m;
 	uint64_t *words;
 	std::atomic<uint64_t> adds[kWordsUsed];
+	// Helps so far, published by each worker after each operation, so the
+	// driver can keep preempting until helping has happened.
+	std::atomic<uint64_t> live_helps[kThreads];
 	std::atomic<uint64_t> helps{0}, mcas_ops{0}, read_detaches{0};
 };
 
-void Worker(Shared *s, unsigned id, unsigned ops)
+// Runs at least @min_ops operations, then until the driver says stop.
+void Worker(Shared *s, unsigned id, unsigned min_ops)
 {
 	mcas_thread *t;
 	ASSERT_EQ(mcas_thread_register(s->m, &t), 0);
 	std::mt19937 rng(id);
-	for (unsigned n = 0; n < ops; n++) {
+	mcas_stats st;
+	for (unsigned n = 0; n < min_ops || !g_stop.load(); n++) {
 		if (rng() % 4 == 0) {
 			// A reader: values only ever grow in multiples of 8.
 			uint64_t v = mcas_read(t, &s->words[rng() % kWordsUsed]);
@@ -82,8 +87,9 @@ void Worker(Shared *s, unsigned id, unsigned ops)
 		for (unsigned i : all)
 			s->adds[i].fetch_add(1);
 		g_completed.fetch_add(1);
+		mcas_thread_stats(t, &st);
+		s->live_helps[id].store(st.helps);
 	}
-	mcas_stats st;
 	mcas_thread_stats(t, &st);
 	s->helps += st.helps;
 	s->mcas_ops += st.mcas;
@@ -91,13 +97,15 @@ void Worker(Shared *s, unsigned id, unsigned ops)
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
 }
 
-void RunWorkers(mcas *m, uint64_t *words, unsigned ops, bool preempt)
+void RunWorkers(mcas *m, uint64_t *words, unsigned min_ops)
 {
 	Shared s;
 	s.m = m;
 	s.words = words;
 	for (auto &a : s.adds)
 		a = 0;
+	for (auto &h : s.live_helps)
+		h = 0;
 	g_stop = false;
 	g_completed = 0;
 	struct sigaction sa = {};
@@ -106,15 +114,18 @@ void RunWorkers(mcas *m, uint64_t *words, unsigned ops, bool preempt)
 	ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
 	std::vector<std::thread> th;
 	for (unsigned i = 0; i < kThreads; i++)
-		th.emplace_back(Worker, &s, i, ops);
-	if (preempt) {
-		// Interrupt random workers while they run.
-		std::mt19937 rng(99);
-		for (unsigned i = 0; i < 300 && g_completed.load() < (uint64_t)kThreads * ops / 2;
-				i++) {
-			pthread_kill(th[rng() % kThreads].native_handle(), SIGUSR1);
-			std::this_thread::sleep_for(std::chrono::microseconds(300));
-		}
+		th.emplace_back(Worker, &s, i, min_ops);
+	// Interrupt random workers while they run, until some thread has
+	// helped another (bounded: if that never happens, the test fails).
+	std::mt19937 rng(99);
+	for (unsigned i = 0; i < 20000; i++) {
+		uint64_t helps = 0;
+		for (auto &h : s.live_helps)
+			helps += h.load();
+		if (helps > 0 && i >= 100)
+			break;
+		pthread_kill(th[rng() % kThreads].native_handle(), SIGUSR1);
+		std::this_thread::sleep_for(std::chrono::microseconds(200));
 	}
 	g_stop = true; // release anyone still parked, so the rest finishes
 	for (auto &x : th)
@@ -128,9 +139,7 @@ void RunWorkers(mcas *m, uint64_t *words, unsigned ops, bool preempt)
 	std::printf("%s: %llu MCAS, %llu helps, %llu read detaches\n", mcas_algorithm_name(
 		mcas_algorithm_of(m)), (unsigned long long)s.mcas_ops.load(),
 		(unsigned long long)s.helps.load(), (unsigned long long)s.read_detaches.load());
-	if (preempt) {
-		EXPECT_GT(s.helps.load(), 0u) << "no thread was ever helped";
-	}
+	EXPECT_GT(s.helps.load(), 0u) << "no thread was ever helped";
 }
 
 mcas_config Config(mcas_algorithm alg)
@@ -155,7 +164,7 @@ TEST_P(Stress, VolatileIncrementsWithPreemption)
 		GTEST_SKIP() << "no volatile instance of " << mcas_algorithm_name(GetParam());
 	ASSERT_EQ(ret, 0);
 	uint64_t words[kWordsUsed] = {};
-	RunWorkers(m, words, 1500, true);
+	RunWorkers(m, words, 1000);
 	ASSERT_EQ(mcas_destroy(&m), 0);
 }
 
@@ -167,7 +176,7 @@ TEST_P(Stress, PersistentIncrementsWithPreemption)
 	if (ret == -EINVAL)
 		GTEST_SKIP() << "no persistent instance of " << mcas_algorithm_name(GetParam());
 	ASSERT_EQ(ret, 0);
-	RunWorkers(p.m, p.words, 800, true);
+	RunWorkers(p.m, p.words, 500);
 	// Everything durable and detached after a clean reopen.
 	ASSERT_EQ(p.Reopen(), 0);
 	for (unsigned i = 0; i < kWordsUsed; i++)
