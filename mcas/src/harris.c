@@ -64,10 +64,9 @@
  * retired the record, and a reader that entered its epoch after the core's
  * snapshot can load that reference. Such helpers were inside their epochs
  * before the record was retired, so after one grace period none is left,
- * and after a second no reader holds a reference. detach is therefore a
- * no-op whose purpose is the core's second grace period (retired -> grace
- * -> detach -> grace -> free); with detach NULL the record could be reused
- * under such a reader.
+ * and after a second no reader holds a reference: the core's pipeline
+ * (retired -> grace -> detach -> grace -> free) gives both, and detach
+ * itself has nothing left to do.
  *
  * Every CAS on a target or a status goes through mcas__cas (counted).
  * Orders: those CASes are sequentially consistent; word and status loads

@@ -543,8 +543,8 @@ mcas_desc_free(struct mcas_thread *t, struct mcas_rec *d)
 /*
  * mcas_reclaim -- advance the pipeline if a grace period elapsed since the
  * last snapshot: r2 (detached before it) becomes free; r1 (retired before
- * it) is detached into r2, or freed if the algorithm leaves no references;
- * r0 becomes r1; and a new snapshot starts the next grace period. Detaching
+ * it) is detached into r2 (records) or freed (user objects); r0 becomes r1;
+ * and a new snapshot starts the next grace period. Detaching
  * waits a grace period after finalization so no helper can re-acquire a word
  * for a finalized operation (Lemma 5.4.8); freeing waits another so no
  * reader still holds a reference loaded before the detach.
@@ -568,12 +568,10 @@ mcas_reclaim(struct mcas_thread *t)
 
 		if (e->fn != NULL) {
 			e->fn(e->ctx, e->obj);
-		} else if (m->ops->detach != NULL) {
+		} else {
 			m->ops->detach(t, e->obj);
 			t->r2.e[t->r2.n++] = *e; /* r2 holds at most a batch of records */
 			detached = true;
-		} else {
-			mcas_desc_free(t, e->obj);
 		}
 	}
 	/* The detaching stores are durable before the records can be reused

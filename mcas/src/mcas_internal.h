@@ -69,11 +69,11 @@ struct mcas_algo_ops {
 	/* One grace period after @d was retired: make every target word that
 	 * still refers to @d hold its final value, counting CASes in
 	 * detach_cas; a persistent instance also flushes each target (the
-	 * core fences once per batch). A record with a detach step waits a
-	 * second grace period before reuse; NULL frees it after the first,
-	 * which is safe only if no reference to it can be loaded after the
-	 * owner's operation returned (a late helper's transient install
-	 * counts: harris.c keeps a no-op detach for that reason). */
+	 * core fences once per batch). Every record then waits a second
+	 * grace period before reuse, even where the algorithm's own cleanup
+	 * left nothing to detach: a late helper may still install and undo a
+	 * reference after the owner returned, and a reader may have loaded
+	 * it (harris.c and pmwcas.c explain their cases). */
 	void (*detach)(struct mcas_thread *t, struct mcas_rec *d);
 	/* Recovery of one descriptor of a persistent instance, alone in the
 	 * process (no other thread runs): every target word that refers to @d
