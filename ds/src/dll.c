@@ -657,7 +657,7 @@ dll_sentinels_init(struct ds_dll *l)
 int
 ds_dll_create(struct ds_dll **out, struct mcas *m)
 {
-	struct ds_dll *l;
+	struct ds_dll *l = NULL;
 	int ret;
 
 	dll_err_clear();

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <xxhash.h>
 
@@ -42,7 +43,7 @@ mcas_config_init(struct mcas_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->algorithm = MCAS_ALG_AOPT;
 	cfg->max_threads = 64;
-	cfg->descs_per_thread = 128;
+	cfg->descs_per_thread = 512;
 	cfg->reclaim_batch = 0; /* descs_per_thread / 8 */
 	cfg->read_detach_one_in = 64;
 }
@@ -119,9 +120,12 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 	m->slots = aligned_alloc(64, sizeof(struct mcas_slot) * c->max_threads);
 	m->threads = calloc(c->max_threads, sizeof(*m->threads));
 	if (descs == NULL) {
-		m->descs = aligned_alloc(64, nrec * sizeof(struct mcas_rec));
-		if (m->descs != NULL)
-			memset(m->descs, 0, nrec * sizeof(struct mcas_rec));
+		/* Anonymous memory: zeroed, page-aligned and only touched for the
+		 * slots threads actually use. */
+		m->descs = mmap(NULL, nrec * sizeof(struct mcas_rec), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m->descs == MAP_FAILED)
+			m->descs = NULL;
 	} else {
 		m->descs = descs;
 		m->persistent = true;
@@ -129,8 +133,8 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 	if (m->slots == NULL || m->threads == NULL || m->descs == NULL) {
 		free(m->slots);
 		free(m->threads);
-		if (descs == NULL)
-			free(m->descs);
+		if (descs == NULL && m->descs != NULL)
+			munmap(m->descs, nrec * sizeof(struct mcas_rec));
 		free(m);
 		return -ENOMEM;
 	}
@@ -269,7 +273,8 @@ mcas_destroy(struct mcas **mp)
 	if (atomic_load(&m->nregistered) != 0)
 		return -EBUSY;
 	if (!m->persistent)
-		free(m->descs);
+		munmap(m->descs, (size_t)m->max_threads * m->descs_per_thread *
+			sizeof(struct mcas_rec));
 	free(m->slots);
 	free(m->threads);
 	free(m);
@@ -506,15 +511,14 @@ mcas__wait_helpers(struct mcas_thread *t)
 
 		if (i == t->slot || (e & 1) == 0)
 			continue;
-		/* Bounded: two readers waiting for each other, or a preempted
-		 * thread, make this give up instead of blocking. */
+		/* A few pauses at most, never a yield: the thread may be
+		 * preempted, in a long guard, or another reader waiting for us.
+		 * Giving up only skips an optimization; spinning or yielding
+		 * here made readers collapse under oversubscription. */
 		while (atomic_load(&m->slots[i].epoch) == e) {
-			if (++spins > 256 + 16)
+			if (++spins > 32)
 				return false;
-			if (spins > 256)
-				sched_yield();
-			else
-				__builtin_ia32_pause();
+			__builtin_ia32_pause();
 		}
 	}
 	return true;

@@ -105,7 +105,11 @@ struct mcas_config {
 	enum mcas_algorithm algorithm;
 	/* Most threads registered at once; default 64, at most 1024. */
 	unsigned max_threads;
-	/* Descriptors in each thread's pool; default 128, at least 8. */
+	/* Descriptors in each thread's pool; default 512, at least 8. A larger
+	 * pool keeps finalized descriptors installed longer, so more of them
+	 * are replaced by later operations instead of detached by CAS, and
+	 * threads wait less for grace periods (records are 576 bytes;
+	 * volatile pools are touched only for slots in use). */
 	unsigned descs_per_thread;
 	/* Descriptors a thread retires before it tries to advance its
 	 * reclamation pipeline (an epoch scan); default descs_per_thread / 8. */
