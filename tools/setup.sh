@@ -10,7 +10,8 @@ set -euo pipefail
 # Build: Bazel from Debian (works offline with the repo's WORKSPACE).
 # Libraries: PMDK, libfabric, rdma-core, liburcu, jemalloc, xxhash.
 # Tests and benchmarks: GoogleTest, Google Benchmark.
-# Tools: pmempool (pmdk-tools) to inspect pools; clang for libFuzzer targets.
+# Tools: pmempool (pmdk-tools) to inspect pools; clang for libFuzzer targets;
+# matplotlib for the benchmark plots (benchmarks/mcas_report.py).
 PACKAGES=(
 	bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java
 	build-essential clang
@@ -19,6 +20,7 @@ PACKAGES=(
 	librpma-dev
 	libjemalloc-dev liburcu-dev libxxhash-dev
 	libgtest-dev libbenchmark-dev
+	python3-matplotlib
 )
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then

@@ -166,7 +166,7 @@ aopt_read(struct mcas_thread *t, const uint64_t *addr)
 	c = aopt_read_internal(t, a, NULL, &value);
 	if ((c & AOPT_MARK) != 0 && m->read_detach_one_in != 0 &&
 			mcas__random_one_in(t, m->read_detach_one_in) &&
-			mcas__wait_helpers(t)) {
+			mcas__others_outside_epochs(t)) {
 		/* Every thread that could still be helping the (finalized)
 		 * operation has left its epoch, so nobody re-acquires the word
 		 * for it after this CAS; the owner's later detach finds the word

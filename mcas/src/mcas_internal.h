@@ -213,11 +213,11 @@ mcas__protect(struct mcas_thread *t)
 	return true;
 }
 
-/* mcas__wait_helpers -- efficient reads (thesis sect. 5.6.2): wait, for a
- * bounded number of spins, until every other thread that was inside an
- * epoch when this was called has left it. Return: true if all did (no
- * thread can still be helping an operation finalized before the call). */
-bool mcas__wait_helpers(struct mcas_thread *t);
+/* mcas__others_outside_epochs -- efficient reads (thesis sect. 5.6.2): true if no
+ * other thread is inside an epoch now, so none can still be helping an
+ * operation the caller saw finalized (a thread entering later sees it
+ * finalized too); false means "do not detach this time". */
+bool mcas__others_outside_epochs(struct mcas_thread *t);
 
 /* mcas__random_one_in -- true with probability 1/@n (per-thread xorshift) */
 bool mcas__random_one_in(struct mcas_thread *t, unsigned n);

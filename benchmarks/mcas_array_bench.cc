@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// benchmarks/mcas_array_bench.cc -- the array benchmark of the thesis's MCAS
+// evaluation (seed 003, sect. 5.7.2, Fig. 5.1).
+//
+// What it measures. An array of N 8-byte words (N = 10, 100, 1000: high,
+// medium and low contention) shared by 1, 2, 4 or 8 threads. Each thread
+// loops: pick k = 4 distinct random words, read each with mcas_read(), and
+// try to add 8 to all four with one 4-word MCAS (a read-modify-write; +8
+// keeps the low bits every algorithm reserves clear). Four variants run
+// side by side, each AOPT right before its baseline on the same
+// configuration:
+//   aopt-vol    MCAS_ALG_AOPT,   volatile  (thesis, k+1 = 5 CAS)
+//   harris-vol  MCAS_ALG_HARRIS, volatile  (baseline, 3k+1 = 13 CAS)
+//   aopt-pm     MCAS_ALG_AOPT,   persistent (k+1 CAS, 2 fences per MCAS)
+//   pmwcas-pm   MCAS_ALG_PMWCAS, persistent (baseline, 5k+1 = 21 CAS and
+//               2k+1 = 9 fences)
+// Persistent variants keep the array and the MCAS area in one pm/ pool on
+// /dev/shm (MCAS_BENCH_POOL_DIR overrides) with PMEM durability and
+// PMEM_IS_PMEM_FORCE=1, so flushes and fences are real clwb/sfence.
+//
+// Counters (totals over the run's threads, set by thread 0):
+//   ops_per_s     successful read-modify-writes per second (wall clock)
+//   cas_per_op    CAS instructions (pm_cost) per successful RMW
+//   fence_per_op  persistent fences per successful RMW
+//   flush_per_op  flushed cache lines per successful RMW
+//   help_ratio    helps / MCAS operations (thesis: ongoing operations met
+//                 and helped during reads or MCAS, over all MCAS operations)
+//   detach_ratio  detaching CASes / MCAS operations
+//   cas_per_mcas  CAS instructions per MCAS operation (failed ones too)
+//   mcas_success  successful / attempted MCAS operations
+//   n_*           the raw totals the ratios come from; n_desc_waits counts
+//                 mcas_desc_begin() calls that returned -EAGAIN (the loop
+//                 yields and tries again)
+// After each run, thread 0 checks that the words sum to 8 * k * (successful
+// RMWs so far): a lost or doubled update fails the run.
+//
+// Run (the sweep takes about a minute):
+//   bazel run -c opt //benchmarks:mcas_array_bench --
+//       --benchmark_out=$PWD/array.json --benchmark_out_format=json
+// (one command line; bazel run starts in the runfiles tree, hence $PWD)
+// or benchmarks/run_mcas.sh for both benchmarks plus the ratio report.
+// --benchmark_min_time defaults to 0.3 s; --benchmark_filter=size:10/ etc.
+// picks a subset.
+#include <sched.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <benchmark/benchmark.h>
+
+#include <mcas/mcas.h>
+#include <pm/error.h>
+#include <pm/pool.h>
+
+#include "benchmarks/bench_util.h"
+
+namespace {
+
+using mcasbench::Counts;
+using mcasbench::Variant;
+
+// Words per MCAS (the thesis's k).
+constexpr int kWordsPerOp = 4;
+// Added to each word by a successful RMW.
+constexpr uint64_t kIncrement = 8;
+
+// The shared state of one configuration (variant, N, threads): the array,
+// the MCAS instance and, when persistent, the pool holding both. Kept
+// across Google Benchmark's trial runs of the same configuration.
+struct ArrayFixture {
+	const Variant *v = nullptr;
+	size_t n = 0;
+	int threads = 0;
+	mcasbench::BenchPool pool;
+	uint64_t *vwords = nullptr; // volatile array (aligned_alloc), else null
+	uint64_t *words = nullptr;
+	mcas *m = nullptr;
+	std::string error;        // setup failure: every thread skips the run
+	uint64_t expected_sum = 0; // what the words must sum to
+	uint64_t runs = 0;
+
+	std::mutex mu;
+	Counts total; // this run's, under mu
+
+	int Create(const Variant &var, size_t nwords, int nthreads)
+	{
+		v = &var;
+		n = nwords;
+		threads = nthreads;
+		mcas_config cfg = mcasbench::Config(var);
+		const size_t array_bytes = mcasbench::Align64(n * sizeof(uint64_t));
+		int ret;
+
+		if (!var.persistent) {
+			vwords = static_cast<uint64_t *>(aligned_alloc(64, array_bytes));
+			if (vwords == nullptr)
+				return Fail(-ENOMEM, "aligned_alloc");
+			std::fill(vwords, vwords + array_bytes / sizeof(uint64_t), 0);
+			words = vwords;
+			ret = mcas_create(&m, &cfg);
+			return ret == 0 ? 0 : Fail(ret, "mcas_create");
+		}
+		// Root object: the array, then the MCAS area (64-byte aligned).
+		const size_t area = mcas_pmem_area_size(&cfg);
+		if (area == 0)
+			return Fail(-EINVAL, "mcas_pmem_area_size");
+		ret = pool.Create(array_bytes + area, &error);
+		if (ret != 0)
+			return ret;
+		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
+			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
+		words = reinterpret_cast<uint64_t *>(pool.root());
+		ret = mcas_pmem_create(&m, pool.get(), pool.off(pool.root() + array_bytes), &cfg);
+		return ret == 0 ? 0 : Fail(ret, "mcas_pmem_create");
+	}
+
+	int Fail(int ret, const char *what)
+	{
+		error = std::string(what) + ": " + pm_strerror(ret);
+		return ret;
+	}
+
+	~ArrayFixture()
+	{
+		mcas_destroy(&m);
+		pool.Close();
+		free(vwords);
+	}
+};
+
+std::unique_ptr<ArrayFixture> g_fixture;
+mcasbench::Barrier g_barrier;
+
+// Thread 0, before a run: reuse the fixture of the same configuration (a
+// later trial run), or replace it.
+ArrayFixture *PrepareFixture(const Variant &v, size_t n, int threads)
+{
+	ArrayFixture *f = g_fixture.get();
+
+	if (f != nullptr && f->v == &v && f->n == n && f->threads == threads)
+		return f;
+	g_fixture.reset(); // one pool at a time
+	g_fixture = std::make_unique<ArrayFixture>();
+	g_fixture->Create(v, n, threads);
+	return g_fixture.get();
+}
+
+// Thread 0, after a run: the words must hold every successful increment.
+std::string CheckSum(ArrayFixture *f, mcas_thread *t)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		sum += mcas_read(t, &f->words[i]);
+	if (sum == f->expected_sum)
+		return "";
+	return "array sum " + std::to_string(sum) + " != expected " +
+		std::to_string(f->expected_sum) + " (lost or doubled update)";
+}
+
+// kWordsPerOp distinct indices below @n, uniformly (rejection: n >= 10).
+void PickDistinct(mcasbench::Rng *rng, size_t n, size_t *idx)
+{
+	for (int i = 0; i < kWordsPerOp; i++) {
+		bool dup;
+		do {
+			idx[i] = rng->Below(n);
+			dup = false;
+			for (int j = 0; j < i; j++)
+				dup |= idx[j] == idx[i];
+		} while (dup);
+	}
+}
+
+void BM_Array(benchmark::State &state, const Variant *v, size_t n)
+{
+	const int nthreads = state.threads();
+	const bool leader = state.thread_index() == 0;
+
+	if (leader)
+		PrepareFixture(*v, n, nthreads);
+	g_barrier.Wait(nthreads);
+	ArrayFixture *f = g_fixture.get();
+	std::string err = f->error;
+	mcas_thread *t = nullptr;
+	if (err.empty()) {
+		int ret = mcas_thread_register(f->m, &t);
+		if (ret != 0)
+			err = std::string("mcas_thread_register: ") + pm_strerror(ret);
+	}
+	if (!err.empty())
+		state.SkipWithError(err.c_str()); // the loop below runs 0 times
+
+	mcasbench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
+	mcasbench::ThreadMeter meter;
+	Counts c;
+	if (t != nullptr)
+		meter.Start(t);
+	for (auto _ : state) {
+		size_t idx[kWordsPerOp];
+		uint64_t val[kWordsPerOp];
+		mcas_desc *d;
+
+		c.attempts++;
+		PickDistinct(&rng, n, idx);
+		for (int i = 0; i < kWordsPerOp; i++)
+			val[i] = mcas_read(t, &f->words[idx[i]]);
+		int ret = mcas_desc_begin(t, &d);
+		if (ret == -EAGAIN) {
+			// Every descriptor waits for a grace period: a preempted
+			// thread is inside an operation. Let it run.
+			sched_yield();
+			continue;
+		}
+		for (int i = 0; ret == 0 && i < kWordsPerOp; i++)
+			ret = mcas_desc_add(d, &f->words[idx[i]], val[i], val[i] + kIncrement);
+		if (ret == 0)
+			ret = mcas_desc_execute(d);
+		else
+			mcas_desc_abandon(d);
+		if (ret < 0) {
+			c.errors++;
+			// Ends the loop at its next check (and keeps the
+			// threads' start/stop barrier balanced, unlike break).
+			state.SkipWithError((std::string("mcas: ") + pm_strerror(ret)).c_str());
+			continue;
+		}
+		c.ops += static_cast<uint64_t>(ret);
+	}
+	if (t != nullptr)
+		meter.Stop(t, &c);
+	{
+		std::lock_guard<std::mutex> lk(f->mu);
+		f->total.Add(c);
+	}
+	g_barrier.Wait(nthreads); // every thread's counts are in f->total
+	if (leader) {
+		f->runs++;
+		f->expected_sum += kIncrement * kWordsPerOp * f->total.ops;
+		if (t != nullptr && f->total.errors == 0) {
+			std::string bad = CheckSum(f, t);
+			if (!bad.empty())
+				state.SkipWithError(bad.c_str());
+		}
+		mcasbench::ReportCommon(state, f->total);
+		state.counters["size"] = static_cast<double>(n);
+		f->total = Counts();
+	}
+	g_barrier.Wait(nthreads); // the check read the array through live handles
+	if (t != nullptr)
+		mcas_thread_unregister(&t);
+}
+
+// Sizes, then thread counts, then variants: the variants of one
+// configuration run back to back.
+void RegisterAll()
+{
+	static const size_t kSizes[] = { 10, 100, 1000 };
+
+	for (size_t n : kSizes)
+		for (int threads : mcasbench::ThreadCounts())
+			for (const Variant &v : mcasbench::Variants()) {
+				std::string name = std::string("array/") + v.label +
+					"/size:" + std::to_string(n);
+				benchmark::RegisterBenchmark(name.c_str(), BM_Array, &v, n)
+					->Threads(threads)
+					->UseRealTime();
+			}
+}
+
+void Cleanup()
+{
+	g_fixture.reset();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	return mcasbench::Main(argc, argv, "0.3", RegisterAll, Cleanup);
+}
