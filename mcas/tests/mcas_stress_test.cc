@@ -144,38 +144,27 @@ void RunWorkers(mcas *m, uint64_t *words, unsigned min_ops)
 
 mcas_config Config(mcas_algorithm alg)
 {
-	mcas_config c;
-	mcas_config_init(&c);
-	c.algorithm = alg;
-	c.max_threads = kThreads + 1;
-	c.descs_per_thread = 64;
-	c.read_detach_one_in = 8;
-	return c;
+	return mcastest::TestConfig(alg, kThreads + 1, 64, 8);
 }
 
-class Stress : public ::testing::TestWithParam<mcas_algorithm> {};
+class StressVolatile : public ::testing::TestWithParam<mcas_algorithm> {};
+class StressPersistent : public ::testing::TestWithParam<mcas_algorithm> {};
 
-TEST_P(Stress, VolatileIncrementsWithPreemption)
+TEST_P(StressVolatile, IncrementsWithPreemption)
 {
 	mcas_config c = Config(GetParam());
 	mcas *m = nullptr;
-	int ret = mcas_create(&m, &c);
-	if (ret == -EINVAL)
-		GTEST_SKIP() << "no volatile instance of " << mcas_algorithm_name(GetParam());
-	ASSERT_EQ(ret, 0);
+	ASSERT_EQ(mcas_create(&m, &c), 0);
 	uint64_t words[kWordsUsed] = {};
 	RunWorkers(m, words, 1000);
 	ASSERT_EQ(mcas_destroy(&m), 0);
 }
 
-TEST_P(Stress, PersistentIncrementsWithPreemption)
+TEST_P(StressPersistent, IncrementsWithPreemption)
 {
 	mcastest::PmemInstance p;
-	int ret = p.Create(std::string("stress-") + mcas_algorithm_name(GetParam()) + ".pool",
-		Config(GetParam()));
-	if (ret == -EINVAL)
-		GTEST_SKIP() << "no persistent instance of " << mcas_algorithm_name(GetParam());
-	ASSERT_EQ(ret, 0);
+	ASSERT_EQ(p.Create(std::string("stress-") + mcas_algorithm_name(GetParam()) + ".pool",
+		Config(GetParam())), 0);
 	RunWorkers(p.m, p.words, 500);
 	// Everything durable and detached after a clean reopen.
 	ASSERT_EQ(p.Reopen(), 0);
@@ -183,10 +172,9 @@ TEST_P(Stress, PersistentIncrementsWithPreemption)
 		EXPECT_EQ(p.words[i] % 8, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, Stress,
-	::testing::Values(MCAS_ALG_AOPT, MCAS_ALG_HARRIS, MCAS_ALG_PMWCAS),
-	[](const ::testing::TestParamInfo<mcas_algorithm> &i) {
-		return std::string(mcas_algorithm_name(i.param));
-	});
+INSTANTIATE_TEST_SUITE_P(Algorithms, StressVolatile,
+	::testing::ValuesIn(mcastest::VolatileAlgorithms()), mcastest::AlgorithmName());
+INSTANTIATE_TEST_SUITE_P(Algorithms, StressPersistent,
+	::testing::ValuesIn(mcastest::PersistentAlgorithms()), mcastest::AlgorithmName());
 
 } // namespace

@@ -9,6 +9,9 @@
 #include <array>
 #include <initializer_list>
 #include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include <mcas/mcas.h>
 #include <pm/pool.h>
@@ -75,6 +78,38 @@ struct PmemInstance {
 		pm_pool_close(&pool);
 	}
 };
+
+// The algorithms that have a volatile / a persistent instance; tests are
+// instantiated over exactly these, so no combination is skipped.
+inline std::vector<mcas_algorithm> VolatileAlgorithms()
+{
+	return {MCAS_ALG_AOPT, MCAS_ALG_HARRIS};
+}
+inline std::vector<mcas_algorithm> PersistentAlgorithms()
+{
+	return {MCAS_ALG_AOPT, MCAS_ALG_PMWCAS};
+}
+
+// Names parametrised tests after the algorithm.
+struct AlgorithmName {
+	std::string operator()(const ::testing::TestParamInfo<mcas_algorithm> &i) const
+	{
+		return mcas_algorithm_name(i.param);
+	}
+};
+
+// A small instance for @threads threads.
+inline mcas_config TestConfig(mcas_algorithm alg, unsigned threads, unsigned descs,
+	unsigned read_detach_one_in)
+{
+	mcas_config c;
+	mcas_config_init(&c);
+	c.algorithm = alg;
+	c.max_threads = threads;
+	c.descs_per_thread = descs;
+	c.read_detach_one_in = read_detach_one_in;
+	return c;
+}
 
 // Runs one MCAS over (addr, old, new) triples; returns execute's result or
 // the first error.
