@@ -258,7 +258,9 @@ TEST_F(Volatile, RetiredObjectsAreFreedAfterGracePeriods)
 		ASSERT_EQ(mcas_retire(t, new int(i), CountFree, nullptr), 0);
 		mcas_guard_exit(t);
 	}
-	EXPECT_EQ(mcas_retire(t, new int(0), nullptr, nullptr), -EINVAL);
+	int *kept = new int(0);
+	EXPECT_EQ(mcas_retire(t, kept, nullptr, nullptr), -EINVAL); // still ours
+	delete kept;
 	EXPECT_EQ(g_freed, 0);
 	mcas_guard_enter(t);
 	EXPECT_EQ(mcas_thread_unregister(&t), -EBUSY); // inside a guard
