@@ -697,11 +697,20 @@ dll_header_sum(const struct ds_dll_pmem_header *h)
 	return XXH3_64bits(h, offsetof(struct ds_dll_pmem_header, checksum));
 }
 
-/* dll_attach -- bind @l to its area */
-static void
-dll_attach(struct ds_dll *l, struct pm_pool *pool, struct ds_dll_pmem_header *hdr,
-	uint64_t capacity)
+/* dll_pmem_new -- a persistent list bound to @m, @pool and the area at
+ * @hdr (create and open): check that @m belongs to @pool, then attach */
+static int
+dll_pmem_new(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
+	struct ds_dll_pmem_header *hdr, uint64_t capacity)
 {
+	struct ds_dll *l = NULL;
+	int ret = dll_probe_pool(m, &((struct ds_dll_node *)(hdr + 1))->next);
+
+	if (ret != 0)
+		return ret;
+	ret = dll_new(&l, m, true, capacity);
+	if (ret != 0)
+		return ret;
 	l->pool = pool;
 	l->hdr = hdr;
 	l->base = (uintptr_t)pm_pool_base(pool);
@@ -710,6 +719,8 @@ dll_attach(struct ds_dll *l, struct pm_pool *pool, struct ds_dll_pmem_header *hd
 	l->tail = &l->arena[1];
 	l->capacity = capacity;
 	l->nodes = capacity;
+	*out = l;
+	return 0;
 }
 
 /* dll_pmem_area -- locate the area and check the instance (create and open) */
@@ -739,7 +750,7 @@ ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 {
 	size_t len = ds_dll_pmem_area_size(capacity);
 	struct ds_dll_pmem_header *hdr;
-	struct ds_dll *l;
+	struct ds_dll *l = NULL;
 	void *area;
 	int ret;
 
@@ -754,13 +765,9 @@ ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	if (ret != 0)
 		return ret;
 	hdr = area;
-	ret = dll_probe_pool(m, &((struct ds_dll_node *)(hdr + 1))->next);
+	ret = dll_pmem_new(&l, m, pool, hdr, capacity);
 	if (ret != 0)
 		return ret;
-	ret = dll_new(&l, m, true, capacity);
-	if (ret != 0)
-		return ret;
-	dll_attach(l, pool, hdr, capacity);
 
 	/* Invalidate the header first, then the sentinels, then the header:
 	 * a crash anywhere before the end leaves a header that does not
@@ -848,7 +855,7 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off)
 {
 	struct ds_dll_pmem_header *hdr;
-	struct ds_dll *l;
+	struct ds_dll *l = NULL;
 	uint64_t capacity, size;
 	uint8_t *seen;
 	void *area;
@@ -876,13 +883,9 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 			(unsigned long long)hdr->area_off, (unsigned long long)area_off);
 	if (pm_pool_ptr(pool, area_off, hdr->area_size, &area) != 0)
 		return dll_err(PM_E_CORRUPT, "the list area does not fit the pool");
-	ret = dll_probe_pool(m, &((struct ds_dll_node *)(hdr + 1))->next);
+	ret = dll_pmem_new(&l, m, pool, hdr, capacity);
 	if (ret != 0)
 		return ret;
-	ret = dll_new(&l, m, true, capacity);
-	if (ret != 0)
-		return ret;
-	dll_attach(l, pool, hdr, capacity);
 	seen = calloc(capacity + 2, 1);
 	if (seen == NULL) {
 		dll_free(l);

@@ -11,7 +11,6 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,8 @@
 #include <mcas/mcas.h>
 #include <pm/error.h>
 #include <pm/pool.h>
+
+#include "pm/tests/test_util.h"
 
 namespace dlltest {
 
@@ -54,15 +55,6 @@ struct VariantNamer {
 		return VariantName(info.param);
 	}
 };
-
-// A fresh path under Bazel's per-test temporary directory (or /tmp).
-inline std::string TempPath(const std::string &name)
-{
-	const char *dir = std::getenv("TEST_TMPDIR");
-	std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-	unlink(path.c_str());
-	return path;
-}
 
 // A small MCAS config: few threads and descriptors keep the persistent area
 // (and so the crash simulator's tracked memory) small.
@@ -107,7 +99,7 @@ struct ListEnv {
 				return ret;
 			return ds_dll_create(&l, m);
 		}
-		path = TempPath(name + ".pool");
+		path = pmtest::TempPath(name + ".pool");
 		dll_size = ds_dll_pmem_area_size(capacity);
 		mcas_size = mcas_pmem_area_size(&cfg);
 		if (dll_size == 0 || mcas_size == 0)

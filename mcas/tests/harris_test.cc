@@ -24,6 +24,8 @@
 #include <mcas/mcas.h>
 #include <pm/cost.h>
 
+#include "mcas/tests/mcas_test_util.h"
+
 #if defined(__SANITIZE_THREAD__)
 #define HARRIS_TEST_TSAN 1
 #elif defined(__has_feature)
@@ -80,10 +82,7 @@ int Mcas(mcas_thread *t, const std::vector<Target> &targets)
 
 uint64_t CasSince(const pm_cost &before)
 {
-	pm_cost now, d;
-	pm_cost_read_thread(&now);
-	pm_cost_diff(&now, &before, &d);
-	return d.n[PM_COST_CAS];
+	return mcastest::CostSince(before, PM_COST_CAS);
 }
 
 uint64_t Raw(const uint64_t *w)

@@ -20,20 +20,6 @@ using mcastest::Mcas;
 
 namespace {
 
-pm_cost Cost()
-{
-	pm_cost c;
-	pm_cost_read_thread(&c);
-	return c;
-}
-
-uint64_t Diff(const pm_cost &before, pm_cost_counter which)
-{
-	pm_cost now = Cost(), d;
-	pm_cost_diff(&now, &before, &d);
-	return d.n[which];
-}
-
 mcas_config Config(unsigned read_detach_one_in = 0)
 {
 	mcas_config c;
@@ -158,10 +144,10 @@ TEST_F(Volatile, UncontendedMcasIssuesKPlusOneCas)
 			for (unsigned i = 0; i < k; i++)
 				ASSERT_EQ(mcas_desc_add(d, &w[i], mcas_read(t, &w[i]),
 					mcas_read(t, &w[i]) + 2), 0);
-			pm_cost before = Cost();
+			pm_cost before = mcastest::CostNow();
 			ASSERT_EQ(mcas_desc_execute(d), 1);
-			EXPECT_EQ(Diff(before, PM_COST_CAS), k + 1) << "k=" << k;
-			EXPECT_EQ(Diff(before, PM_COST_FENCE), 0u);
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), k + 1) << "k=" << k;
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 0u);
 		}
 	}
 	mcas_stats s;
@@ -174,27 +160,27 @@ TEST_F(Volatile, UncontendedMcasIssuesKPlusOneCas)
 // it, so it costs only the status CAS.
 TEST_F(Volatile, FailureOnFirstWordCostsOneCas)
 {
-	pm_cost before = Cost();
+	pm_cost before = mcastest::CostNow();
 	EXPECT_EQ(Mcas(t, {{A(&w[0]), 8, 16}, {A(&w[1]), 0, 16}}), 0);
-	EXPECT_EQ(Diff(before, PM_COST_CAS), 1u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 1u);
 }
 
 // Reads never write when no operation is in progress on the word.
 TEST_F(Volatile, ReadOfPlainWordIsOneLoad)
 {
 	w[3] = 24;
-	pm_cost before = Cost();
+	pm_cost before = mcastest::CostNow();
 	EXPECT_EQ(mcas_read(t, &w[3]), 24u);
-	EXPECT_EQ(Diff(before, PM_COST_CAS), 0u);
-	EXPECT_EQ(Diff(before, PM_COST_FENCE), 0u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 0u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 0u);
 	EXPECT_EQ(w[3], 24u);
 	// A finalized descriptor left on the word: still no CAS (efficient-read
 	// detaching is off in this config), the value is resolved through it.
 	ASSERT_EQ(Mcas(t, {{A(&w[3]), 24, 32}}), 1);
 	EXPECT_NE(w[3] & 1, 0u);
-	before = Cost();
+	before = mcastest::CostNow();
 	EXPECT_EQ(mcas_read(t, &w[3]), 32u);
-	EXPECT_EQ(Diff(before, PM_COST_CAS), 0u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 0u);
 }
 
 // Efficient reads (sect. 5.6.2): with probability 1 a read cleans the word.
@@ -285,14 +271,14 @@ TEST(Persistent, TwoFencesAndKPlusOneCasPerMcas)
 			for (unsigned i = 0; i < k; i++)
 				ASSERT_EQ(mcas_desc_add(d, &p.words[i], mcas_read(t, &p.words[i]),
 					mcas_read(t, &p.words[i]) + 8), 0);
-			pm_cost before = Cost();
+			pm_cost before = mcastest::CostNow();
 			ASSERT_EQ(mcas_desc_execute(d), 1);
-			EXPECT_EQ(Diff(before, PM_COST_CAS), k + 1) << "k=" << k;
-			EXPECT_EQ(Diff(before, PM_COST_FENCE), 2u) << "k=" << k;
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), k + 1) << "k=" << k;
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 2u) << "k=" << k;
 			// The record (one head line and the word lines), the k
 			// targets and the status.
 			uint64_t record_lines = 1 + (k * 32 + 63) / 64;
-			EXPECT_EQ(Diff(before, PM_COST_FLUSH), record_lines + k + 1) << "k=" << k;
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_FLUSH), record_lines + k + 1) << "k=" << k;
 		}
 	}
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);

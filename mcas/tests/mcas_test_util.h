@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <mcas/mcas.h>
+#include <pm/cost.h>
 #include <pm/pool.h>
 
 #include "pm/tests/test_util.h"
@@ -109,6 +110,22 @@ inline mcas_config TestConfig(mcas_algorithm alg, unsigned threads, unsigned des
 	c.descs_per_thread = descs;
 	c.read_detach_one_in = read_detach_one_in;
 	return c;
+}
+
+// The calling thread's cost counters now.
+inline pm_cost CostNow()
+{
+	pm_cost c;
+	pm_cost_read_thread(&c);
+	return c;
+}
+
+// How much counter @which of the calling thread grew since @before.
+inline uint64_t CostSince(const pm_cost &before, pm_cost_counter which)
+{
+	pm_cost now = CostNow(), d;
+	pm_cost_diff(&now, &before, &d);
+	return d.n[which];
 }
 
 // Runs one MCAS over (addr, old, new) triples; returns execute's result or

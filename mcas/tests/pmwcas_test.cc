@@ -4,8 +4,6 @@
 // load per clean read), dirty reads, recycling and what recovery does with
 // every kind of reference. Crash simulation, linearizability and stress run
 // for every algorithm in mcas_crash_test, mcas_lin_test, mcas_stress_test.
-#include <unistd.h>
-
 #include <array>
 #include <string>
 #include <vector>
@@ -17,75 +15,18 @@
 #include <pm/persist.h>
 #include <pm/pool.h>
 
-#include "pm/tests/test_util.h"
+#include "mcas/tests/mcas_test_util.h"
 
 namespace {
 
-// Target words, each alone on its cache line so that a flush of one never
-// persists another by accident (the durability argument must not rely on
-// neighbours being flushed).
+// Target words used, of the fixture's mcastest::kWords.
 constexpr unsigned kTargets = 8;
-constexpr size_t kTargetBytes = kTargets * PM_CACHELINE;
 
 mcas_config Config(unsigned threads, unsigned descs, unsigned batch)
 {
-	mcas_config c;
-	mcas_config_init(&c);
-	c.algorithm = MCAS_ALG_PMWCAS;
-	c.max_threads = threads;
-	c.descs_per_thread = descs;
+	mcas_config c = mcastest::TestConfig(MCAS_ALG_PMWCAS, threads, descs, 0);
 	c.reclaim_batch = batch;
 	return c;
-}
-
-// A pool whose root holds the targets followed by the MCAS area, so one
-// range covers every persistent byte the algorithm touches.
-struct Instance {
-	std::string path;
-	pm_pool *pool = nullptr;
-	mcas *m = nullptr;
-	char *root = nullptr;
-	uint64_t area_off = 0;
-	size_t area_size = 0;
-
-	int Create(const std::string &name, const mcas_config &c,
-		pm_durability durability = PM_DURABILITY_NONE)
-	{
-		path = pmtest::TempPath(name);
-		area_size = mcas_pmem_area_size(&c);
-		if (area_size == 0)
-			return -EINVAL;
-		pm_pool_config pc = pmtest::PoolConfig(path, "pmwcas-test",
-			kTargetBytes + area_size);
-		pc.durability = durability;
-		int ret = pm_pool_create(&pool, &pc);
-		if (ret != 0)
-			return ret;
-		root = static_cast<char *>(pm_pool_root(pool));
-		area_off = pm_pool_off(pool, root + kTargetBytes); // root is 64-byte aligned
-		return mcas_pmem_create(&m, pool, area_off, &c);
-	}
-
-	uint64_t *Word(unsigned i) const
-	{
-		return reinterpret_cast<uint64_t *>(root + i * PM_CACHELINE);
-	}
-
-	~Instance()
-	{
-		mcas_destroy(&m);
-		pm_pool_close(&pool);
-		if (!path.empty())
-			unlink(path.c_str());
-	}
-};
-
-uint64_t CostSince(const pm_cost &before, pm_cost_counter c)
-{
-	pm_cost now, d;
-	pm_cost_read_thread(&now);
-	pm_cost_diff(&now, &before, &d);
-	return d.n[c];
 }
 
 // ---- semantics and exact costs ----
@@ -95,7 +36,7 @@ TEST(Pmwcas, PersistentOnly)
 	mcas_config c = Config(4, 32, 0);
 	mcas *m = nullptr;
 	EXPECT_EQ(mcas_create(&m, &c), -EINVAL);
-	Instance p;
+	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-kind.pool", c), 0);
 	EXPECT_TRUE(mcas_is_persistent(p.m));
 	EXPECT_EQ(mcas_algorithm_of(p.m), MCAS_ALG_PMWCAS);
@@ -105,15 +46,15 @@ TEST(Pmwcas, PersistentOnly)
 	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
 	mcas_desc *d;
 	ASSERT_EQ(mcas_desc_begin(t, &d), 0);
-	EXPECT_EQ(mcas_desc_add(d, p.Word(0), 0, 4), -EINVAL); // a reserved bit
-	EXPECT_EQ(mcas_desc_add(d, p.Word(0), 1, 8), -EINVAL);
+	EXPECT_EQ(mcas_desc_add(d, &p.words[0], 0, 4), -EINVAL); // a reserved bit
+	EXPECT_EQ(mcas_desc_add(d, &p.words[0], 1, 8), -EINVAL);
 	mcas_desc_abandon(d);
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
 }
 
 TEST(Pmwcas, SucceedsAndFailsAtomically)
 {
-	Instance p;
+	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-basic.pool", Config(4, 32, 0)), 0);
 	mcas_thread *t;
 	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
@@ -121,20 +62,20 @@ TEST(Pmwcas, SucceedsAndFailsAtomically)
 		mcas_desc *d;
 		EXPECT_EQ(mcas_desc_begin(t, &d), 0);
 		for (auto &tr : trs)
-			EXPECT_EQ(mcas_desc_add(d, p.Word(tr[0]), tr[1], tr[2]), 0);
+			EXPECT_EQ(mcas_desc_add(d, &p.words[tr[0]], tr[1], tr[2]), 0);
 		return mcas_desc_execute(d);
 	};
 	// Added out of address order on purpose: execution sorts.
 	EXPECT_EQ(run({{3, 0, 24}, {1, 0, 8}, {2, 0, 16}}), 1);
 	EXPECT_EQ(run({{1, 8, 80}, {2, 0, 160}, {3, 24, 240}}), 0); // word 2 differs
 	for (unsigned i = 1; i <= 3; i++)
-		EXPECT_EQ(mcas_read(t, p.Word(i)), 8u * i) << "word " << i;
+		EXPECT_EQ(mcas_read(t, &p.words[i]), 8u * i) << "word " << i;
 	EXPECT_EQ(run({{1, 8, 8}, {2, 16, 32}}), 1); // an unchanged word is fine
-	EXPECT_EQ(mcas_read(t, p.Word(2)), 32u);
+	EXPECT_EQ(mcas_read(t, &p.words[2]), 32u);
 	// Nothing is left in the words: each holds its plain value.
-	EXPECT_EQ(*p.Word(1), 8u);
-	EXPECT_EQ(*p.Word(2), 32u);
-	EXPECT_EQ(*p.Word(3), 24u);
+	EXPECT_EQ(p.words[1], 8u);
+	EXPECT_EQ(p.words[2], 32u);
+	EXPECT_EQ(p.words[3], 24u);
 	mcas_stats st;
 	mcas_thread_stats(t, &st);
 	EXPECT_EQ(st.mcas, 3u);
@@ -148,7 +89,7 @@ TEST(Pmwcas, SucceedsAndFailsAtomically)
 // word).
 TEST(Pmwcas, UncontendedCostIs5kPlus1CasAnd2kPlus1Fences)
 {
-	Instance p;
+	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-cost.pool", Config(4, 32, 0)), 0);
 	mcas_thread *t;
 	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
@@ -157,62 +98,62 @@ TEST(Pmwcas, UncontendedCostIs5kPlus1CasAnd2kPlus1Fences)
 			mcas_desc *d;
 			ASSERT_EQ(mcas_desc_begin(t, &d), 0);
 			for (unsigned i = 0; i < k; i++) {
-				uint64_t v = mcas_read(t, p.Word(i));
-				ASSERT_EQ(mcas_desc_add(d, p.Word(i), v, v + 8), 0);
+				uint64_t v = mcas_read(t, &p.words[i]);
+				ASSERT_EQ(mcas_desc_add(d, &p.words[i], v, v + 8), 0);
 			}
 			pm_cost before;
 			pm_cost_read_thread(&before);
 			ASSERT_EQ(mcas_desc_execute(d), 1);
-			EXPECT_EQ(CostSince(before, PM_COST_CAS), 5u * k + 1) << "k=" << k;
-			EXPECT_EQ(CostSince(before, PM_COST_FENCE), 2u * k + 1) << "k=" << k;
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 5u * k + 1) << "k=" << k;
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 2u * k + 1) << "k=" << k;
 			// The record (head line and word lines), each target twice,
 			// the status once.
 			uint64_t record_lines = 1 + (k * 32 + 63) / 64;
-			EXPECT_EQ(CostSince(before, PM_COST_FLUSH), record_lines + 2 * k + 1)
+			EXPECT_EQ(mcastest::CostSince(before, PM_COST_FLUSH), record_lines + 2 * k + 1)
 				<< "k=" << k;
 		}
 	}
 	// A failure on the first word: only the status is decided and persisted.
 	mcas_desc *d;
 	ASSERT_EQ(mcas_desc_begin(t, &d), 0);
-	ASSERT_EQ(mcas_desc_add(d, p.Word(0), 8, 16), 0); // word 0 holds 96
-	ASSERT_EQ(mcas_desc_add(d, p.Word(1), 72, 80), 0);
+	ASSERT_EQ(mcas_desc_add(d, &p.words[0], 8, 16), 0); // word 0 holds 96
+	ASSERT_EQ(mcas_desc_add(d, &p.words[1], 72, 80), 0);
 	pm_cost before;
 	pm_cost_read_thread(&before);
 	ASSERT_EQ(mcas_desc_execute(d), 0);
-	EXPECT_EQ(CostSince(before, PM_COST_CAS), 1u);
-	EXPECT_EQ(CostSince(before, PM_COST_FENCE), 1u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 1u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 1u);
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
 }
 
 TEST(Pmwcas, ReadOfCleanWordIsOneLoadAndDirtyWordIsPersisted)
 {
-	Instance p;
+	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-read.pool", Config(4, 32, 0)), 0);
 	mcas_thread *t;
 	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
-	*p.Word(0) = 40;
+	p.words[0] = 40;
 	pm_cost before;
 	pm_cost_read_thread(&before);
-	EXPECT_EQ(mcas_read(t, p.Word(0)), 40u);
-	EXPECT_EQ(CostSince(before, PM_COST_CAS), 0u);
-	EXPECT_EQ(CostSince(before, PM_COST_FENCE), 0u);
-	EXPECT_EQ(CostSince(before, PM_COST_FLUSH), 0u);
+	EXPECT_EQ(mcas_read(t, &p.words[0]), 40u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 0u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 0u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_FLUSH), 0u);
 	// White box: bit 0 is PMwCAS's dirty flag. A dirty value is made
 	// durable (flush, fence) and cleaned (CAS) before it is returned.
-	*p.Word(1) = 48 | 1;
+	p.words[1] = 48 | 1;
 	pm_cost_read_thread(&before);
-	EXPECT_EQ(mcas_read(t, p.Word(1)), 48u);
-	EXPECT_EQ(CostSince(before, PM_COST_FENCE), 1u);
-	EXPECT_EQ(CostSince(before, PM_COST_CAS), 1u);
-	EXPECT_EQ(*p.Word(1), 48u);
+	EXPECT_EQ(mcas_read(t, &p.words[1]), 48u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_FENCE), 1u);
+	EXPECT_EQ(mcastest::CostSince(before, PM_COST_CAS), 1u);
+	EXPECT_EQ(p.words[1], 48u);
 	// An MCAS expecting the clean value sees through a dirty one.
-	*p.Word(2) = 56 | 1;
+	p.words[2] = 56 | 1;
 	mcas_desc *d;
 	ASSERT_EQ(mcas_desc_begin(t, &d), 0);
-	ASSERT_EQ(mcas_desc_add(d, p.Word(2), 56, 64), 0);
+	ASSERT_EQ(mcas_desc_add(d, &p.words[2], 56, 64), 0);
 	EXPECT_EQ(mcas_desc_execute(d), 1);
-	EXPECT_EQ(*p.Word(2), 64u);
+	EXPECT_EQ(p.words[2], 64u);
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
 }
 
@@ -220,7 +161,7 @@ TEST(Pmwcas, ReadOfCleanWordIsOneLoadAndDirtyWordIsPersisted)
 // values survive a clean close and reopen with nothing left to recover.
 TEST(Pmwcas, RecyclesRecordsAndSurvivesReopen)
 {
-	Instance p;
+	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-reopen.pool", Config(2, 8, 1)), 0);
 	mcas_thread *t;
 	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
@@ -229,8 +170,8 @@ TEST(Pmwcas, RecyclesRecordsAndSurvivesReopen)
 		ASSERT_EQ(mcas_desc_begin(t, &d), 0);
 		for (unsigned i = 0; i < 3; i++) {
 			unsigned w = (n + i) % kTargets;
-			uint64_t v = mcas_read(t, p.Word(w));
-			ASSERT_EQ(mcas_desc_add(d, p.Word(w), v, v + 8), 0);
+			uint64_t v = mcas_read(t, &p.words[w]);
+			ASSERT_EQ(mcas_desc_add(d, &p.words[w], v, v + 8), 0);
 		}
 		ASSERT_EQ(mcas_desc_execute(d), 1);
 	}
@@ -238,15 +179,9 @@ TEST(Pmwcas, RecyclesRecordsAndSurvivesReopen)
 	mcas_thread_stats(t, &st);
 	EXPECT_GT(st.grace_periods, 10u);
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
-	ASSERT_EQ(mcas_destroy(&p.m), 0);
-	ASSERT_EQ(pm_pool_close(&p.pool), 0);
-	pm_pool_config pc = pmtest::PoolConfig(p.path, "pmwcas-test", kTargetBytes + p.area_size);
-	pc.durability = PM_DURABILITY_NONE;
-	ASSERT_EQ(pm_pool_open(&p.pool, &pc), 0);
-	p.root = static_cast<char *>(pm_pool_root(p.pool));
-	ASSERT_EQ(mcas_pmem_open(&p.m, p.pool, p.area_off, nullptr), 0);
+	ASSERT_EQ(p.Reopen(), 0);
 	for (unsigned i = 0; i < kTargets; i++)
-		EXPECT_EQ(*p.Word(i), 8u * 200 * 3 / kTargets) << "word " << i;
+		EXPECT_EQ(p.words[i], 8u * 200 * 3 / kTargets) << "word " << i;
 }
 
 // White box: a crash image written by hand, one word per kind of content
@@ -256,16 +191,16 @@ TEST(Pmwcas, RecyclesRecordsAndSurvivesReopen)
 // record reference, 4 RDCSS (entry) reference, whose high bits carry a tag.
 TEST(Pmwcas, RecoveryMapsEveryKindOfReference)
 {
-	Instance p;
+	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-recover.pool", Config(2, 8, 0)), 0);
 	ASSERT_EQ(mcas_destroy(&p.m), 0); // "crash": write the image, then recover
-	char *area = p.root + kTargetBytes;
+	char *area = reinterpret_cast<char *>(p.words + mcastest::kWords);
 	auto rec = [&](unsigned r) { return reinterpret_cast<uint64_t *>(area + 64 + r * 576); };
 	auto entry = [&](unsigned r, unsigned i) { return rec(r) + 8 + 4 * i; };
 	auto off = [&](const void *x) { return pm_pool_off(p.pool, x); };
 	auto set_entry = [&](unsigned r, unsigned i, unsigned word, uint64_t o, uint64_t n) {
 		uint64_t *e = entry(r, i);
-		e[0] = off(p.Word(word));
+		e[0] = off(&p.words[word]);
 		e[1] = o;
 		e[2] = n;
 		e[3] = off(rec(r));
@@ -277,17 +212,17 @@ TEST(Pmwcas, RecoveryMapsEveryKindOfReference)
 	rec(0)[1] = 4; // n = 4, slot 0
 	for (unsigned i = 0; i < 4; i++)
 		set_entry(0, i, i, 8 * (i + 1), 80 * (i + 1));
-	*p.Word(0) = off(rec(0)) | 2;                // record reference: new
-	*p.Word(1) = off(rec(0)) | 2 | 1;            // dirty record reference: new
-	*p.Word(2) = off(entry(0, 2)) | 4 | tag;     // a late RDCSS install: old
-	*p.Word(3) = 320 | 1;                        // phase 2 done, still dirty
+	p.words[0] = off(rec(0)) | 2;                // record reference: new
+	p.words[1] = off(rec(0)) | 2 | 1;            // dirty record reference: new
+	p.words[2] = off(entry(0, 2)) | 4 | tag;     // a late RDCSS install: old
+	p.words[3] = 320 | 1;                        // phase 2 done, still dirty
 	// Record 1 still ACTIVE: roll back.
 	rec(1)[0] = 0;
 	rec(1)[1] = 2;
 	set_entry(1, 0, 4, 40, 400);
 	set_entry(1, 1, 5, 48, 480);
-	*p.Word(4) = off(rec(1)) | 2 | 1;
-	*p.Word(5) = off(entry(1, 1)) | 4;
+	p.words[4] = off(rec(1)) | 2 | 1;
+	p.words[5] = off(entry(1, 1)) | 4;
 	// Record 2 is garbage no word refers to: it must not hurt, not even
 	// with a "target" inside the area: record 3's status, 1 (SUCCEEDED),
 	// looks like a dirty 0.
@@ -297,13 +232,13 @@ TEST(Pmwcas, RecoveryMapsEveryKindOfReference)
 	set_entry(2, 1, 0, 0, 0);
 	entry(2, 1)[0] = off(rec(3));
 	rec(3)[0] = 1;
-	*p.Word(6) = 56;
-	*p.Word(7) = 64;
+	p.words[6] = 56;
+	p.words[7] = 64;
 	const uint64_t expect[kTargets] = {80, 160, 24, 320, 40, 48, 56, 64};
 	for (int pass = 0; pass < 2; pass++) { // idempotent
 		ASSERT_EQ(mcas_pmem_open(&p.m, p.pool, p.area_off, nullptr), 0);
 		for (unsigned i = 0; i < kTargets; i++)
-			EXPECT_EQ(*p.Word(i), expect[i]) << "word " << i << ", pass " << pass;
+			EXPECT_EQ(p.words[i], expect[i]) << "word " << i << ", pass " << pass;
 		EXPECT_EQ(rec(3)[0], 1u);
 		ASSERT_EQ(mcas_destroy(&p.m), 0);
 	}
