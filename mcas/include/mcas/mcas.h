@@ -115,9 +115,10 @@ struct mcas_config {
 	 * reclamation pipeline (an epoch scan); default descs_per_thread / 8. */
 	unsigned reclaim_batch;
 	/* Efficient reads (thesis sect. 5.6.2): a read that finds a finalized
-	 * descriptor detaches it from the word with probability 1/N after
-	 * waiting (boundedly) for threads that may still be helping it.
-	 * Default 64; 0 disables. AOPT only (the baselines clean up eagerly). */
+	 * descriptor detaches it from the word with probability 1/N, if at
+	 * that moment no other thread is inside an operation or guard (so
+	 * none can still be helping it); it never waits. Default 64; 0
+	 * disables. AOPT only (the baselines clean up eagerly). */
 	unsigned read_detach_one_in;
 };
 
