@@ -62,8 +62,8 @@ inline const std::vector<int> &ThreadCounts()
 }
 
 // Thread slots per MCAS instance: 8 workers, the main thread's setup
-// handle, and slack. Keeps the persistent area small (~1.2 MB with the
-// default 128 descriptors per thread).
+// handle, and slack. Keeps the persistent area small (~4.7 MB with the
+// default 512 descriptors per thread).
 constexpr unsigned kMaxThreads = 16;
 
 // An unsigned from environment variable @name, or @dflt if it is unset or
