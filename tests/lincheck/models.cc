@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * tests/lincheck/models.cc -- the word-array and set models.
+ * tests/lincheck/models.cc -- the word-array, set, counter, queue and map models.
  */
 #include "tests/lincheck/models.h"
 
@@ -36,6 +36,14 @@ std::string list(const std::vector<uint64_t> &w)
 std::string result(bool returned, bool r)
 {
 	return returned ? (r ? " -> true" : " -> false") : " -> ?";
+}
+
+/* " -> v", " -> empty" (or @none), or " -> ?" when not returned. */
+std::string found_value(bool returned, bool found, uint64_t v, const char *none)
+{
+	if (!returned)
+		return " -> ?";
+	return found ? " -> " + std::to_string(v) : std::string(" -> ") + none;
 }
 
 }  // namespace
@@ -142,6 +150,166 @@ std::string SetModel::describe_state(const State &s) const
 }
 
 std::vector<std::vector<size_t>> SetModel::partition(const std::vector<Operation<Op>> &history) const
+{
+	std::map<uint64_t, std::vector<size_t>> by_key;
+	for (size_t i = 0; i < history.size(); i++)
+		by_key[history[i].op.key].push_back(i);
+	std::vector<std::vector<size_t>> parts;
+	for (auto &kv : by_key)
+		parts.push_back(std::move(kv.second));
+	return parts;
+}
+
+bool CounterModel::step(const State &s, const Op &op, State *next) const
+{
+	State after = s;
+	if (op.kind == CounterOp::Kind::kAdd)  // wraps modulo 2^64 without signed overflow
+		after = static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(op.delta));
+	if (op.returned && op.value != after)
+		return false;
+	*next = after;
+	return true;
+}
+
+size_t CounterModel::hash(const State &s) const
+{
+	return hash_words({static_cast<uint64_t>(s)});
+}
+
+std::string CounterModel::describe(const Op &op) const
+{
+	std::string out = op.kind == CounterOp::Kind::kAdd
+		? "add(" + std::to_string(op.delta) + ")" : std::string("get()");
+	return out + " -> " + (op.returned ? std::to_string(op.value) : "?");
+}
+
+std::string CounterModel::describe_state(const State &s) const
+{
+	return std::to_string(s);
+}
+
+bool QueueModel::step(const State &s, const Op &op, State *next) const
+{
+	switch (op.kind) {
+	case QueueOp::Kind::kEnqueue:
+		*next = s;
+		next->push_back(op.value);
+		return true;
+	case QueueOp::Kind::kDequeue:
+	case QueueOp::Kind::kFront:
+		if (op.returned && (op.found != !s.empty() || (op.found && op.value != s.front())))
+			return false;
+		if (op.kind == QueueOp::Kind::kDequeue && !s.empty())
+			next->assign(s.begin() + 1, s.end());
+		else
+			*next = s;
+		return true;
+	case QueueOp::Kind::kSize:
+		if (op.returned && op.count != s.size())
+			return false;
+		*next = s;
+		return true;
+	}
+	return false;
+}
+
+size_t QueueModel::hash(const State &s) const
+{
+	return hash_words(s);
+}
+
+std::string QueueModel::describe(const Op &op) const
+{
+	switch (op.kind) {
+	case QueueOp::Kind::kEnqueue:
+		return "enqueue(" + std::to_string(op.value) + ")";
+	case QueueOp::Kind::kDequeue:
+		return "dequeue()" + found_value(op.returned, op.found, op.value, "empty");
+	case QueueOp::Kind::kFront:
+		return "front()" + found_value(op.returned, op.found, op.value, "empty");
+	case QueueOp::Kind::kSize:
+		return "size() -> " + (op.returned ? std::to_string(op.count) : std::string("?"));
+	}
+	return "?";
+}
+
+std::string QueueModel::describe_state(const State &s) const
+{
+	return "[" + list(s) + "]";  // front first
+}
+
+MapModel::MapModel(std::vector<std::pair<uint64_t, uint64_t>> initial)
+{
+	std::map<uint64_t, uint64_t> m;
+	for (const auto &kv : initial)
+		m[kv.first] = kv.second;
+	initial_.assign(m.begin(), m.end());
+}
+
+bool MapModel::step(const State &s, const Op &op, State *next) const
+{
+	auto it = std::lower_bound(s.begin(), s.end(), op.key,
+		[](const std::pair<uint64_t, uint64_t> &kv, uint64_t k) { return kv.first < k; });
+	bool present = it != s.end() && it->first == op.key;
+	if (op.returned && op.present != present)
+		return false;
+	size_t pos = static_cast<size_t>(it - s.begin());
+	switch (op.kind) {
+	case MapOp::Kind::kPut:
+		*next = s;
+		if (present)
+			(*next)[pos].second = op.value;
+		else
+			next->insert(next->begin() + pos, {op.key, op.value});
+		return true;
+	case MapOp::Kind::kRemove:
+		*next = s;
+		if (present)
+			next->erase(next->begin() + pos);
+		return true;
+	case MapOp::Kind::kGet:
+		if (op.returned && present && op.value != it->second)
+			return false;
+		*next = s;
+		return true;
+	}
+	return false;
+}
+
+size_t MapModel::hash(const State &s) const
+{
+	std::vector<uint64_t> flat;
+	flat.reserve(2 * s.size());
+	for (const auto &kv : s) {
+		flat.push_back(kv.first);
+		flat.push_back(kv.second);
+	}
+	return hash_words(flat);
+}
+
+std::string MapModel::describe(const Op &op) const
+{
+	std::string k = std::to_string(op.key);
+	switch (op.kind) {
+	case MapOp::Kind::kPut:
+		return "put(" + k + ", " + std::to_string(op.value) + ")" + result(op.returned, op.present);
+	case MapOp::Kind::kRemove:
+		return "remove(" + k + ")" + result(op.returned, op.present);
+	case MapOp::Kind::kGet:
+		return "get(" + k + ")" + found_value(op.returned, op.present, op.value, "absent");
+	}
+	return "?";
+}
+
+std::string MapModel::describe_state(const State &s) const
+{
+	std::string out;
+	for (size_t i = 0; i < s.size(); i++)
+		out += (i ? ", " : "") + std::to_string(s[i].first) + ": " + std::to_string(s[i].second);
+	return "{" + out + "}";
+}
+
+std::vector<std::vector<size_t>> MapModel::partition(const std::vector<Operation<Op>> &history) const
 {
 	std::map<uint64_t, std::vector<size_t>> by_key;
 	for (size_t i = 0; i < history.size(); i++)

@@ -4,7 +4,8 @@
  *
  * WordArrayModel specifies mcas/ (k-word compare-and-swap over an array of
  * 64-bit words, plus plain reads and writes); RegisterModel is its one-word
- * case; SetModel specifies the set-like structures in ds/.
+ * case; SetModel specifies the set-like structures in ds/. CounterModel,
+ * QueueModel and MapModel specify the objects of onll/objects.h.
  *
  * Every op type is built by static functions: the form without outputs is
  * what a thread passes to Recorder::Handle::invoke() (and what a pending op
@@ -180,6 +181,218 @@ public:
 
 private:
 	std::vector<uint64_t> initial_;
+};
+
+/* An operation on a 64-bit counter. */
+struct CounterOp {
+	enum class Kind : uint8_t { kAdd, kGet };
+	Kind kind = Kind::kGet;
+	bool returned = false;  /* value was recorded */
+	int64_t delta = 0;      /* add */
+	int64_t value = 0;      /* add: value after it; get: value read */
+
+	/* add -- add(d), invoked. */
+	static CounterOp add(int64_t d) { return make(Kind::kAdd, false, d, 0); }
+	/* add -- add(d) that returned the value after it, @after. */
+	static CounterOp add(int64_t d, int64_t after) { return make(Kind::kAdd, true, d, after); }
+	/* get -- get(), invoked. */
+	static CounterOp get() { return make(Kind::kGet, false, 0, 0); }
+	/* get -- get() that returned @v. */
+	static CounterOp get(int64_t v) { return make(Kind::kGet, true, 0, v); }
+
+private:
+	static CounterOp make(Kind kind, bool returned, int64_t d, int64_t v)
+	{
+		CounterOp op;
+		op.kind = kind;
+		op.returned = returned;
+		op.delta = d;
+		op.value = v;
+		return op;
+	}
+};
+
+/*
+ * CounterModel -- a signed 64-bit counter with add (returns the value after
+ * it) and get. Addition wraps modulo 2^64 (computed on uint64_t, so a wrap
+ * is defined behaviour), as onll_counter_type() specifies. The state is the
+ * value. No partition: every op touches the one value.
+ */
+class CounterModel {
+public:
+	using Op = CounterOp;
+	using State = int64_t;
+
+	/* The counter starts at @initial. */
+	explicit CounterModel(int64_t initial = 0) : initial_(initial) {}
+
+	/* The model interface: see the top of lincheck.h. */
+	State init() const { return initial_; }
+	bool step(const State &s, const Op &op, State *next) const;
+	size_t hash(const State &s) const;
+	std::string describe(const Op &op) const;
+	std::string describe_state(const State &s) const;
+
+private:
+	int64_t initial_;
+};
+
+/* An operation on a FIFO queue of 64-bit values. */
+struct QueueOp {
+	enum class Kind : uint8_t { kEnqueue, kDequeue, kFront, kSize };
+	Kind kind = Kind::kSize;
+	bool returned = false;  /* the outputs below were recorded */
+	uint64_t value = 0;     /* enqueue: value appended; dequeue, front: value returned if found */
+	bool found = false;     /* dequeue, front: the queue was not empty */
+	uint64_t count = 0;     /* size: the number of values returned */
+
+	/* enqueue -- enqueue(v); it has no output, so one form serves both uses. */
+	static QueueOp enqueue(uint64_t v) { return make(Kind::kEnqueue, true, v, false, 0); }
+	/* dequeue -- dequeue(), invoked. */
+	static QueueOp dequeue() { return make(Kind::kDequeue, false, 0, false, 0); }
+	/* dequeue -- dequeue() that returned @v (@found) or found the queue
+	 * empty (!@found; @v is then ignored). */
+	static QueueOp dequeue(bool found, uint64_t v)
+	{
+		return make(Kind::kDequeue, true, found ? v : 0, found, 0);
+	}
+	/* front -- front(), invoked. */
+	static QueueOp front() { return make(Kind::kFront, false, 0, false, 0); }
+	/* front -- front() that read @v (@found) or found the queue empty. */
+	static QueueOp front(bool found, uint64_t v)
+	{
+		return make(Kind::kFront, true, found ? v : 0, found, 0);
+	}
+	/* size -- size(), invoked. */
+	static QueueOp size() { return make(Kind::kSize, false, 0, false, 0); }
+	/* size -- size() that returned @n. */
+	static QueueOp size(uint64_t n) { return make(Kind::kSize, true, 0, false, n); }
+
+private:
+	static QueueOp make(Kind kind, bool returned, uint64_t v, bool found, uint64_t n)
+	{
+		QueueOp op;
+		op.kind = kind;
+		op.returned = returned;
+		op.value = v;
+		op.found = found;
+		op.count = n;
+		return op;
+	}
+};
+
+/*
+ * QueueModel -- an unbounded FIFO queue of 64-bit values with enqueue,
+ * dequeue (removes and returns the front, or reports empty), front (reads
+ * it) and size. The state is the values, front first. No partition: FIFO
+ * order relates every op to every other. Histories whose enqueued values are
+ * distinct check fastest (an output then names the one enqueue it came
+ * from), but duplicates are allowed.
+ *
+ * Cost: the order of two overlapping enqueues is only revealed when their
+ * values are dequeued, so the search may carry every order of the values
+ * in the queue whose enqueues overlapped: exponential in how many there are
+ * at once. Record histories in which the queue stays short (dequeue at
+ * least as often as enqueue); a 2000-op history of at most 8 values with
+ * about six ops in flight explores a few thousand configurations, one whose
+ * queue wanders to dozens of values can exceed Options::max_states.
+ */
+class QueueModel {
+public:
+	using Op = QueueOp;
+	using State = std::vector<uint64_t>;
+
+	/* The queue starts with @initial, front first. */
+	explicit QueueModel(std::vector<uint64_t> initial = {}) : initial_(std::move(initial)) {}
+
+	/* The model interface: see the top of lincheck.h. */
+	State init() const { return initial_; }
+	bool step(const State &s, const Op &op, State *next) const;
+	size_t hash(const State &s) const;
+	std::string describe(const Op &op) const;
+	std::string describe_state(const State &s) const;
+
+private:
+	std::vector<uint64_t> initial_;
+};
+
+/* An operation on a map from 64-bit keys to 64-bit values. */
+struct MapOp {
+	enum class Kind : uint8_t { kPut, kRemove, kGet };
+	Kind kind = Kind::kGet;
+	bool returned = false;  /* the outputs below were recorded */
+	uint64_t key = 0;
+	uint64_t value = 0;     /* put: value stored; get: value returned if present */
+	bool present = false;   /* put, remove, get: @key was present before the op */
+
+	/* put -- put(k, v), invoked. */
+	static MapOp put(uint64_t k, uint64_t v) { return make(Kind::kPut, false, k, v, false); }
+	/* put -- put(k, v) that returned @was_present (true: a value was replaced). */
+	static MapOp put(uint64_t k, uint64_t v, bool was_present)
+	{
+		return make(Kind::kPut, true, k, v, was_present);
+	}
+	/* remove -- remove(k), invoked. */
+	static MapOp remove(uint64_t k) { return make(Kind::kRemove, false, k, 0, false); }
+	/* remove -- remove(k) that returned @was_present. */
+	static MapOp remove(uint64_t k, bool was_present)
+	{
+		return make(Kind::kRemove, true, k, 0, was_present);
+	}
+	/* get -- get(k), invoked. */
+	static MapOp get(uint64_t k) { return make(Kind::kGet, false, k, 0, false); }
+	/* get -- get(k) that read @v (@present) or found @k absent (@v ignored). */
+	static MapOp get(uint64_t k, bool present, uint64_t v)
+	{
+		return make(Kind::kGet, true, k, present ? v : 0, present);
+	}
+
+private:
+	static MapOp make(Kind kind, bool returned, uint64_t k, uint64_t v, bool present)
+	{
+		MapOp op;
+		op.kind = kind;
+		op.returned = returned;
+		op.key = k;
+		op.value = v;
+		op.present = present;
+		return op;
+	}
+};
+
+/*
+ * MapModel -- a map from 64-bit keys to 64-bit values with put (returns
+ * whether the key was present), remove (the same) and get (presence and
+ * value).
+ *
+ * Every op names one key and ops on different keys commute, so partition()
+ * checks each key's ops on their own, as SetModel does. There is
+ * deliberately no size op: its result depends on every key, so one size op
+ * would join all keys into one sub-history and the search would pay the
+ * product of the per-key searches. Check a map's size at quiescent points
+ * instead (after the threads join, against the keys the model ends with).
+ * The state is the (key, value) pairs in increasing key order.
+ */
+class MapModel {
+public:
+	using Op = MapOp;
+	using State = std::vector<std::pair<uint64_t, uint64_t>>;
+
+	/* The map starts with @initial (any order; for a repeated key the last
+	 * pair wins). */
+	explicit MapModel(std::vector<std::pair<uint64_t, uint64_t>> initial = {});
+
+	/* The model interface: see the top of lincheck.h. */
+	State init() const { return initial_; }
+	bool step(const State &s, const Op &op, State *next) const;
+	size_t hash(const State &s) const;
+	std::string describe(const Op &op) const;
+	std::string describe_state(const State &s) const;
+	/* partition -- one group per key, in key order. */
+	std::vector<std::vector<size_t>> partition(const std::vector<Operation<Op>> &history) const;
+
+private:
+	State initial_;
 };
 
 }  // namespace lincheck
