@@ -155,6 +155,7 @@ struct onll_thread {
 	struct onll *o;
 	struct onll_slot *slot;
 	struct onll_stats base;    /* the slot's counts at registration */
+	uint64_t last_index;       /* of the latest update that returned */
 	void *state;               /* local view; NULL when it must be rebuilt */
 	uint64_t view;             /* execution index of state */
 	struct onll_node **scratch;
@@ -778,6 +779,7 @@ onll_update(struct onll_thread *t, const void *op, size_t op_len, void *result,
 	onll_op_exit(t);
 	onll_count(slot, ST_UPDATES, 1);
 	onll_count(slot, ST_HELPED, nops - 1);
+	t->last_index = node->idx;
 	if (index != NULL)
 		*index = node->idx;
 	return applied;
@@ -925,6 +927,12 @@ onll_stats_total(const struct onll *o, struct onll_stats *out)
 		out->log_entries_used += __atomic_load_n(&slot->log_tail, __ATOMIC_RELAXED) -
 			__atomic_load_n(&slot->log_head, __ATOMIC_RELAXED);
 	}
+}
+
+uint64_t
+onll_thread_last_index(const struct onll_thread *t)
+{
+	return t->last_index;
 }
 
 uint64_t

@@ -551,29 +551,3 @@ TEST(OnllLinCorrupted, MapGetOfValueNeverPutFails)
 }
 
 } // namespace
-
-namespace {
-TEST(OnllLinDebug, QueueCost)
-{
-	if (!getenv("LIN_DEBUG"))
-		GTEST_SKIP();
-	onll_config c = Variants()[1].cfg;
-	LinEnv env;
-	ASSERT_EQ(env.Create("lin-debug-queue", c, onll_queue_type()), 0);
-	for (int it = 0; it < 300; it++) {
-		auto h = QueueRound(env.o, it, 78 + it);
-		lincheck::Options o;
-		o.max_states = 300000;
-		lincheck::Result r = lincheck::check(QueueModel(), h, o);
-		uint64_t maxsize = 0, longest = 0;
-		for (auto &x : h) {
-			if (x.op.kind == QueueOp::Kind::kSize) maxsize = std::max(maxsize, x.op.count);
-			longest = std::max(longest, (x.ret - x.call) / 2);
-		}
-		if (r.states_explored > 20000 || !r.ok)
-			printf("it %d: states %llu ok %d maxsize %llu longest %llu\n", it,
-				(unsigned long long)r.states_explored, r.ok, (unsigned long long)maxsize,
-				(unsigned long long)longest);
-	}
-}
-}

@@ -265,6 +265,15 @@ int onll_update(struct onll_thread *t, const void *op, size_t op_len, void *resu
  */
 int onll_read(struct onll_thread *t, const void *op, size_t op_len, void *result);
 
+/**
+ * onll_thread_last_index -- the execution index of the latest update that
+ * returned on @t (0 if none). After a crash, the update is reflected iff
+ * this index is at most onll_recovered_index() of the reopened object (keep
+ * it somewhere durable to detect which of your updates survived).
+ * Thread-safety: the owning thread of @t.
+ */
+uint64_t onll_thread_last_index(const struct onll_thread *t);
+
 /* Callback of onll_query(): reads @state, which it must not modify. */
 typedef void (*onll_query_fn)(void *arg, const void *state);
 

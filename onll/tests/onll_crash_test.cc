@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// onll/tests/onll_crash_test.cc -- ONLL objects under the crash simulator.
+//
+// For each shipped object (counter, queue, map): every crash point of a
+// single-threaded workload long enough to checkpoint and reuse its log,
+// sampled crash points of three threads, and crashes during recovery. After
+// recovery at index N the object must hold exactly the updates with
+// execution indexes 1..N applied in index order: every update that returned
+// has its index at most N (nothing completed is lost), the order agrees with
+// the indexes (the state is compared byte for byte with a model replaying
+// them), and a prefix is kept (no reflected update misses one it depended
+// on). Indexes of updates in flight at the crash are unknown; the check
+// tries every way of placing them (each thread's in program order).
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <onll/objects.h>
+#include <onll/onll.h>
+#include <pm/crashsim.h>
+#include <pm/pool.h>
+
+#include "onll/tests/onll_test_util.h"
+
+namespace {
+
+constexpr unsigned kMaxThreads = 3;
+constexpr unsigned kMaxOps = 32;
+
+enum class Obj { kCounter, kQueue, kMap };
+
+struct Op {
+	int kind; // counter: 0 add; queue: 0 enqueue, 1 dequeue; map: 0 put, 1 remove
+	uint64_t a, b;
+};
+
+// The object's documented snapshot bytes (onll/objects.h) of a model state.
+struct Model {
+	Obj obj;
+	int64_t counter = 0;
+	std::vector<uint64_t> queue;
+	size_t head = 0;
+	std::map<uint64_t, uint64_t> map;
+
+	void Apply(const Op &op)
+	{
+		switch (obj) {
+		case Obj::kCounter:
+			counter = int64_t(uint64_t(counter) + op.a);
+			break;
+		case Obj::kQueue:
+			if (op.kind == 0)
+				queue.push_back(op.a);
+			else if (head < queue.size())
+				head++;
+			break;
+		case Obj::kMap:
+			if (op.kind == 0)
+				map[op.a] = op.b;
+			else
+				map.erase(op.a);
+			break;
+		}
+	}
+
+	std::string Bytes() const
+	{
+		std::vector<uint64_t> w;
+		switch (obj) {
+		case Obj::kCounter:
+			w.push_back(uint64_t(counter));
+			break;
+		case Obj::kQueue:
+			w.push_back(queue.size() - head);
+			w.insert(w.end(), queue.begin() + long(head), queue.end());
+			break;
+		case Obj::kMap:
+			w.push_back(map.size());
+			for (auto &kv : map) {
+				w.push_back(kv.first);
+				w.push_back(kv.second);
+			}
+			break;
+		}
+		return std::string(reinterpret_cast<const char *>(w.data()), w.size() * 8);
+	}
+};
+
+const onll_type *TypeOf(Obj o)
+{
+	switch (o) {
+	case Obj::kCounter: return onll_counter_type();
+	case Obj::kQueue: return onll_queue_type();
+	case Obj::kMap: return onll_map_type();
+	}
+	return nullptr;
+}
+
+// Everything the run and the check share. The check runs in a process
+// forked at the crash point, so it sees these fields as they were then.
+struct World {
+	onlltest::Env env;
+	Obj obj = Obj::kCounter;
+	unsigned threads = 1;
+	std::vector<Op> ops[kMaxThreads];
+	// Per thread: updates returned, and the index of each (written before
+	// the count is raised).
+	std::atomic<unsigned> done[kMaxThreads];
+	uint64_t index[kMaxThreads][kMaxOps];
+	bool nested = false;
+};
+
+int RunOp(onll_thread *t, Obj obj, const Op &op)
+{
+	switch (obj) {
+	case Obj::kCounter: return onll_counter_add(t, int64_t(op.a), nullptr);
+	case Obj::kQueue: return op.kind == 0 ? onll_queue_enqueue(t, op.a)
+		: onll_queue_dequeue(t, nullptr);
+	case Obj::kMap: return op.kind == 0 ? onll_map_put(t, op.a, op.b)
+		: onll_map_remove(t, op.a);
+	}
+	return -1;
+}
+
+int RunThread(World *w, unsigned i)
+{
+	onll_thread *t = nullptr;
+	if (onll_thread_register(w->env.o, &t) != 0)
+		return 1;
+	int bad = 0;
+	for (unsigned k = 0; k < w->ops[i].size(); k++) {
+		if (RunOp(t, w->obj, w->ops[i][k]) < 0)
+			bad = 1;
+		w->index[i][k] = onll_thread_last_index(t);
+		w->done[i].store(k + 1, std::memory_order_release);
+	}
+	onll_thread_unregister(&t);
+	return bad;
+}
+
+int Run(void *arg)
+{
+	World *w = static_cast<World *>(arg);
+	if (w->threads == 1)
+		return RunThread(w, 0);
+	std::vector<std::thread> th;
+	std::atomic<int> bad{0};
+	for (unsigned i = 0; i < w->threads; i++)
+		th.emplace_back([w, i, &bad] { bad += RunThread(w, i); });
+	for (auto &x : th)
+		x.join();
+	return bad.load();
+}
+
+void SaveSnapshot(void *arg, const void *state)
+{
+	auto *out = static_cast<std::pair<const onll_type *, std::string> *>(arg);
+	const onll_type *type = out->first;
+	out->second.resize(type->snapshot_size(type->ctx, state));
+	type->snapshot_save(type->ctx, state, &out->second[0]);
+}
+
+// Fill the unknown indexes (positions of @slots left empty), in order, with
+// the in-flight ops of the threads (each thread's in its program order), and
+// check whether the model then reaches @want.
+bool Matches(const World *w, std::vector<const Op *> &slots, size_t at,
+	std::vector<std::vector<const Op *>> &pending, std::vector<size_t> &used,
+	const std::string &want)
+{
+	while (at < slots.size() && slots[at] != nullptr)
+		at++;
+	if (at == slots.size()) {
+		Model m{w->obj};
+		for (const Op *op : slots)
+			m.Apply(*op);
+		return m.Bytes() == want;
+	}
+	for (size_t t = 0; t < pending.size(); t++) {
+		if (used[t] == pending[t].size())
+			continue;
+		slots[at] = pending[t][used[t]++];
+		bool ok = Matches(w, slots, at + 1, pending, used, want);
+		slots[at] = nullptr;
+		used[t]--;
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+// Recover the image and compare with every admissible history; "" if fine.
+std::string CheckRecovered(World *w)
+{
+	onll *o = nullptr;
+	int ret = onll_open(&o, w->env.pool, w->env.area_off, TypeOf(w->obj));
+	if (ret != 0)
+		return "onll_open failed: " + std::to_string(ret);
+	uint64_t n = onll_recovered_index(o);
+	std::vector<const Op *> slots(n, nullptr);
+	std::vector<std::vector<const Op *>> pending(w->threads);
+	std::vector<size_t> used(w->threads, 0);
+	std::string err;
+	for (unsigned i = 0; i < w->threads && err.empty(); i++) {
+		unsigned done = w->done[i].load(std::memory_order_acquire);
+		for (unsigned k = 0; k < done; k++) {
+			uint64_t idx = w->index[i][k];
+			if (idx == 0 || idx > n)
+				err = "thread " + std::to_string(i) + " update " + std::to_string(k) +
+					" returned with index " + std::to_string(idx) +
+					" but recovery stopped at " + std::to_string(n);
+			else if (slots[idx - 1] != nullptr)
+				err = "two updates with index " + std::to_string(idx);
+			else
+				slots[idx - 1] = &w->ops[i][k];
+		}
+		// fork() write-protects pages one at a time while the other
+		// threads run, so a thread's count can lag by one update: it
+		// stops only at its next persistence event, which may be inside
+		// the update after the one it has not yet counted.
+		for (unsigned k = done; k < done + 2 && k < w->ops[i].size(); k++)
+			pending[i].push_back(&w->ops[i][k]);
+	}
+	std::pair<const onll_type *, std::string> snap{TypeOf(w->obj), ""};
+	onll_thread *t = nullptr;
+	if (err.empty() && onll_thread_register(o, &t) != 0)
+		err = "register after recovery failed";
+	if (err.empty() && onll_query(t, SaveSnapshot, &snap) != 0)
+		err = "query after recovery failed";
+	if (err.empty() && !Matches(w, slots, 0, pending, used, snap.second)) {
+		err = "recovered state at index " + std::to_string(n) +
+			" is not the updates 1.." + std::to_string(n) + " in index order (known:";
+		for (const Op *op : slots)
+			err += op ? " " + std::to_string(op->a) : " ?";
+		err += "; in flight:";
+		for (auto &p : pending)
+			for (const Op *op : p)
+				err += " " + std::to_string(op->a);
+		if (w->obj == Obj::kCounter && snap.second.size() == 8) {
+			uint64_t v;
+			std::memcpy(&v, snap.second.data(), 8);
+			err += "; counter " + std::to_string(v);
+		}
+		for (unsigned i = 0; i < w->threads; i++)
+			err += "; done" + std::to_string(i) + "=" + std::to_string(w->done[i].load());
+		err += ")";
+	}
+	// The recovered object keeps working and continues the indexes.
+	uint64_t idx = 0;
+	if (err.empty() && (onll_update(t, "\x7f", 1, nullptr, &idx) != 0 || idx != n + 1))
+		err = "update after recovery did not get index n + 1";
+	onll_thread_unregister(&t);
+	onll_close(&o);
+	return err;
+}
+
+int NestedRun(void *arg)
+{
+	World *w = static_cast<World *>(arg);
+	onll *o = nullptr;
+	int ret = onll_open(&o, w->env.pool, w->env.area_off, TypeOf(w->obj));
+	onll_close(&o);
+	return ret == 0 ? 0 : 1;
+}
+
+int NestedCheck(void *arg, char *msg, size_t len)
+{
+	std::string err = CheckRecovered(static_cast<World *>(arg));
+	std::snprintf(msg, len, "after a crash during recovery: %s", err.c_str());
+	return err.empty() ? 0 : 1;
+}
+
+int Check(void *arg, char *msg, size_t len)
+{
+	World *w = static_cast<World *>(arg);
+	if (w->nested) {
+		// Crash recovery itself at every point, then recover again.
+		pm_crashsim_config cfg;
+		pm_crashsim_config_init(&cfg);
+		cfg.name = "onll-recovery";
+		cfg.max_images = 8;
+		pm_crashsim *sim = nullptr;
+		int ret = pm_crashsim_new(&sim, &cfg);
+		if (ret == 0)
+			ret = pm_crashsim_track(sim, w->env.Area(), w->env.area_size);
+		if (ret == 0)
+			ret = pm_crashsim_run(sim, NestedRun, NestedCheck, w);
+		if (ret != 0)
+			std::snprintf(msg, len, "%s", sim ? pm_crashsim_report(sim) : "no simulator");
+		pm_crashsim_delete(&sim);
+		return ret;
+	}
+	std::string err = CheckRecovered(w);
+	std::snprintf(msg, len, "%s", err.c_str());
+	return err.empty() ? 0 : 1;
+}
+
+// A seeded workload: thread i's values are tagged with i so every op is
+// distinguishable; queues and maps get removals too.
+void MakeOps(World *w, unsigned threads, unsigned n, unsigned seed)
+{
+	std::mt19937_64 rng(seed);
+	w->threads = threads;
+	for (unsigned i = 0; i < threads; i++) {
+		w->done[i] = 0;
+		w->ops[i].clear();
+		for (unsigned k = 0; k < n; k++) {
+			uint64_t tag = (uint64_t(i + 1) << 32) | (k + 1);
+			Op op{0, tag, 0};
+			if (w->obj == Obj::kCounter)
+				op.a = uint64_t(1) << ((i * n + k) % 63); // each add visible
+			else if (w->obj == Obj::kQueue)
+				op.kind = rng() % 3 == 0 ? 1 : 0;
+			else {
+				op.kind = rng() % 3 == 0 ? 1 : 0;
+				op.a = rng() % 5;
+				op.b = tag;
+			}
+			w->ops[i].push_back(op);
+		}
+	}
+}
+
+struct Result {
+	int ret;
+	pm_crashsim_stats st;
+	std::string report;
+};
+
+Result Simulate(World *w, const std::string &name, pm_crashsim_mode mode, unsigned one_in)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	cfg.name = name.c_str();
+	cfg.mode = mode;
+	cfg.sample_one_in = one_in;
+	cfg.max_images = 16;
+	pm_crashsim *sim = nullptr;
+	Result r{pm_crashsim_new(&sim, &cfg), {}, ""};
+	if (r.ret == 0)
+		r.ret = pm_crashsim_track(sim, w->env.Area(), w->env.area_size);
+	if (r.ret == 0)
+		r.ret = pm_crashsim_run(sim, Run, Check, w);
+	if (sim != nullptr) {
+		pm_crashsim_get_stats(sim, &r.st);
+		r.report = pm_crashsim_report(sim);
+	}
+	pm_crashsim_delete(&sim);
+	return r;
+}
+
+class Crash : public ::testing::TestWithParam<Obj> {
+protected:
+	// A fresh object; its creation is durable before the run starts.
+	bool Make(World *w, const std::string &name, unsigned threads)
+	{
+		w->obj = GetParam();
+		int ret = w->env.Create("crash-" + name, onlltest::SmallConfig(threads, 8),
+			TypeOf(w->obj));
+		EXPECT_EQ(ret, 0);
+		return ret == 0;
+	}
+
+	void Report(const std::string &what, const Result &r)
+	{
+		RecordProperty(what + "_events", std::to_string(r.st.events));
+		RecordProperty(what + "_points", std::to_string(r.st.points));
+		RecordProperty(what + "_images", std::to_string(r.st.images));
+		std::printf("%s: %llu events, %llu points, %llu images\n", what.c_str(),
+			(unsigned long long)r.st.events, (unsigned long long)r.st.points,
+			(unsigned long long)r.st.images);
+	}
+};
+
+std::string Name(Obj o)
+{
+	switch (o) {
+	case Obj::kCounter: return "counter";
+	case Obj::kQueue: return "queue";
+	case Obj::kMap: return "map";
+	}
+	return "?";
+}
+
+// Every crash point of 20 updates: five checkpoints, and the 8-entry log
+// wraps twice, so torn entries land on reused ones.
+TEST_P(Crash, EveryPointSingleThread)
+{
+	World w;
+	if (!Make(&w, "single", 1))
+		return;
+	MakeOps(&w, 1, 20, 7);
+	std::string name = "onll-single-" + Name(w.obj);
+	Result r = Simulate(&w, name, PM_CRASHSIM_EVERY, 1);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(r.st.points, r.st.events + 1);
+	EXPECT_GT(r.st.points, 40u);
+	Report("single", r);
+}
+
+TEST_P(Crash, SampledThreeThreads)
+{
+	for (unsigned seed = 1; seed <= 2; seed++) {
+		World w;
+		if (!Make(&w, "multi" + std::to_string(seed), 3))
+			return;
+		MakeOps(&w, 3, 10, seed);
+		std::string name = "onll-multi-" + Name(w.obj) + "-" + std::to_string(seed);
+		Result r = Simulate(&w, name, PM_CRASHSIM_SAMPLE, 4);
+		ASSERT_EQ(r.ret, 0) << r.report;
+		EXPECT_GT(r.st.points, 5u);
+		Report("multi" + std::to_string(seed), r);
+	}
+}
+
+// Crash the recovery of sampled crash images at every point of recovery.
+TEST_P(Crash, CrashDuringRecovery)
+{
+	World w;
+	if (!Make(&w, "nested", 1))
+		return;
+	MakeOps(&w, 1, 12, 3);
+	w.nested = true;
+	Result r = Simulate(&w, "onll-nested-" + Name(w.obj), PM_CRASHSIM_SAMPLE, 4);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_GT(r.st.points, 3u);
+	Report("nested", r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Objects, Crash,
+	::testing::Values(Obj::kCounter, Obj::kQueue, Obj::kMap),
+	[](const ::testing::TestParamInfo<Obj> &i) { return Name(i.param); });
+
+} // namespace
