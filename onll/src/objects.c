@@ -4,7 +4,7 @@
  * sequential objects (struct onll_type) and the typed wrappers that encode
  * their ops for onll_update()/onll_read().
  *
- * Ops. An op is one opcode byte followed by 0, 1 or 2 little-endian-native
+ * Ops. An op is one opcode byte followed by 0, 1 or 2 native-endian
  * 64-bit arguments, packed (no padding), read and written with memcpy so no
  * alignment is assumed:
  *

@@ -985,12 +985,14 @@ static int
 onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr,
 	const struct onll_type *type, uint64_t index, unsigned ckpt_slot)
 {
-	struct onll *o = calloc(1, sizeof(*o));
+	/* aligned_alloc: the tail and checkpoint words have lines of their own. */
+	struct onll *o = aligned_alloc(64, onll_round(sizeof(*o), 64));
 	unsigned char *base = (unsigned char *)hdr;
 	unsigned char *logs;
 
 	if (o == NULL)
 		return -ENOMEM;
+	memset(o, 0, sizeof(*o));
 	o->pool = pool;
 	o->type = type;
 	o->hdr = hdr;

@@ -350,12 +350,15 @@ TEST(ObjectTypes, MapMatchesStdMap)
 	for (unsigned i = 0; i < 60000; i++) {
 		const Phase &ph = kPhases[(i / 6000) % 7];
 		uint64_t key;
-		if (rng() % 50 == 0)
+		if (rng() % 50 == 0) {
 			key = kSpecial[rng() % 5];
-		else if (ph.range == 0 && !ref.empty() && rng() % 2)
-			key = std::next(ref.begin(), static_cast<long>(rng() % std::min<size_t>(ref.size(), 64)))->first;
-		else
+		} else if (ph.range == 0 && !ref.empty() && rng() % 2) {
+			// One of the smallest keys present: hits among huge keys.
+			long nth = static_cast<long>(rng() % std::min<size_t>(ref.size(), 64));
+			key = std::next(ref.begin(), nth)->first;
+		} else {
 			key = ph.range ? rng() % ph.range : rng();
+		}
 		unsigned pick = rng() % 100;
 		if (pick < ph.put_pct) {
 			uint64_t v = rng();
@@ -440,7 +443,8 @@ void Populate(State &s, const onll_type *ty, unsigned n, uint64_t seed)
 		else if (ty == onll_queue_type())
 			s.Apply(rng() % 3 ? Op(kQueueEnqueue, rng()) : Op(kQueueDequeue));
 		else
-			s.Apply(rng() % 4 ? Op(kMapPut, rng() % 4096, rng()) : Op(kMapRemove, rng() % 4096));
+			s.Apply(rng() % 4 ? Op(kMapPut, rng() % 4096, rng())
+					  : Op(kMapRemove, rng() % 4096));
 	}
 }
 
@@ -523,7 +527,8 @@ TEST(ObjectTypes, SnapshotRoundTrip)
 				else if (ty == onll_queue_type())
 					op = rng() % 2 ? Op(kQueueEnqueue, rng()) : Op(kQueueDequeue);
 				else
-					op = rng() % 2 ? Op(kMapPut, rng() % 4096, rng()) : Op(kMapRemove, rng() % 4096);
+					op = rng() % 2 ? Op(kMapPut, rng() % 4096, rng())
+						       : Op(kMapRemove, rng() % 4096);
 				Result a = s.Apply(op), b = t.Apply(op);
 				ASSERT_EQ(std::memcmp(&a, &b, sizeof(a)), 0) << n << " op " << i;
 			}
@@ -734,15 +739,16 @@ TEST(ObjectTypes, UnalignedBuffersAndReplay)
 		Bytes op = Op(kMapPut, k, k + 1000);
 		std::memcpy(opbuf + 3, op.data(), op.size());
 		std::memset(resbuf, 0x5a, sizeof(resbuf));
-		ASSERT_EQ(m.raw() != nullptr, true);
-		ASSERT_EQ(onll_map_type()->apply(nullptr, m.raw(), opbuf + 3, op.size(), resbuf + 5), 0);
+		ASSERT_NE(m.raw(), nullptr);
+		const onll_type *ty = onll_map_type();
+		ASSERT_EQ(ty->apply(nullptr, m.raw(), opbuf + 3, op.size(), resbuf + 5), 0);
 		Result r;
 		std::memcpy(&r, resbuf + 5, sizeof(r));
 		ASSERT_EQ(r.err, 0);
 		ASSERT_EQ(r.found, 0u);
 		ASSERT_EQ(resbuf[4], 0x5a); // nothing written outside the result
 		ASSERT_EQ(resbuf[5 + sizeof(Result)], 0x5a);
-		ASSERT_EQ(onll_map_type()->apply(nullptr, replay.raw(), op.data(), op.size(), nullptr), 0);
+		ASSERT_EQ(ty->apply(nullptr, replay.raw(), op.data(), op.size(), nullptr), 0);
 	}
 	Bytes get = Op(kMapGet, 42);
 	std::memcpy(opbuf + 1, get.data(), get.size());

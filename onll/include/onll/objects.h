@@ -10,7 +10,15 @@
  *
  * Every wrapper has the thread-safety, durability and error codes of the
  * onll_update() or onll_read() it calls. Results of the form "1 if present,
- * 0 if not" are returned as the function's non-negative value.
+ * 0 if not" are returned as the function's non-negative value. When
+ * onll_update() returns -ENOMEM the update was applied but its result is
+ * lost (a dequeue's value, for one).
+ *
+ * Ops are one opcode byte and up to two native-endian uint64_t arguments:
+ * the map's put needs max_op_size >= 17. Snapshots are native-endian
+ * uint64_t words, so checkpoint_capacity bounds the queue to
+ * (capacity - 8) / 8 values and the map to (capacity - 8) / 16 keys; past
+ * that, updates fail with -ENOSPC.
  */
 #ifndef ONLL_OBJECTS_H
 #define ONLL_OBJECTS_H

@@ -86,6 +86,9 @@ struct onll_thread;
  * malformed op should leave the state alone and report it in @result).
  */
 struct onll_type {
+	/* Identifies the type: a hash of it is stored in the area, and
+	 * onll_open() with a type of another name fails with PM_E_LAYOUT, so
+	 * renaming a type makes existing areas unopenable. */
 	const char *name;
 	void *ctx;
 	/* Make the initial state. Return 0 or -ENOMEM. */
@@ -94,10 +97,12 @@ struct onll_type {
 	void (*state_free)(void *ctx, void *state);
 	/* Apply update @op to @state and write its result to @result (may be
 	 * NULL when replaying). Return 0, or -ENOMEM if the state could not
-	 * grow (the library then rebuilds this thread's view; the update stays
-	 * applied in the object). */
+	 * grow; the state must then still be valid to free (the library drops
+	 * it and rebuilds this thread's view; the update stays applied in the
+	 * object). */
 	int (*apply)(void *ctx, void *state, const void *op, size_t op_len, void *result);
-	/* Answer read-only @op from @state into @result; must not modify @state. */
+	/* Answer read-only @op from @state into @result (the caller's buffer,
+	 * NULL if the caller passed NULL); must not modify @state. */
 	void (*compute)(void *ctx, const void *state, const void *op, size_t op_len,
 		void *result);
 	/* Bytes snapshot_save() writes for @state. */
@@ -182,7 +187,8 @@ int onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
  * Recovery rebuilds the state from the newest valid checkpoint and the logs
  * and makes it durable as a new checkpoint before returning; a crash during
  * recovery is recovered by opening again.
- * Return: 0; PM_E_LAYOUT if the area holds no ONLL header; PM_E_VERSION for
+ * Return: 0; PM_E_LAYOUT if the area holds no ONLL header or one of a type
+ * with another name; PM_E_VERSION for
  * another layout version; PM_E_CORRUPT if the header, every checkpoint or
  * the logs are damaged, or the checkpoint is not a valid snapshot of @type;
  * -ERANGE if the area is not inside the pool; -ENOSPC if the recovered state
