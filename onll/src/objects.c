@@ -47,6 +47,13 @@
  * snapshot_load() rejects with -EINVAL a length that does not match the
  * count, and map keys that are not strictly increasing (so duplicates too).
  *
+ * Code. What sets an object apart is its struct obj_class, the ctx of its
+ * onll_type: how to make and free a state, apply an update op and answer a
+ * read op. The callbacks state_new, state_free, apply and compute are the
+ * same for the three objects (obj_state_new() ...): they decode the op once
+ * and call the class. The snapshot callbacks are each object's own. (The
+ * classes are const; onll_type's ctx is not, but is only read.)
+ *
  * Determinism. The results and snapshots depend only on the op sequence.
  * The memory layout does not have to: a state may fail to grow on one
  * thread (-ENOMEM, state unchanged, ONLL rebuilds that view) and not on
@@ -97,28 +104,24 @@ _Static_assert(OBJ_OP_MAX == 17, "the op table in the essay says 17 bytes at mos
 
 /* ---- op encoding ---- */
 
-/* obj_op_nargs -- arguments of opcode @code, or -1 if it is no opcode */
-static int
-obj_op_nargs(uint8_t code)
-{
-	switch (code) {
-	case OBJ_COUNTER_GET:
-	case OBJ_QUEUE_DEQUEUE:
-	case OBJ_QUEUE_FRONT:
-	case OBJ_QUEUE_SIZE:
-	case OBJ_MAP_SIZE:
-		return 0;
-	case OBJ_COUNTER_ADD:
-	case OBJ_QUEUE_ENQUEUE:
-	case OBJ_MAP_REMOVE:
-	case OBJ_MAP_GET:
-		return 1;
-	case OBJ_MAP_PUT:
-		return 2;
-	default:
-		return -1;
-	}
-}
+/* The op table of the essay: every opcode's arguments and kind. Any other
+ * byte is no opcode (known is false). */
+static const struct obj_op_spec {
+	bool known;
+	bool read;
+	uint8_t nargs;
+} obj_op_specs[UINT8_MAX + 1] = {
+	[OBJ_COUNTER_ADD] = { .known = true, .read = false, .nargs = 1 },
+	[OBJ_COUNTER_GET] = { .known = true, .read = true, .nargs = 0 },
+	[OBJ_QUEUE_ENQUEUE] = { .known = true, .read = false, .nargs = 1 },
+	[OBJ_QUEUE_DEQUEUE] = { .known = true, .read = false, .nargs = 0 },
+	[OBJ_QUEUE_FRONT] = { .known = true, .read = true, .nargs = 0 },
+	[OBJ_QUEUE_SIZE] = { .known = true, .read = true, .nargs = 0 },
+	[OBJ_MAP_PUT] = { .known = true, .read = false, .nargs = 2 },
+	[OBJ_MAP_REMOVE] = { .known = true, .read = false, .nargs = 1 },
+	[OBJ_MAP_GET] = { .known = true, .read = true, .nargs = 1 },
+	[OBJ_MAP_SIZE] = { .known = true, .read = true, .nargs = 0 },
+};
 
 /* obj_op_encode -- write op (@code, @a, @b) to @buf (OBJ_OP_MAX bytes);
  * return its length. Arguments the opcode does not take are ignored. */
@@ -126,11 +129,10 @@ static size_t
 obj_op_encode(uint8_t *buf, uint8_t code, uint64_t a, uint64_t b)
 {
 	const uint64_t arg[2] = { a, b };
-	int n = obj_op_nargs(code);
 	size_t len = 1;
 
 	buf[0] = code;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < obj_op_specs[code].nargs; i++) {
 		memcpy(buf + len, &arg[i], sizeof(arg[i]));
 		len += sizeof(arg[i]);
 	}
@@ -146,15 +148,54 @@ obj_op_decode(const void *op, size_t len, struct obj_op *out)
 	int n;
 
 	memset(out, 0, sizeof(*out));
-	if (op == NULL || len == 0)
+	if (op == NULL || len == 0 || !obj_op_specs[p[0]].known)
 		return -EINVAL;
-	n = obj_op_nargs(p[0]);
-	if (n < 0 || len != 1 + (size_t)n * sizeof(uint64_t))
+	n = obj_op_specs[p[0]].nargs;
+	if (len != 1 + (size_t)n * sizeof(uint64_t))
 		return -EINVAL;
 	out->code = p[0];
 	for (int i = 0; i < n; i++)
 		memcpy(&out->arg[i], p + 1 + (size_t)i * sizeof(uint64_t), sizeof(uint64_t));
 	return 0;
+}
+
+/* ---- the callbacks the objects share ---- */
+
+/*
+ * struct obj_class -- one object's part: the ctx of its onll_type. update
+ * and read get any decoded op and report -EINVAL in r->err for one that is
+ * not theirs (read: not one of its reads, so update ops too); update may
+ * report -ENOMEM with the state unchanged.
+ */
+struct obj_class {
+	/* A new empty state, or NULL. */
+	void *(*alloc)(void);
+	/* Free a state (NULL accepted). */
+	void (*free)(void *state);
+	void (*update)(void *state, const struct obj_op *o, struct obj_result *r);
+	void (*read)(const void *state, const struct obj_op *o, struct obj_result *r);
+};
+
+/* obj_state_new -- an empty state of class @ctx */
+static int
+obj_state_new(void *ctx, void **state)
+{
+	const struct obj_class *c = ctx;
+	void *s = c->alloc();
+
+	if (s == NULL)
+		return -ENOMEM;
+	*state = s;
+	return 0;
+}
+
+/* obj_state_free -- free a state of class @ctx */
+static void
+obj_state_free(void *ctx, void *state)
+{
+	const struct obj_class *c = ctx;
+
+	c->free(state);
 }
 
 /* obj_result_put -- copy @r to the caller's @result (NULL: not wanted) */
@@ -165,35 +206,83 @@ obj_result_put(void *result, const struct obj_result *r)
 		memcpy(result, r, sizeof(*r));
 }
 
-/* obj_update -- run update (@code, @a, @b) through ONLL into @r; return
- * onll_update()'s error or the callback's r->err */
+/* obj_apply -- apply update @op to a state of class @ctx (or answer a read
+ * op) */
 static int
-obj_update(struct onll_thread *t, uint8_t code, uint64_t a, uint64_t b, struct obj_result *r)
+obj_apply(void *ctx, void *state, const void *op, size_t op_len, void *result)
+{
+	const struct obj_class *c = ctx;
+	struct obj_result r = { 0 };
+	struct obj_op o;
+
+	if (obj_op_decode(op, op_len, &o) != 0)
+		r.err = -EINVAL;
+	else if (obj_op_specs[o.code].read)
+		c->read(state, &o, &r);
+	else
+		c->update(state, &o, &r);
+	obj_result_put(result, &r);
+	return r.err == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* obj_compute -- answer read op @op from a state of class @ctx */
+static void
+obj_compute(void *ctx, const void *state, const void *op, size_t op_len, void *result)
+{
+	const struct obj_class *c = ctx;
+	struct obj_result r = { 0 };
+	struct obj_op o;
+
+	if (obj_op_decode(op, op_len, &o) != 0)
+		r.err = -EINVAL;
+	else
+		c->read(state, &o, &r);
+	obj_result_put(result, &r);
+}
+
+/* ---- the wrappers' side ---- */
+
+/* obj_call -- run op (@code, @a, @b) through onll_read() if it is a read,
+ * else onll_update(), into @r; return their error or the callback's r->err */
+static int
+obj_call(struct onll_thread *t, uint8_t code, uint64_t a, uint64_t b, struct obj_result *r)
 {
 	uint8_t op[OBJ_OP_MAX];
 	size_t len = obj_op_encode(op, code, a, b);
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	ret = onll_update(t, op, len, r, NULL);
+	if (obj_op_specs[code].read)
+		ret = onll_read(t, op, len, r);
+	else
+		ret = onll_update(t, op, len, r, NULL);
 	if (ret < 0)
 		return ret;
 	return r->err;
 }
 
-/* obj_read -- as obj_update() for a read op, through onll_read() */
+/* obj_found -- a wrapper's return for an op answering found: obj_call()'s
+ * error @ret, or 1 with the value found in *@value (NULL: not wanted), or 0 */
 static int
-obj_read(struct onll_thread *t, uint8_t code, uint64_t a, struct obj_result *r)
+obj_found(int ret, const struct obj_result *r, uint64_t *value)
 {
-	uint8_t op[OBJ_OP_MAX];
-	size_t len = obj_op_encode(op, code, a, 0);
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	ret = onll_read(t, op, len, r);
 	if (ret < 0)
 		return ret;
-	return r->err;
+	if (r->found && value != NULL)
+		*value = r->value;
+	return r->found ? 1 : 0;
+}
+
+/* obj_value -- a wrapper's return for an op answering a value: obj_call()'s
+ * error @ret, or 0 with the value in *@value (NULL: not wanted) */
+static int
+obj_value(int ret, const struct obj_result *r, uint64_t *value)
+{
+	if (ret < 0)
+		return ret;
+	if (value != NULL)
+		*value = r->value;
+	return 0;
 }
 
 /* obj_u64_get -- the native 64-bit word at byte @i of @buf */
@@ -219,71 +308,37 @@ obj_u64_put(uint8_t *buf, size_t i, uint64_t v)
  * without undefined behaviour, and two's complement makes that the signed
  * wrap objects.h promises. */
 
-/* counter_new -- a counter at 0 */
-static int
-counter_new(void *ctx, void **state)
+/* counter_alloc -- a counter at 0, or NULL */
+static void *
+counter_alloc(void)
 {
-	uint64_t *c = calloc(1, sizeof(*c));
-
-	(void)ctx;
-	if (c == NULL)
-		return -ENOMEM;
-	*state = c;
-	return 0;
+	return calloc(1, sizeof(uint64_t));
 }
 
-/* counter_free -- free a counter state */
+/* counter_update -- apply update op @o into @r */
 static void
-counter_free(void *ctx, void *state)
+counter_update(void *state, const struct obj_op *o, struct obj_result *r)
 {
-	(void)ctx;
-	free(state);
+	uint64_t *c = state;
+
+	if (o->code == OBJ_COUNTER_ADD) {
+		*c += o->arg[0];
+		r->value = *c;
+	} else {
+		r->err = -EINVAL;
+	}
 }
 
-/* counter_read -- answer read op @o into @r; -EINVAL in r->err otherwise */
+/* counter_read -- answer read op @o into @r */
 static void
-counter_read(const uint64_t *c, const struct obj_op *o, struct obj_result *r)
+counter_read(const void *state, const struct obj_op *o, struct obj_result *r)
 {
+	const uint64_t *c = state;
+
 	if (o->code == OBJ_COUNTER_GET)
 		r->value = *c;
 	else
 		r->err = -EINVAL;
-}
-
-/* counter_apply -- apply update @op (or answer a read op) */
-static int
-counter_apply(void *ctx, void *state, const void *op, size_t op_len, void *result)
-{
-	uint64_t *c = state;
-	struct obj_result r = { 0 };
-	struct obj_op o;
-
-	(void)ctx;
-	if (obj_op_decode(op, op_len, &o) != 0) {
-		r.err = -EINVAL;
-	} else if (o.code == OBJ_COUNTER_ADD) {
-		*c += o.arg[0];
-		r.value = *c;
-	} else {
-		counter_read(c, &o, &r);
-	}
-	obj_result_put(result, &r);
-	return 0;
-}
-
-/* counter_compute -- answer read op @op */
-static void
-counter_compute(void *ctx, const void *state, const void *op, size_t op_len, void *result)
-{
-	struct obj_result r = { 0 };
-	struct obj_op o;
-
-	(void)ctx;
-	if (obj_op_decode(op, op_len, &o) != 0)
-		r.err = -EINVAL;
-	else
-		counter_read(state, &o, &r);
-	obj_result_put(result, &r);
 }
 
 /* counter_snapshot_size -- always one word */
@@ -320,13 +375,20 @@ counter_snapshot_load(void *ctx, const void *buf, size_t len, void **state)
 	return 0;
 }
 
+static const struct obj_class counter_class = {
+	.alloc = counter_alloc,
+	.free = free,
+	.update = counter_update,
+	.read = counter_read,
+};
+
 static const struct onll_type counter_type = {
 	.name = "counter",
-	.ctx = NULL,
-	.state_new = counter_new,
-	.state_free = counter_free,
-	.apply = counter_apply,
-	.compute = counter_compute,
+	.ctx = (void *)&counter_class,
+	.state_new = obj_state_new,
+	.state_free = obj_state_free,
+	.apply = obj_apply,
+	.compute = obj_compute,
 	.snapshot_size = counter_snapshot_size,
 	.snapshot_save = counter_snapshot_save,
 	.snapshot_load = counter_snapshot_load,
@@ -338,30 +400,24 @@ onll_counter_type(void)
 	return &counter_type;
 }
 
+/* The counter's wrappers pass their int64_t * as the uint64_t * of
+ * obj_value(): a signed type may alias its unsigned one (C11 6.5p7). */
+
 int
 onll_counter_add(struct onll_thread *t, int64_t delta, int64_t *value)
 {
 	struct obj_result r;
-	int ret = obj_update(t, OBJ_COUNTER_ADD, (uint64_t)delta, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	if (value != NULL)
-		*value = (int64_t)r.value;
-	return 0;
+	return obj_value(obj_call(t, OBJ_COUNTER_ADD, (uint64_t)delta, 0, &r), &r,
+		(uint64_t *)value);
 }
 
 int
 onll_counter_get(struct onll_thread *t, int64_t *value)
 {
 	struct obj_result r;
-	int ret = obj_read(t, OBJ_COUNTER_GET, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	if (value != NULL)
-		*value = (int64_t)r.value;
-	return 0;
+	return obj_value(obj_call(t, OBJ_COUNTER_GET, 0, 0, &r), &r, (uint64_t *)value);
 }
 
 /* ---- queue ---- */
@@ -423,36 +479,75 @@ queue_alloc(size_t cap)
 	return q;
 }
 
-/* queue_new -- an empty queue */
-static int
-queue_new(void *ctx, void **state)
+/* queue_empty -- an empty queue, or NULL */
+static void *
+queue_empty(void)
 {
-	struct obj_queue *q = queue_alloc(QUEUE_MIN_CAP);
-
-	(void)ctx;
-	if (q == NULL)
-		return -ENOMEM;
-	*state = q;
-	return 0;
+	return queue_alloc(QUEUE_MIN_CAP);
 }
 
 /* queue_free -- free a queue state (NULL accepted) */
 static void
-queue_free(void *ctx, void *state)
+queue_free(void *state)
 {
 	struct obj_queue *q = state;
 
-	(void)ctx;
 	if (q == NULL)
 		return;
 	free(q->buf);
 	free(q);
 }
 
-/* queue_read -- answer read op @o into @r; -EINVAL in r->err otherwise */
+/* queue_enqueue -- append @value, or -ENOMEM in @r */
 static void
-queue_read(const struct obj_queue *q, const struct obj_op *o, struct obj_result *r)
+queue_enqueue(struct obj_queue *q, uint64_t value, struct obj_result *r)
 {
+	if (q->count == q->cap &&
+	    (q->cap > SIZE_MAX / 2 || queue_resize(q, 2 * q->cap) != 0)) {
+		r->err = -ENOMEM;
+		return;
+	}
+	q->buf[(q->head + q->count) & (q->cap - 1)] = value;
+	q->count++;
+}
+
+/* queue_dequeue -- remove the front value into @r (found: there was one) */
+static void
+queue_dequeue(struct obj_queue *q, struct obj_result *r)
+{
+	if (q->count == 0)
+		return;
+	r->found = 1;
+	r->value = q->buf[q->head];
+	q->head = (q->head + 1) & (q->cap - 1);
+	q->count--;
+	/* Best effort: a failed shrink changes nothing visible. */
+	if (q->cap > QUEUE_MIN_CAP && q->count <= q->cap / 8)
+		(void)queue_resize(q, q->cap / 2);
+}
+
+/* queue_update -- apply update op @o into @r */
+static void
+queue_update(void *state, const struct obj_op *o, struct obj_result *r)
+{
+	switch (o->code) {
+	case OBJ_QUEUE_ENQUEUE:
+		queue_enqueue(state, o->arg[0], r);
+		break;
+	case OBJ_QUEUE_DEQUEUE:
+		queue_dequeue(state, r);
+		break;
+	default:
+		r->err = -EINVAL;
+	}
+}
+
+/* queue_read -- answer read op @o into @r */
+static void
+queue_read(const void *state, const struct obj_op *o, struct obj_result *r)
+{
+	const struct obj_queue *q = state;
+
 	switch (o->code) {
 	case OBJ_QUEUE_FRONT:
 		if (q->count > 0) {
@@ -466,57 +561,6 @@ queue_read(const struct obj_queue *q, const struct obj_op *o, struct obj_result 
 	default:
 		r->err = -EINVAL;
 	}
-}
-
-/* queue_apply -- apply update @op (or answer a read op) */
-static int
-queue_apply(void *ctx, void *state, const void *op, size_t op_len, void *result)
-{
-	struct obj_queue *q = state;
-	struct obj_result r = { 0 };
-	struct obj_op o;
-
-	(void)ctx;
-	if (obj_op_decode(op, op_len, &o) != 0) {
-		r.err = -EINVAL;
-	} else if (o.code == OBJ_QUEUE_ENQUEUE) {
-		if (q->count == q->cap &&
-		    (q->cap > SIZE_MAX / 2 || queue_resize(q, 2 * q->cap) != 0)) {
-			r.err = -ENOMEM;
-		} else {
-			q->buf[(q->head + q->count) & (q->cap - 1)] = o.arg[0];
-			q->count++;
-		}
-	} else if (o.code == OBJ_QUEUE_DEQUEUE) {
-		if (q->count > 0) {
-			r.found = 1;
-			r.value = q->buf[q->head];
-			q->head = (q->head + 1) & (q->cap - 1);
-			q->count--;
-			/* Best effort: a failed shrink changes nothing visible. */
-			if (q->cap > QUEUE_MIN_CAP && q->count <= q->cap / 8)
-				(void)queue_resize(q, q->cap / 2);
-		}
-	} else {
-		queue_read(q, &o, &r);
-	}
-	obj_result_put(result, &r);
-	return r.err == -ENOMEM ? -ENOMEM : 0;
-}
-
-/* queue_compute -- answer read op @op */
-static void
-queue_compute(void *ctx, const void *state, const void *op, size_t op_len, void *result)
-{
-	struct obj_result r = { 0 };
-	struct obj_op o;
-
-	(void)ctx;
-	if (obj_op_decode(op, op_len, &o) != 0)
-		r.err = -EINVAL;
-	else
-		queue_read(state, &o, &r);
-	obj_result_put(result, &r);
 }
 
 /* queue_snapshot_size -- the count and every value */
@@ -572,13 +616,20 @@ queue_snapshot_load(void *ctx, const void *buf, size_t len, void **state)
 	return 0;
 }
 
+static const struct obj_class queue_class = {
+	.alloc = queue_empty,
+	.free = queue_free,
+	.update = queue_update,
+	.read = queue_read,
+};
+
 static const struct onll_type queue_type = {
 	.name = "queue",
-	.ctx = NULL,
-	.state_new = queue_new,
-	.state_free = queue_free,
-	.apply = queue_apply,
-	.compute = queue_compute,
+	.ctx = (void *)&queue_class,
+	.state_new = obj_state_new,
+	.state_free = obj_state_free,
+	.apply = obj_apply,
+	.compute = obj_compute,
 	.snapshot_size = queue_snapshot_size,
 	.snapshot_save = queue_snapshot_save,
 	.snapshot_load = queue_snapshot_load,
@@ -595,46 +646,31 @@ onll_queue_enqueue(struct onll_thread *t, uint64_t value)
 {
 	struct obj_result r;
 
-	return obj_update(t, OBJ_QUEUE_ENQUEUE, value, 0, &r);
+	return obj_call(t, OBJ_QUEUE_ENQUEUE, value, 0, &r);
 }
 
 int
 onll_queue_dequeue(struct onll_thread *t, uint64_t *value)
 {
 	struct obj_result r;
-	int ret = obj_update(t, OBJ_QUEUE_DEQUEUE, 0, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	if (r.found && value != NULL)
-		*value = r.value;
-	return r.found ? 1 : 0;
+	return obj_found(obj_call(t, OBJ_QUEUE_DEQUEUE, 0, 0, &r), &r, value);
 }
 
 int
 onll_queue_front(struct onll_thread *t, uint64_t *value)
 {
 	struct obj_result r;
-	int ret = obj_read(t, OBJ_QUEUE_FRONT, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	if (r.found && value != NULL)
-		*value = r.value;
-	return r.found ? 1 : 0;
+	return obj_found(obj_call(t, OBJ_QUEUE_FRONT, 0, 0, &r), &r, value);
 }
 
 int
 onll_queue_size(struct onll_thread *t, uint64_t *size)
 {
 	struct obj_result r;
-	int ret = obj_read(t, OBJ_QUEUE_SIZE, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	if (size != NULL)
-		*size = r.value;
-	return 0;
+	return obj_value(obj_call(t, OBJ_QUEUE_SIZE, 0, 0, &r), &r, size);
 }
 
 /* ---- map ---- */
@@ -808,36 +844,30 @@ map_alloc(size_t cap)
 	return m;
 }
 
-/* map_new -- an empty map */
-static int
-map_new(void *ctx, void **state)
+/* map_empty -- an empty map, or NULL */
+static void *
+map_empty(void)
 {
-	struct obj_map *m = map_alloc(MAP_MIN_CAP);
-
-	(void)ctx;
-	if (m == NULL)
-		return -ENOMEM;
-	*state = m;
-	return 0;
+	return map_alloc(MAP_MIN_CAP);
 }
 
 /* map_free -- free a map state (NULL accepted) */
 static void
-map_free(void *ctx, void *state)
+map_free(void *state)
 {
 	struct obj_map *m = state;
 
-	(void)ctx;
 	if (m == NULL)
 		return;
 	free(m->slots);
 	free(m);
 }
 
-/* map_read -- answer read op @o into @r; -EINVAL in r->err otherwise */
+/* map_read -- answer read op @o into @r */
 static void
-map_read(const struct obj_map *m, const struct obj_op *o, struct obj_result *r)
+map_read(const void *state, const struct obj_op *o, struct obj_result *r)
 {
+	const struct obj_map *m = state;
 	size_t i;
 
 	switch (o->code) {
@@ -891,40 +921,20 @@ map_remove(struct obj_map *m, uint64_t key, struct obj_result *r)
 		(void)map_rehash(m, m->cap / 2);
 }
 
-/* map_apply -- apply update @op (or answer a read op) */
-static int
-map_apply(void *ctx, void *state, const void *op, size_t op_len, void *result)
-{
-	struct obj_map *m = state;
-	struct obj_result r = { 0 };
-	struct obj_op o;
-
-	(void)ctx;
-	if (obj_op_decode(op, op_len, &o) != 0)
-		r.err = -EINVAL;
-	else if (o.code == OBJ_MAP_PUT)
-		map_put(m, o.arg[0], o.arg[1], &r);
-	else if (o.code == OBJ_MAP_REMOVE)
-		map_remove(m, o.arg[0], &r);
-	else
-		map_read(m, &o, &r);
-	obj_result_put(result, &r);
-	return r.err == -ENOMEM ? -ENOMEM : 0;
-}
-
-/* map_compute -- answer read op @op */
+/* map_update -- apply update op @o into @r */
 static void
-map_compute(void *ctx, const void *state, const void *op, size_t op_len, void *result)
+map_update(void *state, const struct obj_op *o, struct obj_result *r)
 {
-	struct obj_result r = { 0 };
-	struct obj_op o;
-
-	(void)ctx;
-	if (obj_op_decode(op, op_len, &o) != 0)
-		r.err = -EINVAL;
-	else
-		map_read(state, &o, &r);
-	obj_result_put(result, &r);
+	switch (o->code) {
+	case OBJ_MAP_PUT:
+		map_put(state, o->arg[0], o->arg[1], r);
+		break;
+	case OBJ_MAP_REMOVE:
+		map_remove(state, o->arg[0], r);
+		break;
+	default:
+		r->err = -EINVAL;
+	}
 }
 
 /* Bytes of one (key, value) pair in a snapshot. */
@@ -1018,13 +1028,20 @@ map_snapshot_load(void *ctx, const void *buf, size_t len, void **state)
 	return 0;
 }
 
+static const struct obj_class map_class = {
+	.alloc = map_empty,
+	.free = map_free,
+	.update = map_update,
+	.read = map_read,
+};
+
 static const struct onll_type map_type = {
 	.name = "map",
-	.ctx = NULL,
-	.state_new = map_new,
-	.state_free = map_free,
-	.apply = map_apply,
-	.compute = map_compute,
+	.ctx = (void *)&map_class,
+	.state_new = obj_state_new,
+	.state_free = obj_state_free,
+	.apply = obj_apply,
+	.compute = obj_compute,
 	.snapshot_size = map_snapshot_size,
 	.snapshot_save = map_snapshot_save,
 	.snapshot_load = map_snapshot_load,
@@ -1040,46 +1057,30 @@ int
 onll_map_put(struct onll_thread *t, uint64_t key, uint64_t value)
 {
 	struct obj_result r;
-	int ret = obj_update(t, OBJ_MAP_PUT, key, value, &r);
 
-	if (ret < 0)
-		return ret;
-	return r.found ? 1 : 0;
+	return obj_found(obj_call(t, OBJ_MAP_PUT, key, value, &r), &r, NULL);
 }
 
 int
 onll_map_remove(struct onll_thread *t, uint64_t key)
 {
 	struct obj_result r;
-	int ret = obj_update(t, OBJ_MAP_REMOVE, key, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	return r.found ? 1 : 0;
+	return obj_found(obj_call(t, OBJ_MAP_REMOVE, key, 0, &r), &r, NULL);
 }
 
 int
 onll_map_get(struct onll_thread *t, uint64_t key, uint64_t *value)
 {
 	struct obj_result r;
-	int ret = obj_read(t, OBJ_MAP_GET, key, &r);
 
-	if (ret < 0)
-		return ret;
-	if (r.found && value != NULL)
-		*value = r.value;
-	return r.found ? 1 : 0;
+	return obj_found(obj_call(t, OBJ_MAP_GET, key, 0, &r), &r, value);
 }
 
 int
 onll_map_size(struct onll_thread *t, uint64_t *size)
 {
 	struct obj_result r;
-	int ret = obj_read(t, OBJ_MAP_SIZE, 0, &r);
 
-	if (ret < 0)
-		return ret;
-	if (size != NULL)
-		*size = r.value;
-	return 0;
+	return obj_value(obj_call(t, OBJ_MAP_SIZE, 0, 0, &r), &r, size);
 }

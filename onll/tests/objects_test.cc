@@ -189,7 +189,7 @@ TEST(ObjectTypes, NamesAndCtx)
 	EXPECT_STREQ(onll_queue_type()->name, "queue");
 	EXPECT_STREQ(onll_map_type()->name, "map");
 	for (const onll_type *ty : { onll_counter_type(), onll_queue_type(), onll_map_type() }) {
-		EXPECT_EQ(ty->ctx, nullptr);
+		EXPECT_NE(ty->ctx, nullptr);
 		EXPECT_NE(ty->state_new, nullptr);
 		EXPECT_NE(ty->state_free, nullptr);
 		EXPECT_NE(ty->apply, nullptr);
@@ -732,7 +732,8 @@ TEST(ObjectTypes, MalformedOpsLeaveStateUnchanged)
 // buffer (replay).
 TEST(ObjectTypes, UnalignedBuffersAndReplay)
 {
-	State m(onll_map_type()), replay(onll_map_type());
+	const onll_type *ty = onll_map_type();
+	State m(ty), replay(ty);
 	alignas(16) uint8_t opbuf[64];
 	alignas(16) uint8_t resbuf[64];
 	for (uint64_t k = 0; k < 100; k++) {
@@ -740,19 +741,18 @@ TEST(ObjectTypes, UnalignedBuffersAndReplay)
 		std::memcpy(opbuf + 3, op.data(), op.size());
 		std::memset(resbuf, 0x5a, sizeof(resbuf));
 		ASSERT_NE(m.raw(), nullptr);
-		const onll_type *ty = onll_map_type();
-		ASSERT_EQ(ty->apply(nullptr, m.raw(), opbuf + 3, op.size(), resbuf + 5), 0);
+		ASSERT_EQ(ty->apply(ty->ctx, m.raw(), opbuf + 3, op.size(), resbuf + 5), 0);
 		Result r;
 		std::memcpy(&r, resbuf + 5, sizeof(r));
 		ASSERT_EQ(r.err, 0);
 		ASSERT_EQ(r.found, 0u);
 		ASSERT_EQ(resbuf[4], 0x5a); // nothing written outside the result
 		ASSERT_EQ(resbuf[5 + sizeof(Result)], 0x5a);
-		ASSERT_EQ(ty->apply(nullptr, replay.raw(), op.data(), op.size(), nullptr), 0);
+		ASSERT_EQ(ty->apply(ty->ctx, replay.raw(), op.data(), op.size(), nullptr), 0);
 	}
 	Bytes get = Op(kMapGet, 42);
 	std::memcpy(opbuf + 1, get.data(), get.size());
-	onll_map_type()->compute(nullptr, m.raw(), opbuf + 1, get.size(), resbuf + 7);
+	ty->compute(ty->ctx, m.raw(), opbuf + 1, get.size(), resbuf + 7);
 	Result r;
 	std::memcpy(&r, resbuf + 7, sizeof(r));
 	EXPECT_EQ(r.found, 1u);
@@ -762,11 +762,11 @@ TEST(ObjectTypes, UnalignedBuffersAndReplay)
 	// Snapshots saved to and loaded from odd addresses.
 	Bytes snap = m.Snapshot();
 	std::vector<uint8_t> odd(snap.size() + 1);
-	onll_map_type()->snapshot_save(nullptr, m.raw(), odd.data() + 1);
+	ty->snapshot_save(ty->ctx, m.raw(), odd.data() + 1);
 	EXPECT_EQ(std::memcmp(odd.data() + 1, snap.data(), snap.size()), 0);
 	void *st = nullptr;
-	ASSERT_EQ(onll_map_type()->snapshot_load(nullptr, odd.data() + 1, snap.size(), &st), 0);
-	onll_map_type()->state_free(nullptr, st);
+	ASSERT_EQ(ty->snapshot_load(ty->ctx, odd.data() + 1, snap.size(), &st), 0);
+	ty->state_free(ty->ctx, st);
 }
 
 // ---------------------------------------------------------------------------
@@ -839,6 +839,16 @@ struct OnllEnv {
 		return onll_thread_register(o, &t);
 	}
 
+	// Reopens after a run of @updates updates that left snapshot @snap:
+	// recovery replays every one of them and gives the same bytes.
+	void ExpectSurvivesReopen(const Bytes &snap, uint64_t updates)
+	{
+		EXPECT_EQ(Snapshot(), snap);
+		ASSERT_EQ(Reopen(), 0);
+		EXPECT_EQ(onll_recovered_index(o), updates);
+		EXPECT_EQ(Snapshot(), snap);
+	}
+
 	// The snapshot of the newest state, through onll_query().
 	Bytes Snapshot()
 	{
@@ -897,9 +907,7 @@ TEST(ObjectsOnOnll, CounterSurvivesReopen)
 		}
 	}
 	EXPECT_EQ(onll_recovered_index(env.o), 0u);
-	EXPECT_EQ(env.Snapshot(), CounterSnap(ref));
-	ASSERT_EQ(env.Reopen(), 0);
-	EXPECT_EQ(onll_recovered_index(env.o), n);
+	ASSERT_NO_FATAL_FAILURE(env.ExpectSurvivesReopen(CounterSnap(ref), n));
 	ASSERT_EQ(onll_counter_get(env.t, &v), 0);
 	EXPECT_EQ(static_cast<uint64_t>(v), ref);
 	// Later updates follow the recovered history.
@@ -951,10 +959,7 @@ TEST(ObjectsOnOnll, QueueSurvivesReopen)
 			ASSERT_EQ(size, ref.size());
 		}
 	}
-	EXPECT_EQ(env.Snapshot(), QueueSnap(ref));
-	ASSERT_EQ(env.Reopen(), 0);
-	EXPECT_EQ(onll_recovered_index(env.o), updates);
-	EXPECT_EQ(env.Snapshot(), QueueSnap(ref));
+	ASSERT_NO_FATAL_FAILURE(env.ExpectSurvivesReopen(QueueSnap(ref), updates));
 	ASSERT_EQ(onll_queue_size(env.t, &size), 0);
 	EXPECT_EQ(size, ref.size());
 	while (!ref.empty()) {
@@ -1001,10 +1006,7 @@ TEST(ObjectsOnOnll, MapSurvivesReopen)
 			ASSERT_EQ(size, ref.size());
 		}
 	}
-	EXPECT_EQ(env.Snapshot(), MapSnap(ref));
-	ASSERT_EQ(env.Reopen(), 0);
-	EXPECT_EQ(onll_recovered_index(env.o), updates);
-	EXPECT_EQ(env.Snapshot(), MapSnap(ref));
+	ASSERT_NO_FATAL_FAILURE(env.ExpectSurvivesReopen(MapSnap(ref), updates));
 	ASSERT_EQ(onll_map_size(env.t, &size), 0);
 	EXPECT_EQ(size, ref.size());
 	for (const auto &kv : ref) {

@@ -471,6 +471,19 @@ INSTANTIATE_TEST_SUITE_P(Configs, OnllLin, ::testing::ValuesIn(Variants()), Vari
 
 // The checks above can fail: real histories with one output corrupted are
 // reported, each with the corrupted op in the explanation.
+
+// @h, a real history with the output of op @bad corrupted, fails against
+// @model, and the explanation names @bad.
+template <class Model>
+void ExpectCaught(const Model &model, const std::vector<lincheck::Operation<typename Model::Op>> &h,
+	const typename Model::Op &bad)
+{
+	lincheck::Result r = lincheck::check(model, h);
+	EXPECT_FALSE(r.ok);
+	EXPECT_FALSE(r.timed_out_or_limit) << r.explanation;
+	EXPECT_NE(r.explanation.find(model.describe(bad)), std::string::npos) << r.explanation;
+}
+
 TEST(OnllLinCorrupted, CounterTwoAddsReturningTheSameValueFail)
 {
 	onll_config c = Variants()[1].cfg;
@@ -493,11 +506,7 @@ TEST(OnllLinCorrupted, CounterTwoAddsReturningTheSameValueFail)
 	}
 	ASSERT_LT(first, last);
 	history[last].op.value = history[first].op.value;
-	r = lincheck::check(CounterModel(), history);
-	EXPECT_FALSE(r.ok);
-	EXPECT_FALSE(r.timed_out_or_limit) << r.explanation;
-	EXPECT_NE(r.explanation.find(CounterModel().describe(history[last].op)), std::string::npos)
-		<< r.explanation;
+	ExpectCaught(CounterModel(), history, history[last].op);
 }
 
 TEST(OnllLinCorrupted, QueueDequeueOfValueNeverEnqueuedFails)
@@ -519,10 +528,7 @@ TEST(OnllLinCorrupted, QueueDequeueOfValueNeverEnqueuedFails)
 	// is what a failing check costs (seconds for the middle of a round).
 	QueueOp &op = history[found[std::min<size_t>(found.size() - 1, 10)]].op;
 	op.value = 12345;  // Unique() values are >= 2^32
-	r = lincheck::check(QueueModel(), history);
-	EXPECT_FALSE(r.ok);
-	EXPECT_FALSE(r.timed_out_or_limit) << r.explanation;
-	EXPECT_NE(r.explanation.find("dequeue() -> 12345"), std::string::npos) << r.explanation;
+	ExpectCaught(QueueModel(), history, op);
 }
 
 TEST(OnllLinCorrupted, MapGetOfValueNeverPutFails)
@@ -543,11 +549,7 @@ TEST(OnllLinCorrupted, MapGetOfValueNeverPutFails)
 	ASSERT_FALSE(hits.empty());
 	MapOp &op = history[hits[hits.size() / 2]].op;
 	op.value = 12345;  // Unique() values are >= 2^32
-	r = lincheck::check(MapModel(), history);
-	EXPECT_FALSE(r.ok);
-	EXPECT_FALSE(r.timed_out_or_limit) << r.explanation;
-	EXPECT_NE(r.explanation.find("get(" + std::to_string(op.key) + ") -> 12345"), std::string::npos)
-		<< r.explanation;
+	ExpectCaught(MapModel(), history, op);
 }
 
 } // namespace

@@ -35,6 +35,29 @@ onll_stats Total(const onll *o)
 	return s;
 }
 
+// The persistence costs this thread incurs running @body.
+template <class Body>
+pm_cost CostOf(Body body)
+{
+	pm_cost before, after, d;
+	pm_cost_read_thread(&before);
+	body();
+	pm_cost_read_thread(&after);
+	pm_cost_diff(&after, &before, &d);
+	return d;
+}
+
+// A counter named @name with config @c in @e, thread *@t registered on it,
+// and @adds adds of @delta through it. Call under ASSERT_NO_FATAL_FAILURE.
+void CounterAfterAdds(Env *e, const char *name, const onll_config &c, onll_thread **t, int adds,
+	int64_t delta)
+{
+	ASSERT_EQ(e->Create(name, c, onll_counter_type()), 0);
+	ASSERT_EQ(onll_thread_register(e->o, t), 0);
+	for (int i = 0; i < adds; i++)
+		ASSERT_EQ(onll_counter_add(*t, delta, nullptr), 0);
+}
+
 TEST(OnllConfig, DefaultsAndBounds)
 {
 	onll_config c;
@@ -105,21 +128,14 @@ TEST(OnllCost, OneFencePerUpdateNonePerRead)
 	onll_thread *t = nullptr;
 	ASSERT_EQ(onll_thread_register(e.o, &t), 0);
 	for (uint64_t i = 0; i < 200; i++) {
-		pm_cost before, after, d;
-		pm_cost_read_thread(&before);
-		ASSERT_GE(onll_map_put(t, i % 37, i), 0);
-		pm_cost_read_thread(&after);
-		pm_cost_diff(&after, &before, &d);
+		pm_cost d = CostOf([&] { EXPECT_GE(onll_map_put(t, i % 37, i), 0); });
 		ASSERT_EQ(d.n[PM_COST_FENCE], 1u) << "update " << i;
 		ASSERT_GE(d.n[PM_COST_FLUSH], 1u);
 		ASSERT_EQ(d.n[PM_COST_CAS], 0u); // the trace CAS is volatile
 
-		pm_cost_read_thread(&before);
 		uint64_t v = 0;
-		ASSERT_EQ(onll_map_get(t, i % 37, &v), 1);
+		d = CostOf([&] { EXPECT_EQ(onll_map_get(t, i % 37, &v), 1); });
 		ASSERT_EQ(v, i);
-		pm_cost_read_thread(&after);
-		pm_cost_diff(&after, &before, &d);
 		ASSERT_EQ(d.n[PM_COST_FENCE], 0u);
 		ASSERT_EQ(d.n[PM_COST_FLUSH], 0u);
 	}
@@ -151,15 +167,13 @@ TEST(OnllCost, ContendedFencesEqualUpdates)
 				ok = false;
 				return;
 			}
-			pm_cost before, after, d;
-			pm_cost_read_thread(&before);
-			for (unsigned k = 0; k < kOps; k++) {
-				int64_t v;
-				if (onll_counter_add(t, 1, &v) != 0)
-					ok = false;
-			}
-			pm_cost_read_thread(&after);
-			pm_cost_diff(&after, &before, &d);
+			pm_cost d = CostOf([&] {
+				for (unsigned k = 0; k < kOps; k++) {
+					int64_t v;
+					if (onll_counter_add(t, 1, &v) != 0)
+						ok = false;
+				}
+			});
 			onll_stats s;
 			onll_thread_stats(t, &s);
 			if (d.n[PM_COST_FENCE] != s.updates + s.checkpoint_fences || s.updates != kOps)
@@ -175,17 +189,15 @@ TEST(OnllCost, ContendedFencesEqualUpdates)
 			ok = false;
 			return;
 		}
-		pm_cost before, after, d;
-		pm_cost_read_thread(&before);
-		int64_t last = 0;
-		for (unsigned k = 0; k < kOps; k++) {
-			int64_t v;
-			if (onll_counter_get(t, &v) != 0 || v < last)
-				ok = false;
-			last = v;
-		}
-		pm_cost_read_thread(&after);
-		pm_cost_diff(&after, &before, &d);
+		pm_cost d = CostOf([&] {
+			int64_t last = 0;
+			for (unsigned k = 0; k < kOps; k++) {
+				int64_t v;
+				if (onll_counter_get(t, &v) != 0 || v < last)
+					ok = false;
+				last = v;
+			}
+		});
 		if (d.n[PM_COST_FENCE] != 0 || d.n[PM_COST_FLUSH] != 0)
 			ok = false;
 		onll_thread_unregister(&t);
@@ -245,11 +257,8 @@ TEST(OnllRecovery, StateSurvivesReopen)
 TEST(OnllRecovery, DamagedAreas)
 {
 	Env e;
-	ASSERT_EQ(e.Create("damaged", SmallConfig(), onll_counter_type()), 0);
 	onll_thread *t = nullptr;
-	ASSERT_EQ(onll_thread_register(e.o, &t), 0);
-	for (int i = 0; i < 10; i++)
-		ASSERT_EQ(onll_counter_add(t, 5, nullptr), 0);
+	ASSERT_NO_FATAL_FAILURE(CounterAfterAdds(&e, "damaged", SmallConfig(), &t, 10, 5));
 	ASSERT_EQ(onll_thread_unregister(&t), 0);
 	ASSERT_EQ(onll_close(&e.o), 0);
 	unsigned char *a = e.Area();
@@ -455,11 +464,8 @@ TEST(OnllMemory, IdleThreadDoesNotPin)
 TEST(OnllMemory, SingleThreadExactBound)
 {
 	Env e;
-	ASSERT_EQ(e.Create("bounded1", SmallConfig(1, 8), onll_counter_type()), 0);
 	onll_thread *t = nullptr;
-	ASSERT_EQ(onll_thread_register(e.o, &t), 0);
-	for (int i = 0; i < 10000; i++)
-		ASSERT_EQ(onll_counter_add(t, 1, nullptr), 0);
+	ASSERT_NO_FATAL_FAILURE(CounterAfterAdds(&e, "bounded1", SmallConfig(1, 8), &t, 10000, 1));
 	onll_stats s = Total(e.o);
 	EXPECT_LE(s.log_entries_used, 4u);
 	EXPECT_LE(s.trace_nodes, 8u);
@@ -470,16 +476,9 @@ TEST(OnllMemory, SingleThreadExactBound)
 TEST(OnllCheckpoint, ExplicitCheckpointShortensRecovery)
 {
 	Env e;
-	ASSERT_EQ(e.Create("explicit", SmallConfig(2, 64), onll_counter_type()), 0);
 	onll_thread *t = nullptr;
-	ASSERT_EQ(onll_thread_register(e.o, &t), 0);
-	for (int i = 0; i < 20; i++)
-		ASSERT_EQ(onll_counter_add(t, 2, nullptr), 0);
-	pm_cost before, after, d;
-	pm_cost_read_thread(&before);
-	ASSERT_EQ(onll_checkpoint(t), 0);
-	pm_cost_read_thread(&after);
-	pm_cost_diff(&after, &before, &d);
+	ASSERT_NO_FATAL_FAILURE(CounterAfterAdds(&e, "explicit", SmallConfig(2, 64), &t, 20, 2));
+	pm_cost d = CostOf([&] { EXPECT_EQ(onll_checkpoint(t), 0); });
 	EXPECT_EQ(d.n[PM_COST_FENCE], 1u);
 	EXPECT_EQ(Total(e.o).log_entries_used, 20u); // collected lazily by the next update
 	ASSERT_EQ(onll_counter_add(t, 2, nullptr), 0);
@@ -488,11 +487,10 @@ TEST(OnllCheckpoint, ExplicitCheckpointShortensRecovery)
 	onll_thread_stats(t, &s);
 	EXPECT_EQ(s.checkpoint_fences, 1u);
 	// Nothing new: no fence.
-	pm_cost_read_thread(&before);
-	ASSERT_EQ(onll_checkpoint(t), 0);
-	ASSERT_EQ(onll_checkpoint(t), 0);
-	pm_cost_read_thread(&after);
-	pm_cost_diff(&after, &before, &d);
+	d = CostOf([&] {
+		EXPECT_EQ(onll_checkpoint(t), 0);
+		EXPECT_EQ(onll_checkpoint(t), 0);
+	});
 	EXPECT_EQ(d.n[PM_COST_FENCE], 1u);
 	ASSERT_EQ(onll_thread_unregister(&t), 0);
 	ASSERT_EQ(e.Reopen(), 0);

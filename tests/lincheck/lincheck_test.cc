@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <random>
 
 #include "tests/lincheck/lincheck.h"
+#include "tests/lincheck/lincheck_test_util.h"
 #include "tests/lincheck/models.h"
 
 namespace {
@@ -19,66 +19,26 @@ using lincheck::SetModel;
 using lincheck::SetOp;
 using lincheck::WordArrayModel;
 using lincheck::WordOp;
+using lincheck_test::At;
+using lincheck_test::BruteForce;
+using lincheck_test::Spread;
 
 using WordHistory = std::vector<Operation<WordOp>>;
 using SetHistory = std::vector<Operation<SetOp>>;
-
-template <class Op>
-Operation<Op> At(Op op, uint64_t call, uint64_t ret, int thread = 0)
-{
-	return Operation<Op>{std::move(op), call, ret, thread};
-}
 
 WordArrayModel Zeros(size_t n)
 {
 	return WordArrayModel(std::vector<uint64_t>(n, 0));
 }
 
-// Every order of the ops that respects real time, tried one by one: the
-// definition of linearizability, with no cleverness to get wrong.
-template <class Model>
-bool BruteForce(const Model &model, const std::vector<Operation<typename Model::Op>> &h)
-{
-	std::vector<char> done(h.size(), 0);
-	std::function<bool(const typename Model::State &)> dfs = [&](const typename Model::State &s) {
-		bool finished = true;
-		for (size_t i = 0; i < h.size(); i++)
-			finished = finished && (done[i] || h[i].ret == kPending);
-		if (finished)
-			return true;
-		for (size_t i = 0; i < h.size(); i++) {
-			if (done[i])
-				continue;
-			bool first = true;  // nothing left returned before i was invoked
-			for (size_t j = 0; j < h.size(); j++)
-				first = first && (done[j] || j == i || h[j].ret >= h[i].call);
-			typename Model::State next;
-			if (!first || !model.step(s, h[i].op, &next))
-				continue;
-			done[i] = 1;
-			if (dfs(next))
-				return true;
-			done[i] = 0;
-		}
-		return false;
-	};
-	return dfs(model.init());
-}
-
-// Op k of a random sequential run is linearized at 10k + 5; its interval
-// reaches up to 10 * spread either side, so neighbours overlap. @pending ops
-// never return and lose their output, and @pending more "ghost" ops are
-// invoked and never take effect. The result is linearizable by construction.
-// (Every pending op stays a candidate to the end, doubling the states a
-// failing search must rule out; real histories have at most one per thread.)
+// A random sequential run of @ops ops spread out in time (see Spread()),
+// all returned; then @pending of them never return and lose their output,
+// and @pending more "ghost" ops are invoked and never take effect. The
+// result is linearizable by construction.
 WordHistory RandomWords(std::mt19937_64 &rng, size_t ops, size_t words, uint64_t spread, size_t pending)
 {
 	std::vector<uint64_t> mem(words, 0);
 	WordHistory h;
-	auto interval = [&](uint64_t p, uint64_t *call, uint64_t *ret) {
-		*call = p - std::min<uint64_t>(p, rng() % (10 * spread + 1));
-		*ret = p + rng() % (10 * spread + 1);
-	};
 	auto random_mcas = [&](bool match) {
 		std::vector<lincheck::McasEntry> e;
 		for (size_t i = 0, n = 1 + rng() % 3; i < n && i < words; i++) {
@@ -111,9 +71,7 @@ WordHistory RandomWords(std::mt19937_64 &rng, size_t ops, size_t words, uint64_t
 			op = WordOp::mcas(e, ok);
 		}
 		}
-		uint64_t call, ret;
-		interval(10 * k + 5, &call, &ret);
-		h.push_back(At(op, call, ret, static_cast<int>(k % 4)));
+		Spread(rng, &h, op, k, spread, true);
 	}
 	for (size_t k = 0; k < pending && k < ops; k++) {
 		size_t i = rng() % ops;  // perhaps the same op twice: fewer pending
@@ -149,14 +107,7 @@ SetHistory RandomSet(std::mt19937_64 &rng, size_t ops, uint64_t keys, uint64_t s
 		default:
 			op = SetOp::contains(key, in[key]);
 		}
-		uint64_t p = 10 * k + 5;
-		uint64_t call = p - std::min<uint64_t>(p, rng() % (10 * spread + 1));
-		uint64_t ret = p + rng() % (10 * spread + 1);
-		if (rng() % 10 == 0) {
-			op.returned = false;
-			ret = kPending;
-		}
-		h.push_back(At(op, call, ret, static_cast<int>(k % 4)));
+		Spread(rng, &h, op, k, spread);
 	}
 	return h;
 }

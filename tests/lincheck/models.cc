@@ -33,17 +33,35 @@ std::string list(const std::vector<uint64_t> &w)
 	return out;
 }
 
+/* output -- " -> @text", or " -> ?" when not returned */
+std::string output(bool returned, const std::string &text)
+{
+	return " -> " + (returned ? text : "?");
+}
+
 std::string result(bool returned, bool r)
 {
-	return returned ? (r ? " -> true" : " -> false") : " -> ?";
+	return output(returned, r ? "true" : "false");
 }
 
 /* " -> v", " -> empty" (or @none), or " -> ?" when not returned. */
 std::string found_value(bool returned, bool found, uint64_t v, const char *none)
 {
-	if (!returned)
-		return " -> ?";
-	return found ? " -> " + std::to_string(v) : std::string(" -> ") + none;
+	return output(returned, found ? std::to_string(v) : none);
+}
+
+/* partition_by_key -- the indices of @history's ops grouped by op.key, in
+ * key order: the partition() of models whose ops on different keys commute */
+template <class Op>
+std::vector<std::vector<size_t>> partition_by_key(const std::vector<Operation<Op>> &history)
+{
+	std::map<uint64_t, std::vector<size_t>> by_key;
+	for (size_t i = 0; i < history.size(); i++)
+		by_key[history[i].op.key].push_back(i);
+	std::vector<std::vector<size_t>> parts;
+	for (auto &kv : by_key)
+		parts.push_back(std::move(kv.second));
+	return parts;
 }
 
 }  // namespace
@@ -90,8 +108,8 @@ std::string WordArrayModel::describe(const Op &op) const
 {
 	switch (op.kind) {
 	case WordOp::Kind::kRead:
-		return "read(" + std::to_string(op.index) + ") -> " +
-			(op.returned ? std::to_string(op.value) : "?");
+		return "read(" + std::to_string(op.index) + ")" +
+			output(op.returned, std::to_string(op.value));
 	case WordOp::Kind::kWrite:
 		return "write(" + std::to_string(op.index) + ", " + std::to_string(op.value) + ")";
 	case WordOp::Kind::kMcas: {
@@ -151,13 +169,7 @@ std::string SetModel::describe_state(const State &s) const
 
 std::vector<std::vector<size_t>> SetModel::partition(const std::vector<Operation<Op>> &history) const
 {
-	std::map<uint64_t, std::vector<size_t>> by_key;
-	for (size_t i = 0; i < history.size(); i++)
-		by_key[history[i].op.key].push_back(i);
-	std::vector<std::vector<size_t>> parts;
-	for (auto &kv : by_key)
-		parts.push_back(std::move(kv.second));
-	return parts;
+	return partition_by_key(history);
 }
 
 bool CounterModel::step(const State &s, const Op &op, State *next) const
@@ -180,7 +192,7 @@ std::string CounterModel::describe(const Op &op) const
 {
 	std::string out = op.kind == CounterOp::Kind::kAdd
 		? "add(" + std::to_string(op.delta) + ")" : std::string("get()");
-	return out + " -> " + (op.returned ? std::to_string(op.value) : "?");
+	return out + output(op.returned, std::to_string(op.value));
 }
 
 std::string CounterModel::describe_state(const State &s) const
@@ -228,7 +240,7 @@ std::string QueueModel::describe(const Op &op) const
 	case QueueOp::Kind::kFront:
 		return "front()" + found_value(op.returned, op.found, op.value, "empty");
 	case QueueOp::Kind::kSize:
-		return "size() -> " + (op.returned ? std::to_string(op.count) : std::string("?"));
+		return "size()" + output(op.returned, std::to_string(op.count));
 	}
 	return "?";
 }
@@ -311,13 +323,7 @@ std::string MapModel::describe_state(const State &s) const
 
 std::vector<std::vector<size_t>> MapModel::partition(const std::vector<Operation<Op>> &history) const
 {
-	std::map<uint64_t, std::vector<size_t>> by_key;
-	for (size_t i = 0; i < history.size(); i++)
-		by_key[history[i].op.key].push_back(i);
-	std::vector<std::vector<size_t>> parts;
-	for (auto &kv : by_key)
-		parts.push_back(std::move(kv.second));
-	return parts;
+	return partition_by_key(history);
 }
 
 }  // namespace lincheck

@@ -10,7 +10,8 @@
  * Every op type is built by static functions: the form without outputs is
  * what a thread passes to Recorder::Handle::invoke() (and what a pending op
  * stays), the form with outputs is what it passes to complete(). A pending
- * op is checked as "legal with whatever output the state gives".
+ * op is checked as "legal with whatever output the state gives". Op types
+ * are aggregates: those functions list the fields in declaration order.
  *
  * Thread-safety: models are immutable after construction; check() only reads
  * them.
@@ -46,20 +47,20 @@ struct WordOp {
 	std::vector<McasEntry> entries; /* mcas */
 
 	/* read -- read(i), invoked (output unknown). */
-	static WordOp read(size_t i) { return make(Kind::kRead, false, i, 0, false, {}); }
+	static WordOp read(size_t i) { return {Kind::kRead, false, i, 0, false, {}}; }
 	/* read -- read(i) that returned @v. */
-	static WordOp read(size_t i, uint64_t v) { return make(Kind::kRead, true, i, v, false, {}); }
+	static WordOp read(size_t i, uint64_t v) { return {Kind::kRead, true, i, v, false, {}}; }
 	/* write -- write(i, v); it has no output, so one form serves both uses. */
-	static WordOp write(size_t i, uint64_t v) { return make(Kind::kWrite, true, i, v, false, {}); }
+	static WordOp write(size_t i, uint64_t v) { return {Kind::kWrite, true, i, v, false, {}}; }
 	/* mcas -- mcas(e), invoked (result unknown). */
 	static WordOp mcas(std::vector<McasEntry> e)
 	{
-		return make(Kind::kMcas, false, 0, 0, false, std::move(e));
+		return {Kind::kMcas, false, 0, 0, false, std::move(e)};
 	}
 	/* mcas -- mcas(e) that returned @ok. */
 	static WordOp mcas(std::vector<McasEntry> e, bool ok)
 	{
-		return make(Kind::kMcas, true, 0, 0, ok, std::move(e));
+		return {Kind::kMcas, true, 0, 0, ok, std::move(e)};
 	}
 	/* cas -- a one-word mcas, invoked. */
 	static WordOp cas(size_t i, uint64_t expected, uint64_t desired)
@@ -70,20 +71,6 @@ struct WordOp {
 	static WordOp cas(size_t i, uint64_t expected, uint64_t desired, bool ok)
 	{
 		return mcas({{i, expected, desired}}, ok);
-	}
-
-private:
-	static WordOp make(Kind k, bool returned, size_t i, uint64_t v, bool ok,
-		std::vector<McasEntry> e)
-	{
-		WordOp op;
-		op.kind = k;
-		op.returned = returned;
-		op.index = i;
-		op.value = v;
-		op.success = ok;
-		op.entries = std::move(e);
-		return op;
 	}
 };
 
@@ -131,28 +118,17 @@ struct SetOp {
 	bool result = false;    /* insert: was absent; remove, contains: was present */
 
 	/* insert -- insert(k), invoked. */
-	static SetOp insert(uint64_t k) { return make(Kind::kInsert, k, false, false); }
+	static SetOp insert(uint64_t k) { return {Kind::kInsert, false, k, false}; }
 	/* insert -- insert(k) that returned @r. */
-	static SetOp insert(uint64_t k, bool r) { return make(Kind::kInsert, k, true, r); }
+	static SetOp insert(uint64_t k, bool r) { return {Kind::kInsert, true, k, r}; }
 	/* remove -- remove(k), invoked. */
-	static SetOp remove(uint64_t k) { return make(Kind::kRemove, k, false, false); }
+	static SetOp remove(uint64_t k) { return {Kind::kRemove, false, k, false}; }
 	/* remove -- remove(k) that returned @r. */
-	static SetOp remove(uint64_t k, bool r) { return make(Kind::kRemove, k, true, r); }
+	static SetOp remove(uint64_t k, bool r) { return {Kind::kRemove, true, k, r}; }
 	/* contains -- contains(k), invoked. */
-	static SetOp contains(uint64_t k) { return make(Kind::kContains, k, false, false); }
+	static SetOp contains(uint64_t k) { return {Kind::kContains, false, k, false}; }
 	/* contains -- contains(k) that returned @r. */
-	static SetOp contains(uint64_t k, bool r) { return make(Kind::kContains, k, true, r); }
-
-private:
-	static SetOp make(Kind kind, uint64_t k, bool returned, bool r)
-	{
-		SetOp op;
-		op.kind = kind;
-		op.returned = returned;
-		op.key = k;
-		op.result = r;
-		return op;
-	}
+	static SetOp contains(uint64_t k, bool r) { return {Kind::kContains, true, k, r}; }
 };
 
 /*
@@ -192,24 +168,13 @@ struct CounterOp {
 	int64_t value = 0;      /* add: value after it; get: value read */
 
 	/* add -- add(d), invoked. */
-	static CounterOp add(int64_t d) { return make(Kind::kAdd, false, d, 0); }
+	static CounterOp add(int64_t d) { return {Kind::kAdd, false, d, 0}; }
 	/* add -- add(d) that returned the value after it, @after. */
-	static CounterOp add(int64_t d, int64_t after) { return make(Kind::kAdd, true, d, after); }
+	static CounterOp add(int64_t d, int64_t after) { return {Kind::kAdd, true, d, after}; }
 	/* get -- get(), invoked. */
-	static CounterOp get() { return make(Kind::kGet, false, 0, 0); }
+	static CounterOp get() { return {Kind::kGet, false, 0, 0}; }
 	/* get -- get() that returned @v. */
-	static CounterOp get(int64_t v) { return make(Kind::kGet, true, 0, v); }
-
-private:
-	static CounterOp make(Kind kind, bool returned, int64_t d, int64_t v)
-	{
-		CounterOp op;
-		op.kind = kind;
-		op.returned = returned;
-		op.delta = d;
-		op.value = v;
-		return op;
-	}
+	static CounterOp get(int64_t v) { return {Kind::kGet, true, 0, v}; }
 };
 
 /*
@@ -247,38 +212,26 @@ struct QueueOp {
 	uint64_t count = 0;     /* size: the number of values returned */
 
 	/* enqueue -- enqueue(v); it has no output, so one form serves both uses. */
-	static QueueOp enqueue(uint64_t v) { return make(Kind::kEnqueue, true, v, false, 0); }
+	static QueueOp enqueue(uint64_t v) { return {Kind::kEnqueue, true, v, false, 0}; }
 	/* dequeue -- dequeue(), invoked. */
-	static QueueOp dequeue() { return make(Kind::kDequeue, false, 0, false, 0); }
+	static QueueOp dequeue() { return {Kind::kDequeue, false, 0, false, 0}; }
 	/* dequeue -- dequeue() that returned @v (@found) or found the queue
 	 * empty (!@found; @v is then ignored). */
 	static QueueOp dequeue(bool found, uint64_t v)
 	{
-		return make(Kind::kDequeue, true, found ? v : 0, found, 0);
+		return {Kind::kDequeue, true, found ? v : 0, found, 0};
 	}
 	/* front -- front(), invoked. */
-	static QueueOp front() { return make(Kind::kFront, false, 0, false, 0); }
+	static QueueOp front() { return {Kind::kFront, false, 0, false, 0}; }
 	/* front -- front() that read @v (@found) or found the queue empty. */
 	static QueueOp front(bool found, uint64_t v)
 	{
-		return make(Kind::kFront, true, found ? v : 0, found, 0);
+		return {Kind::kFront, true, found ? v : 0, found, 0};
 	}
 	/* size -- size(), invoked. */
-	static QueueOp size() { return make(Kind::kSize, false, 0, false, 0); }
+	static QueueOp size() { return {Kind::kSize, false, 0, false, 0}; }
 	/* size -- size() that returned @n. */
-	static QueueOp size(uint64_t n) { return make(Kind::kSize, true, 0, false, n); }
-
-private:
-	static QueueOp make(Kind kind, bool returned, uint64_t v, bool found, uint64_t n)
-	{
-		QueueOp op;
-		op.kind = kind;
-		op.returned = returned;
-		op.value = v;
-		op.found = found;
-		op.count = n;
-		return op;
-	}
+	static QueueOp size(uint64_t n) { return {Kind::kSize, true, 0, false, n}; }
 };
 
 /*
@@ -326,37 +279,25 @@ struct MapOp {
 	bool present = false;   /* put, remove, get: @key was present before the op */
 
 	/* put -- put(k, v), invoked. */
-	static MapOp put(uint64_t k, uint64_t v) { return make(Kind::kPut, false, k, v, false); }
+	static MapOp put(uint64_t k, uint64_t v) { return {Kind::kPut, false, k, v, false}; }
 	/* put -- put(k, v) that returned @was_present (true: a value was replaced). */
 	static MapOp put(uint64_t k, uint64_t v, bool was_present)
 	{
-		return make(Kind::kPut, true, k, v, was_present);
+		return {Kind::kPut, true, k, v, was_present};
 	}
 	/* remove -- remove(k), invoked. */
-	static MapOp remove(uint64_t k) { return make(Kind::kRemove, false, k, 0, false); }
+	static MapOp remove(uint64_t k) { return {Kind::kRemove, false, k, 0, false}; }
 	/* remove -- remove(k) that returned @was_present. */
 	static MapOp remove(uint64_t k, bool was_present)
 	{
-		return make(Kind::kRemove, true, k, 0, was_present);
+		return {Kind::kRemove, true, k, 0, was_present};
 	}
 	/* get -- get(k), invoked. */
-	static MapOp get(uint64_t k) { return make(Kind::kGet, false, k, 0, false); }
+	static MapOp get(uint64_t k) { return {Kind::kGet, false, k, 0, false}; }
 	/* get -- get(k) that read @v (@present) or found @k absent (@v ignored). */
 	static MapOp get(uint64_t k, bool present, uint64_t v)
 	{
-		return make(Kind::kGet, true, k, present ? v : 0, present);
-	}
-
-private:
-	static MapOp make(Kind kind, bool returned, uint64_t k, uint64_t v, bool present)
-	{
-		MapOp op;
-		op.kind = kind;
-		op.returned = returned;
-		op.key = k;
-		op.value = v;
-		op.present = present;
-		return op;
+		return {Kind::kGet, true, k, present ? v : 0, present};
 	}
 };
 

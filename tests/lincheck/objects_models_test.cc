@@ -4,14 +4,13 @@
 // that must pass or fail, and on small random ones against brute force.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <random>
 
 #include "tests/lincheck/lincheck.h"
+#include "tests/lincheck/lincheck_test_util.h"
 #include "tests/lincheck/models.h"
 
 namespace {
@@ -24,16 +23,13 @@ using lincheck::MapOp;
 using lincheck::Operation;
 using lincheck::QueueModel;
 using lincheck::QueueOp;
+using lincheck_test::At;
+using lincheck_test::BruteForce;
+using lincheck_test::Spread;
 
 using CounterHistory = std::vector<Operation<CounterOp>>;
 using QueueHistory = std::vector<Operation<QueueOp>>;
 using MapHistory = std::vector<Operation<MapOp>>;
-
-template <class Op>
-Operation<Op> At(Op op, uint64_t call, uint64_t ret, int thread = 0)
-{
-	return Operation<Op>{std::move(op), call, ret, thread};
-}
 
 template <class Model>
 bool Ok(const Model &model, const std::vector<Operation<typename Model::Op>> &h)
@@ -41,58 +37,6 @@ bool Ok(const Model &model, const std::vector<Operation<typename Model::Op>> &h)
 	lincheck::Result r = lincheck::check(model, h);
 	EXPECT_FALSE(r.timed_out_or_limit) << r.explanation;
 	return r.ok;
-}
-
-// Every real-time-respecting order, one by one (as in lincheck_test.cc): the
-// definition of linearizability, to cross-check the search and the models.
-template <class Model>
-bool BruteForce(const Model &model, const std::vector<Operation<typename Model::Op>> &h)
-{
-	std::vector<char> done(h.size(), 0);
-	std::function<bool(const typename Model::State &)> dfs = [&](const typename Model::State &s) {
-		bool finished = true;
-		for (size_t i = 0; i < h.size(); i++)
-			finished = finished && (done[i] || h[i].ret == kPending);
-		if (finished)
-			return true;
-		for (size_t i = 0; i < h.size(); i++) {
-			if (done[i])
-				continue;
-			bool first = true;
-			for (size_t j = 0; j < h.size(); j++)
-				first = first && (done[j] || j == i || h[j].ret >= h[i].call);
-			typename Model::State next;
-			if (!first || !model.step(s, h[i].op, &next))
-				continue;
-			done[i] = 1;
-			if (dfs(next))
-				return true;
-			done[i] = 0;
-		}
-		return false;
-	};
-	return dfs(model.init());
-}
-
-// Op k of a sequential run is linearized at 10k + 5; its interval reaches up
-// to 10 * spread either side; unless @all_return, about one op in ten never
-// returns (and loses its outputs). Linearizable by construction. (A pending
-// op stays a candidate to the end, doubling the configurations a search may
-// visit; real histories have at most one per thread, so large histories here
-// have none.)
-template <class Op>
-void Spread(std::mt19937_64 &rng, std::vector<Operation<Op>> *h, const Op &op, size_t k, uint64_t spread,
-	bool all_return = false)
-{
-	uint64_t p = 10 * k + 5;
-	uint64_t call = p - std::min<uint64_t>(p, rng() % (10 * spread + 1));
-	uint64_t ret = p + rng() % (10 * spread + 1);
-	Op o = op;
-	if (!all_return && rng() % 10 == 0) {
-		o.returned = false;
-		ret = kPending;
-	}
-	h->push_back(At(o, call, ret, static_cast<int>(k % 4)));
 }
 
 CounterHistory RandomCounter(std::mt19937_64 &rng, size_t ops, uint64_t spread)
@@ -443,75 +387,64 @@ TEST(Map, PartitionChecksEachKeyAlone)
 
 // ---- random histories against brute force ----
 
-// One recorded output of a returned op changed; whether the result is still
-// linearizable is up to brute force, and the search must agree.
-TEST(Random, SmallCounterHistoriesAgreeWithBruteForce)
+// 300 random histories from @random(rng), and each with one recorded output
+// of a returned op changed by @change(rng, op): whether it is still
+// linearizable is up to brute force, and the search must agree (and find
+// enough of them not, or the test tests nothing).
+template <class Model, class Random, class Change>
+void AgreesWithBruteForce(const Model &model, uint64_t seed, Random random, Change change)
 {
-	std::mt19937_64 rng(51);
+	std::mt19937_64 rng(seed);
 	int detected = 0;
 	for (int iter = 0; iter < 300; iter++) {
-		CounterHistory h = RandomCounter(rng, 8, 2);
-		ASSERT_TRUE(BruteForce(CounterModel(), h)) << iter;
-		ASSERT_TRUE(Ok(CounterModel(), h)) << iter;
-		CounterOp &op = h[rng() % h.size()].op;
-		op.value += 1 + static_cast<int64_t>(rng() % 2);
+		std::vector<Operation<typename Model::Op>> h = random(rng);
+		ASSERT_TRUE(BruteForce(model, h)) << iter;
+		ASSERT_TRUE(Ok(model, h)) << iter;
+		typename Model::Op &op = h[rng() % h.size()].op;
+		change(rng, op);
 		op.returned = true;
-		bool truth = BruteForce(CounterModel(), h);
-		ASSERT_EQ(Ok(CounterModel(), h), truth) << iter;
+		bool truth = BruteForce(model, h);
+		ASSERT_EQ(Ok(model, h), truth) << iter;
 		detected += !truth;
 	}
 	EXPECT_GT(detected, 50);
+}
+
+TEST(Random, SmallCounterHistoriesAgreeWithBruteForce)
+{
+	AgreesWithBruteForce(CounterModel(), 51, [](std::mt19937_64 &rng) { return RandomCounter(rng, 8, 2); },
+		[](std::mt19937_64 &rng, CounterOp &op) { op.value += 1 + static_cast<int64_t>(rng() % 2); });
 }
 
 TEST(Random, SmallQueueHistoriesAgreeWithBruteForce)
 {
-	std::mt19937_64 rng(52);
-	int detected = 0;
-	for (int iter = 0; iter < 300; iter++) {
-		QueueHistory h = RandomQueue(rng, 8, 2);
-		ASSERT_TRUE(BruteForce(QueueModel(), h)) << iter;
-		ASSERT_TRUE(Ok(QueueModel(), h)) << iter;
-		QueueOp &op = h[rng() % h.size()].op;
-		switch (op.kind) {
-		case QueueOp::Kind::kEnqueue:
-			op.value += 1;
-			break;
-		case QueueOp::Kind::kSize:
-			op.count += 1;
-			break;
-		default:
-			if (op.found && rng() % 2)
+	AgreesWithBruteForce(QueueModel(), 52, [](std::mt19937_64 &rng) { return RandomQueue(rng, 8, 2); },
+		[](std::mt19937_64 &rng, QueueOp &op) {
+			switch (op.kind) {
+			case QueueOp::Kind::kEnqueue:
 				op.value += 1;
-			else
-				op.found = !op.found;
-		}
-		op.returned = true;
-		bool truth = BruteForce(QueueModel(), h);
-		ASSERT_EQ(Ok(QueueModel(), h), truth) << iter;
-		detected += !truth;
-	}
-	EXPECT_GT(detected, 50);
+				break;
+			case QueueOp::Kind::kSize:
+				op.count += 1;
+				break;
+			default:
+				if (op.found && rng() % 2)
+					op.value += 1;
+				else
+					op.found = !op.found;
+			}
+		});
 }
 
 TEST(Random, SmallMapHistoriesAgreeWithBruteForce)
 {
-	std::mt19937_64 rng(53);
-	int detected = 0;
-	for (int iter = 0; iter < 300; iter++) {
-		MapHistory h = RandomMap(rng, 8, 3, 2);
-		ASSERT_TRUE(BruteForce(MapModel(), h)) << iter;
-		ASSERT_TRUE(Ok(MapModel(), h)) << iter;
-		MapOp &op = h[rng() % h.size()].op;
-		if (op.kind == MapOp::Kind::kGet && op.present && rng() % 2)
-			op.value += 1;
-		else
-			op.present = !op.present;
-		op.returned = true;
-		bool truth = BruteForce(MapModel(), h);
-		ASSERT_EQ(Ok(MapModel(), h), truth) << iter;
-		detected += !truth;
-	}
-	EXPECT_GT(detected, 50);
+	AgreesWithBruteForce(MapModel(), 53, [](std::mt19937_64 &rng) { return RandomMap(rng, 8, 3, 2); },
+		[](std::mt19937_64 &rng, MapOp &op) {
+			if (op.kind == MapOp::Kind::kGet && op.present && rng() % 2)
+				op.value += 1;
+			else
+				op.present = !op.present;
+		});
 }
 
 // Large queue histories (the model without a partition) stay fast while the
