@@ -84,6 +84,7 @@ enum obj_opcode {
 
 /* Longest op: opcode and two arguments. */
 #define OBJ_OP_MAX (1 + 2 * sizeof(uint64_t))
+_Static_assert(OBJ_OP_MAX == ONLL_OBJECTS_MAX_OP, "objects.h states the longest op");
 
 /* A decoded op; unused arguments are 0. */
 struct obj_op {
@@ -100,7 +101,6 @@ struct obj_result {
 };
 
 _Static_assert(sizeof(struct obj_result) == 16, "objects_test.cc mirrors this layout");
-_Static_assert(OBJ_OP_MAX == 17, "the op table in the essay says 17 bytes at most");
 
 /* ---- op encoding ---- */
 

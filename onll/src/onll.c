@@ -28,17 +28,24 @@
  * minimum, so it cannot pin the trace: the reclaimer raises o->floor first,
  * and the thread, on entering its next operation, finds its view below the
  * floor and rebuilds it from the checkpoint (a Dekker handshake: each side
- * stores, then loads the other's word, both seq_cst). A thread inside an
+ * stores, then loads the other's word). The operation side must stay cheap:
+ * reads issue no fence, so where the kernel has membarrier(2) the
+ * reclaimer, which raises the floor rarely, forces the full barrier on
+ * every running thread instead (as liburcu's membarrier flavour does);
+ * elsewhere both sides use seq_cst. A thread inside an
  * operation does pin the nodes after its view, as in epoch-based schemes.
  * A log entry whose index is at most the latest durable checkpoint's is
  * reused: recovery never needs it.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -145,6 +152,7 @@ struct onll {
 	_Atomic uint64_t ckpt_index __attribute__((aligned(64))); /* latest durable checkpoint */
 	_Atomic uint64_t floor;    /* views below it may have lost their nodes */
 	uint64_t reclaim_lag;      /* how far behind an idle thread's view may be left */
+	bool membarrier;           /* the reclaimer issues the handshake's barriers */
 	atomic_int ckpt_busy;      /* try-flag serialising checkpoint writers */
 	unsigned ckpt_slot;        /* slot holding ckpt_index; under ckpt_busy */
 	struct onll_node *sentinel;
@@ -353,13 +361,15 @@ onll_reclaim_bound(struct onll *o)
 	 * view before a later checkpoint index is published (both under
 	 * ckpt_busy), so reading the index first guarantees seeing that view. */
 	uint64_t ckpt = atomic_load_explicit(&o->ckpt_index, memory_order_acquire);
-	uint64_t bound = ckpt;
+	uint64_t bound = ckpt, all = ckpt; /* without / with the idle laggards */
 	bool skipped = false;
 
 	for (unsigned i = 0; i < o->max_threads; i++) {
 		struct onll_slot *slot = &o->slots[i];
 		uint64_t v = atomic_load_explicit(&slot->view, memory_order_acquire);
 
+		if (v < all)
+			all = v;
 		if (v >= bound)
 			continue;
 		if (ckpt - v > o->reclaim_lag &&
@@ -377,6 +387,8 @@ onll_reclaim_bound(struct onll *o)
 	while (floor < bound && !atomic_compare_exchange_weak_explicit(&o->floor, &floor, bound,
 		memory_order_seq_cst, memory_order_relaxed))
 		;
+	if (o->membarrier && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+		return all; /* cannot happen once registered; if it does, skip nobody */
 	for (unsigned i = 0; i < o->max_threads; i++) {
 		struct onll_slot *slot = &o->slots[i];
 
@@ -545,9 +557,19 @@ onll_view_advance(struct onll_thread *t, struct onll_node *upto)
 static int
 onll_op_enter(struct onll_thread *t)
 {
-	atomic_store_explicit(&t->slot->active, 1, memory_order_seq_cst);
-	if (t->state != NULL &&
-	    t->view < atomic_load_explicit(&t->o->floor, memory_order_seq_cst))
+	struct onll *o = t->o;
+	uint64_t floor;
+
+	if (o->membarrier) {
+		/* The reclaimer's membarrier() orders these two for us. */
+		atomic_store_explicit(&t->slot->active, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		floor = atomic_load_explicit(&o->floor, memory_order_acquire);
+	} else {
+		atomic_store_explicit(&t->slot->active, 1, memory_order_seq_cst);
+		floor = atomic_load_explicit(&o->floor, memory_order_seq_cst);
+	}
+	if (t->state != NULL && t->view < floor)
 		onll_view_drop(t);
 	return t->state != NULL ? 0 : onll_view_rebuild(t);
 }
@@ -794,10 +816,12 @@ onll_read_view(struct onll_thread *t)
 
 	if (ret == 0) {
 		latest = onll_latest_available(t->o);
-		if (latest->idx > t->view)
+		if (latest->idx > t->view) {
 			ret = onll_view_advance(t, latest);
-		if (ret == 0)
-			atomic_store_explicit(&t->slot->view, t->view, memory_order_release);
+			if (ret == 0)
+				atomic_store_explicit(&t->slot->view, t->view,
+					memory_order_release);
+		}
 	}
 	onll_op_exit(t);
 	if (ret == 0)
@@ -1011,6 +1035,7 @@ onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr
 	atomic_init(&o->ckpt_index, index);
 	atomic_init(&o->floor, 0);
 	o->reclaim_lag = (uint64_t)o->max_threads * o->log_entries;
+	o->membarrier = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	atomic_init(&o->ckpt_busy, 0);
 	o->slots = aligned_alloc(64, sizeof(*o->slots) * o->max_threads);
 	o->sentinel = calloc(1, o->node_size);

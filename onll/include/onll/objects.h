@@ -14,8 +14,8 @@
  * onll_update() returns -ENOMEM the update was applied but its result is
  * lost (a dequeue's value, for one).
  *
- * Ops are one opcode byte and up to two native-endian uint64_t arguments:
- * the map's put needs max_op_size >= 17. Snapshots are native-endian
+ * Ops are one opcode byte and up to two native-endian uint64_t arguments
+ * (ONLL_OBJECTS_MAX_OP bytes at most). Snapshots are native-endian
  * uint64_t words, so checkpoint_capacity bounds the queue to
  * (capacity - 8) / 8 values and the map to (capacity - 8) / 16 keys; past
  * that, updates fail with -ENOSPC.
@@ -30,6 +30,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The longest op the objects encode (the map's put): max_op_size must be at
+ * least this. */
+#define ONLL_OBJECTS_MAX_OP 17
 
 /**
  * onll_counter_type -- a signed 64-bit counter starting at 0 (wraps

@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// benchmarks/onll_bench.cc -- ONLL's objects (onll/objects.h) against the
+// same objects on PMDK transactions (benchmarks/pmdk_tx_objects.h), in one
+// process, back to back.
+//
+// What it measures. Three objects, each in its own fresh pm/ pool on
+// /dev/shm (ONLL_BENCH_POOL_DIR or --pool_dir=DIR overrides) with PMEM
+// durability under PMEM_IS_PMEM_FORCE=1, so flushes are real clwb and
+// fences real sfence:
+//   counter  update: add(1); read: get
+//   queue    preloaded with 1000 values; update: each thread alternates
+//            enqueue and dequeue (the size stays near 1000); read: each
+//            thread alternates front and size
+//   map      1000 keys preloaded out of the key range [0, 2000); update:
+//            put or remove (1/2 each) of a uniform key, so the map stays
+//            near 1000 keys; read: get of a uniform key
+// in three mixes (update = update-only, read = read-only, mixed = 50/50
+// chosen per operation by a per-thread generator), for two
+// implementations, ONLL right before PMDK on the same configuration:
+//   onll     onll/objects.h on the ONLL universal construction: lock-free,
+//            1 persistent fence per update, none per read
+//   pmdk-tx  pthread rwlock (writers exclusive) + a libpmemobj undo-log
+//            transaction per update; reads under the shared lock
+// with 1, 2, 4 and 8 threads (the machine has 2 cores: 4 and 8 preempt).
+//
+// ONLL config: max_threads 16 (the library default: 8 workers, the setup
+// handle, slack), max_op_size ONLL_OBJECTS_MAX_OP (the longest object op),
+// log_entries 4096 with checkpoint_every 2048 (the default half): a
+// checkpoint of the ~1000-key map serialises and flushes ~16 KB, and at
+// log_entries 1024 that cost 27% of single-thread map update throughput;
+// checkpoint_capacity 256 KiB (map snapshots are 8 + 16 * keys bytes, at
+// most ~32 KB here). The area is then ~46 MB per object. ONLL_BENCH_LOG_ENTRIES and
+// ONLL_BENCH_CHECKPOINT_EVERY override those two for diagnosis; the values
+// used are in the JSON context. The PMDK objects: queue ring of 4096
+// slots, map of 2000 keys (4096 slots), so neither fills up.
+//
+// Counters (totals over the run's threads, set by thread 0):
+//   ops_per_s         operations per second (wall clock)
+//   fence_per_op      persistent fences per operation: ONLL from pm/cost.h
+//                     (PM_COST_FENCE); PMDK from the interposed libpmem
+//                     pmem_drain()/pmem_msync() (pmdk_tx_objects.h), and
+//                     absent if the probe at start-up found the
+//                     interposition not working
+//   fence_per_update  the same per update operation
+//   drain_per_op      libpmem drains per op for both implementations (the
+//                     interposition; for ONLL it cross-checks fence_per_op)
+//   flush_per_op      cache lines flushed per op (pm/cost.h: ONLL only;
+//                     PMDK's flushes are not counted)
+//   helped_per_update ONLL: ops of other threads persisted in this
+//                     thread's log entries, per update (onll_stats)
+//   applied_per_op    ONLL: trace ops applied to local views, per op
+//   n_*               raw totals: ops, updates, reads, fences, drains,
+//                     flushes, helped, applied, checkpoints (of which
+//                     checkpoint_fences with a fence of their own),
+//                     log_full_waits, view_rebuilds
+// After every run thread 0 checks the object against what the run did:
+// the counter equals the adds so far, the queue size equals preload +
+// enqueues - dequeues, the map size equals preload + inserts - removes.
+// A lost or doubled update fails the run instead of producing a number.
+//
+// Run (about 45 s on 2 cores):
+//   bazel run -c opt //benchmarks:onll_bench --
+//       --benchmark_out=$PWD/onll.json --benchmark_out_format=json
+// (one command line) or benchmarks/run_onll.sh for the ratio report.
+// --benchmark_min_time defaults to 0.3 s; --benchmark_filter=map/ etc.
+// picks a subset.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include <onll/objects.h>
+#include <onll/onll.h>
+#include <pm/cost.h>
+#include <pm/error.h>
+#include <pm/pool.h>
+
+#include "benchmarks/bench_util.h"
+#include "benchmarks/pmdk_tx_objects.h"
+
+namespace {
+
+using mcasbench::Ratio;
+
+enum class Obj { kCounter, kQueue, kMap };
+enum class Impl { kOnll, kPmdkTx };
+enum class Mix { kUpdate, kRead, kMixed };
+
+const char *ObjName(Obj o)
+{
+	return o == Obj::kCounter ? "counter" : o == Obj::kQueue ? "queue" : "map";
+}
+const char *ImplName(Impl i)
+{
+	return i == Impl::kOnll ? "onll" : "pmdk-tx";
+}
+const char *MixName(Mix m)
+{
+	return m == Mix::kUpdate ? "update" : m == Mix::kRead ? "read" : "mixed";
+}
+
+// Workload sizes (see the top of the file).
+constexpr uint64_t kQueuePreload = 1000;
+constexpr uint64_t kQueueRing = 4096;
+constexpr uint64_t kMapPreload = 1000;
+constexpr uint64_t kMapRange = 2000;
+
+// Whether the interposed pmem_drain() counts PMDK's fences (probed once).
+bool g_drain_counting = false;
+std::string g_pool_dir = "/dev/shm";
+
+onll_config OnllConfig()
+{
+	onll_config c;
+	onll_config_init(&c);
+	c.max_threads = 16;
+	c.max_op_size = ONLL_OBJECTS_MAX_OP;
+	c.log_entries = mcasbench::EnvUnsigned("ONLL_BENCH_LOG_ENTRIES", 4096);
+	c.checkpoint_every = mcasbench::EnvUnsigned("ONLL_BENCH_CHECKPOINT_EVERY", c.log_entries / 2);
+	c.checkpoint_capacity = 256 << 10;
+	return c;
+}
+
+const onll_type *OnllType(Obj o)
+{
+	return o == Obj::kCounter ? onll_counter_type() :
+		o == Obj::kQueue ? onll_queue_type() : onll_map_type();
+}
+
+txobj_kind TxKind(Obj o)
+{
+	return o == Obj::kCounter ? TXOBJ_COUNTER : o == Obj::kQueue ? TXOBJ_QUEUE : TXOBJ_MAP;
+}
+
+uint64_t TxCapacity(Obj o)
+{
+	return o == Obj::kCounter ? 0 : o == Obj::kQueue ? kQueueRing : kMapRange;
+}
+
+// A pool file in g_pool_dir with PMEM durability, removed when closed.
+class Pool {
+ public:
+	Pool() = default;
+	Pool(const Pool &) = delete;
+	Pool &operator=(const Pool &) = delete;
+	~Pool() { Close(); }
+
+	int Create(size_t root_size, std::string *err)
+	{
+		static unsigned seq;
+
+		path_ = g_pool_dir + "/onll_bench." + std::to_string(getpid()) + "." +
+			std::to_string(seq++) + ".pool";
+		unlink(path_.c_str());
+		pm_pool_config pc;
+		pm_pool_config_init(&pc);
+		pc.path = path_.c_str();
+		pc.layout = "onll-bench";
+		pc.root_size = root_size;
+		pc.pool_size = root_size + ((size_t)8 << 20);
+		if (pc.pool_size < PM_POOL_MIN_SIZE)
+			pc.pool_size = PM_POOL_MIN_SIZE;
+		pc.durability = PM_DURABILITY_PMEM;
+		int ret = pm_pool_create(&pool_, &pc);
+		if (ret != 0) {
+			*err = "pm_pool_create(" + path_ + "): " + pm_strerror(ret) +
+				(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
+			path_.clear();
+		}
+		return ret;
+	}
+
+	void Close()
+	{
+		if (pool_ != nullptr)
+			pm_pool_close(&pool_);
+		if (!path_.empty())
+			unlink(path_.c_str());
+		path_.clear();
+	}
+
+	pm_pool *get() const { return pool_; }
+	uint64_t root_off() const { return pm_pool_off(pool_, pm_pool_root(pool_)); }
+
+ private:
+	std::string path_;
+	pm_pool *pool_ = nullptr;
+};
+
+// What one thread did in the timed loop, and the sum over a run's threads.
+struct Counts {
+	uint64_t ops = 0, updates = 0, reads = 0;
+	int64_t size_delta = 0; // queue: enqueues - dequeues; map: inserts - removes
+	uint64_t adds = 0;      // counter: adds of 1
+	uint64_t errors = 0;
+	uint64_t drains = 0;    // interposed pmem_drain/pmem_msync calls
+	pm_cost cost {};
+	onll_stats st {};
+
+	void Add(const Counts &o)
+	{
+		ops += o.ops;
+		updates += o.updates;
+		reads += o.reads;
+		size_delta += o.size_delta;
+		adds += o.adds;
+		errors += o.errors;
+		drains += o.drains;
+		for (int i = 0; i < PM_COST_NCOUNTERS; i++)
+			cost.n[i] += o.cost.n[i];
+		st.updates += o.st.updates;
+		st.reads += o.st.reads;
+		st.helped_ops += o.st.helped_ops;
+		st.applied_ops += o.st.applied_ops;
+		st.checkpoints += o.st.checkpoints;
+		st.checkpoint_fences += o.st.checkpoint_fences;
+		st.log_full_waits += o.st.log_full_waits;
+		st.view_rebuilds += o.st.view_rebuilds;
+	}
+};
+
+onll_stats StatsDiff(const onll_stats &a, const onll_stats &b)
+{
+	onll_stats d {};
+	d.updates = a.updates - b.updates;
+	d.reads = a.reads - b.reads;
+	d.helped_ops = a.helped_ops - b.helped_ops;
+	d.applied_ops = a.applied_ops - b.applied_ops;
+	d.checkpoints = a.checkpoints - b.checkpoints;
+	d.checkpoint_fences = a.checkpoint_fences - b.checkpoint_fences;
+	d.log_full_waits = a.log_full_waits - b.log_full_waits;
+	d.view_rebuilds = a.view_rebuilds - b.view_rebuilds;
+	return d;
+}
+
+// The shared state of one configuration (object, implementation, mix,
+// threads): a fresh pool with the object, preloaded. Kept across Google
+// Benchmark's trial runs of the same configuration.
+struct Fixture {
+	Obj obj = Obj::kCounter;
+	Impl impl = Impl::kOnll;
+	Mix mix = Mix::kUpdate;
+	int threads = 0;
+	Pool pool;
+	onll *o = nullptr;
+	txobj *x = nullptr;
+	std::string error;
+	int64_t expect_counter = 0; // counter value
+	int64_t expect_size = 0;    // queue / map size
+	uint64_t runs = 0;
+
+	std::mutex mu;
+	Counts total; // this run's, under mu
+
+	int Fail(int ret, const std::string &what)
+	{
+		error = what + ": " + pm_strerror(ret);
+		return ret;
+	}
+
+	int Create(Obj ob, Impl im, Mix mx, int nthreads)
+	{
+		obj = ob;
+		impl = im;
+		mix = mx;
+		threads = nthreads;
+		onll_config cfg = OnllConfig();
+		size_t area = im == Impl::kOnll ? onll_area_size(&cfg) :
+			txobj_area_size(TxKind(ob), TxCapacity(ob));
+		if (area == 0)
+			return Fail(-EINVAL, "area size");
+		int ret = pool.Create(mcasbench::Align64(area), &error);
+		if (ret != 0)
+			return ret;
+		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
+			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
+		if (im == Impl::kOnll) {
+			ret = onll_create(&o, pool.get(), pool.root_off(), &cfg, OnllType(ob));
+			if (ret != 0)
+				return Fail(ret, "onll_create");
+			return Preload();
+		}
+		ret = txobj_create(&x, pool.get(), pool.root_off(), TxKind(ob), TxCapacity(ob));
+		if (ret != 0)
+			return Fail(ret, "txobj_create");
+		return Preload();
+	}
+
+	// The queue gets kQueuePreload values, the map kMapPreload distinct
+	// keys of [0, kMapRange); ONLL then checkpoints, so runs start with
+	// empty logs.
+	int Preload()
+	{
+		onll_thread *t = nullptr;
+		int ret = 0;
+
+		if (o != nullptr && (ret = onll_thread_register(o, &t)) != 0)
+			return Fail(ret, "onll_thread_register");
+		if (obj == Obj::kQueue) {
+			for (uint64_t i = 0; ret >= 0 && i < kQueuePreload; i++)
+				ret = t != nullptr ? onll_queue_enqueue(t, i) : txobj_queue_enqueue(x, i);
+			expect_size = kQueuePreload;
+		} else if (obj == Obj::kMap) {
+			mcasbench::Rng rng(12345);
+			uint64_t n = 0;
+			while (ret >= 0 && n < kMapPreload) {
+				uint64_t k = rng.Below(kMapRange);
+				ret = t != nullptr ? onll_map_put(t, k, k) : txobj_map_put(x, k, k);
+				n += ret == 0; // 0: inserted, 1: replaced
+			}
+			expect_size = kMapPreload;
+		}
+		if (ret < 0) {
+			onll_thread_unregister(&t);
+			return Fail(ret, "preload");
+		}
+		if (t != nullptr) {
+			ret = onll_checkpoint(t);
+			onll_thread_unregister(&t);
+			if (ret != 0)
+				return Fail(ret, "onll_checkpoint");
+		}
+		return 0;
+	}
+
+	~Fixture()
+	{
+		onll_close(&o);
+		txobj_close(&x);
+		pool.Close();
+	}
+};
+
+std::unique_ptr<Fixture> g_fixture;
+mcasbench::Barrier g_barrier;
+
+Fixture *PrepareFixture(Obj ob, Impl im, Mix mx, int threads)
+{
+	Fixture *f = g_fixture.get();
+
+	if (f != nullptr && f->obj == ob && f->impl == im && f->mix == mx && f->threads == threads)
+		return f;
+	g_fixture.reset(); // one pool at a time
+	g_fixture = std::make_unique<Fixture>();
+	g_fixture->Create(ob, im, mx, threads);
+	return g_fixture.get();
+}
+
+// One thread's view of the fixture's object: ONLL handle or PMDK object.
+struct Worker {
+	Fixture *f;
+	onll_thread *t;
+	mcasbench::Rng rng;
+	uint64_t nupd = 0, nread = 0;
+	Counts c;
+
+	Worker(Fixture *fx, onll_thread *th, uint64_t seed) : f(fx), t(th), rng(seed) {}
+
+	// One update; returns a negative code on failure.
+	int Update()
+	{
+		int ret = 0;
+		c.updates++;
+		switch (f->obj) {
+		case Obj::kCounter:
+			ret = t != nullptr ? onll_counter_add(t, 1, nullptr) :
+				txobj_counter_add(f->x, 1, nullptr);
+			c.adds += ret == 0;
+			break;
+		case Obj::kQueue:
+			if ((nupd++ & 1) == 0) {
+				ret = t != nullptr ? onll_queue_enqueue(t, nupd) :
+					txobj_queue_enqueue(f->x, nupd);
+				c.size_delta += ret == 0;
+			} else {
+				uint64_t v;
+				ret = t != nullptr ? onll_queue_dequeue(t, &v) :
+					txobj_queue_dequeue(f->x, &v);
+				c.size_delta -= ret == 1;
+			}
+			break;
+		case Obj::kMap: {
+			uint64_t r = rng.Next();
+			uint64_t key = (r >> 32) % kMapRange;
+			if (r & 1) {
+				ret = t != nullptr ? onll_map_put(t, key, r) :
+					txobj_map_put(f->x, key, r);
+				c.size_delta += ret == 0;
+			} else {
+				ret = t != nullptr ? onll_map_remove(t, key) :
+					txobj_map_remove(f->x, key);
+				c.size_delta += ret == 1 ? -1 : 0;
+			}
+			break;
+		}
+		}
+		return ret;
+	}
+
+	int Read()
+	{
+		int ret = 0;
+		c.reads++;
+		switch (f->obj) {
+		case Obj::kCounter: {
+			int64_t v;
+			ret = t != nullptr ? onll_counter_get(t, &v) : txobj_counter_get(f->x, &v);
+			benchmark::DoNotOptimize(v);
+			break;
+		}
+		case Obj::kQueue: {
+			uint64_t v = 0;
+			if ((nread++ & 1) == 0)
+				ret = t != nullptr ? onll_queue_front(t, &v) : txobj_queue_front(f->x, &v);
+			else
+				ret = t != nullptr ? onll_queue_size(t, &v) : txobj_queue_size(f->x, &v);
+			benchmark::DoNotOptimize(v);
+			break;
+		}
+		case Obj::kMap: {
+			uint64_t v = 0;
+			uint64_t key = rng.Below(kMapRange);
+			ret = t != nullptr ? onll_map_get(t, key, &v) : txobj_map_get(f->x, key, &v);
+			benchmark::DoNotOptimize(v);
+			break;
+		}
+		}
+		return ret;
+	}
+};
+
+// Thread 0, after a run: the object must reflect every update of the runs.
+std::string Check(Fixture *f, onll_thread *t)
+{
+	int64_t v = 0;
+	uint64_t size = 0;
+	int ret = 0;
+
+	switch (f->obj) {
+	case Obj::kCounter:
+		ret = t != nullptr ? onll_counter_get(t, &v) : txobj_counter_get(f->x, &v);
+		if (ret < 0)
+			return std::string("counter get: ") + pm_strerror(ret);
+		if (v != f->expect_counter)
+			return "counter " + std::to_string(v) + " != expected " +
+				std::to_string(f->expect_counter) + " (lost or doubled update)";
+		return "";
+	case Obj::kQueue:
+		ret = t != nullptr ? onll_queue_size(t, &size) : txobj_queue_size(f->x, &size);
+		break;
+	case Obj::kMap:
+		ret = t != nullptr ? onll_map_size(t, &size) : txobj_map_size(f->x, &size);
+		break;
+	}
+	if (ret < 0)
+		return std::string("size: ") + pm_strerror(ret);
+	if (static_cast<int64_t>(size) != f->expect_size)
+		return std::string(ObjName(f->obj)) + " size " + std::to_string(size) +
+			" != expected " + std::to_string(f->expect_size) +
+			" (lost or doubled update)";
+	return "";
+}
+
+void Report(benchmark::State &state, const Fixture &f, const Counts &c)
+{
+	using benchmark::Counter;
+	const double ops = static_cast<double>(c.ops);
+	const double upd = static_cast<double>(c.updates);
+	const bool onll = f.impl == Impl::kOnll;
+	const double fences = onll ? static_cast<double>(c.cost.n[PM_COST_FENCE]) :
+		static_cast<double>(c.drains);
+
+	state.counters["ops_per_s"] = Counter(ops, Counter::kIsRate);
+	if (onll || g_drain_counting) {
+		state.counters["fence_per_op"] = Ratio(fences, ops);
+		state.counters["fence_per_update"] = Ratio(fences, upd);
+		state.counters["n_fence"] = fences;
+	}
+	if (g_drain_counting) {
+		state.counters["drain_per_op"] = Ratio(static_cast<double>(c.drains), ops);
+		state.counters["n_drain"] = static_cast<double>(c.drains);
+	}
+	state.counters["flush_per_op"] = Ratio(static_cast<double>(c.cost.n[PM_COST_FLUSH]), ops);
+	state.counters["n_ops"] = ops;
+	state.counters["n_updates"] = upd;
+	state.counters["n_reads"] = static_cast<double>(c.reads);
+	state.counters["n_flush"] = static_cast<double>(c.cost.n[PM_COST_FLUSH]);
+	if (onll) {
+		state.counters["helped_per_update"] = Ratio(static_cast<double>(c.st.helped_ops), upd);
+		state.counters["applied_per_op"] = Ratio(static_cast<double>(c.st.applied_ops), ops);
+		state.counters["n_onll_fence"] = static_cast<double>(c.cost.n[PM_COST_FENCE]);
+		state.counters["n_helped"] = static_cast<double>(c.st.helped_ops);
+		state.counters["n_applied"] = static_cast<double>(c.st.applied_ops);
+		state.counters["n_checkpoints"] = static_cast<double>(c.st.checkpoints);
+		state.counters["n_checkpoint_fences"] = static_cast<double>(c.st.checkpoint_fences);
+		state.counters["n_log_full_waits"] = static_cast<double>(c.st.log_full_waits);
+		state.counters["n_view_rebuilds"] = static_cast<double>(c.st.view_rebuilds);
+	}
+}
+
+void BM_Object(benchmark::State &state, Obj ob, Impl im, Mix mx)
+{
+	const int nthreads = state.threads();
+	const bool leader = state.thread_index() == 0;
+
+	if (leader)
+		PrepareFixture(ob, im, mx, nthreads);
+	g_barrier.Wait(nthreads);
+	Fixture *f = g_fixture.get();
+	std::string err = f->error;
+	onll_thread *t = nullptr;
+	if (err.empty() && f->o != nullptr) {
+		int ret = onll_thread_register(f->o, &t);
+		if (ret != 0)
+			err = std::string("onll_thread_register: ") + pm_strerror(ret);
+	}
+	if (!err.empty())
+		state.SkipWithError(err.c_str()); // the loop below runs 0 times
+
+	Worker w(f, t, (f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
+	onll_stats st0 {}, st1 {};
+	pm_cost c0, c1;
+	if (t != nullptr)
+		onll_thread_stats(t, &st0);
+	pm_cost_read_thread(&c0);
+	const uint64_t d0 = txobj_fences_thread();
+	for (auto _ : state) {
+		bool update = mx == Mix::kUpdate || (mx == Mix::kMixed && (w.rng.Next() & 1));
+		int ret = update ? w.Update() : w.Read();
+		w.c.ops++;
+		if (ret < 0) {
+			w.c.errors++;
+			state.SkipWithError((std::string(update ? "update: " : "read: ") +
+				pm_strerror(ret)).c_str());
+			continue;
+		}
+	}
+	w.c.drains = txobj_fences_thread() - d0;
+	pm_cost_read_thread(&c1);
+	pm_cost_diff(&c1, &c0, &w.c.cost);
+	if (t != nullptr) {
+		onll_thread_stats(t, &st1);
+		w.c.st = StatsDiff(st1, st0);
+	}
+	{
+		std::lock_guard<std::mutex> lk(f->mu);
+		f->total.Add(w.c);
+	}
+	g_barrier.Wait(nthreads); // every thread's counts are in f->total
+	if (leader) {
+		f->runs++;
+		f->expect_counter += static_cast<int64_t>(f->total.adds);
+		f->expect_size += f->total.size_delta;
+		if (f->error.empty() && f->total.errors == 0) {
+			std::string bad = Check(f, t);
+			if (!bad.empty())
+				state.SkipWithError(bad.c_str());
+		}
+		Report(state, *f, f->total);
+		f->total = Counts();
+	}
+	g_barrier.Wait(nthreads); // the check read through a live handle
+	if (t != nullptr)
+		onll_thread_unregister(&t);
+}
+
+// Objects, then mixes, then thread counts, then implementations: ONLL and
+// PMDK of one configuration run back to back.
+void RegisterAll()
+{
+	for (Obj ob : { Obj::kCounter, Obj::kQueue, Obj::kMap })
+		for (Mix mx : { Mix::kUpdate, Mix::kRead, Mix::kMixed })
+			for (int threads : mcasbench::ThreadCounts())
+				for (Impl im : { Impl::kOnll, Impl::kPmdkTx }) {
+					std::string name = std::string(ObjName(ob)) + "/" +
+						ImplName(im) + "/" + MixName(mx);
+					benchmark::RegisterBenchmark(name.c_str(), BM_Object, ob, im, mx)
+						->Threads(threads)
+						->UseRealTime();
+				}
+}
+
+// Whether PMDK's fences reach the interposed pmem_drain(): one small pool.
+bool ProbeDrainCounting(std::string *err)
+{
+	Pool p;
+	if (p.Create(64, err) != 0)
+		return false;
+	return txobj_fence_counting_works(p.get()) != 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	// The run script sets PMEM_IS_PMEM_FORCE=1; without it /dev/shm is not
+	// pmem to libpmem and every pool creation would fail. libpmem reads the
+	// variable on its first pmem_is_pmem(), so setting it here still works.
+	const char *force = std::getenv("PMEM_IS_PMEM_FORCE");
+	if (force == nullptr || std::strcmp(force, "1") != 0) {
+		std::fprintf(stderr,
+			"onll_bench: WARNING: PMEM_IS_PMEM_FORCE is %s%s%s, not 1: %s\n",
+			force ? "\"" : "", force ? force : "unset", force ? "\"" : "",
+			force ? "pools on a RAM file system will not get PMEM durability "
+				"and the runs will fail" :
+				"setting it to 1 for this process (flushes are real clwb + sfence)");
+		if (force == nullptr)
+			setenv("PMEM_IS_PMEM_FORCE", "1", 1);
+	}
+	const char *dir = std::getenv("ONLL_BENCH_POOL_DIR");
+	if (dir != nullptr && *dir != '\0')
+		g_pool_dir = dir;
+
+	std::string min_flag = "--benchmark_min_time=0.3";
+	std::vector<char *> args;
+	args.push_back(argv[0]);
+	args.push_back(&min_flag[0]);
+	for (int i = 1; i < argc; i++) {
+		if (std::strncmp(argv[i], "--pool_dir=", 11) == 0)
+			g_pool_dir = argv[i] + 11;
+		else
+			args.push_back(argv[i]);
+	}
+	int n = static_cast<int>(args.size());
+	args.push_back(nullptr);
+
+	RegisterAll();
+	benchmark::Initialize(&n, args.data());
+	if (benchmark::ReportUnrecognizedArguments(n, args.data()))
+		return 1;
+
+	std::string err;
+	g_drain_counting = ProbeDrainCounting(&err);
+	if (!err.empty())
+		std::fprintf(stderr, "onll_bench: probe pool: %s\n", err.c_str());
+	if (!g_drain_counting)
+		std::fprintf(stderr, "onll_bench: WARNING: PMDK's fences do not reach the "
+			"interposed pmem_drain(): no fence counts for pmdk-tx\n");
+
+	onll_config c = OnllConfig();
+	const char *f2 = std::getenv("PMEM_IS_PMEM_FORCE");
+	benchmark::AddCustomContext("PMEM_IS_PMEM_FORCE", f2 != nullptr ? f2 : "unset");
+	benchmark::AddCustomContext("pool_dir", g_pool_dir);
+	benchmark::AddCustomContext("pmdk_fence_counting",
+		g_drain_counting ? "interposed pmem_drain/pmem_msync (probe ok)" : "unavailable");
+	benchmark::AddCustomContext("onll_max_threads", std::to_string(c.max_threads));
+	benchmark::AddCustomContext("onll_max_op_size", std::to_string(c.max_op_size));
+	benchmark::AddCustomContext("onll_log_entries", std::to_string(c.log_entries));
+	benchmark::AddCustomContext("onll_checkpoint_every", std::to_string(c.checkpoint_every));
+	benchmark::AddCustomContext("onll_checkpoint_capacity",
+		std::to_string(c.checkpoint_capacity));
+	benchmark::AddCustomContext("workload",
+		"queue preload 1000 (pmdk ring 4096); map preload 1000 keys, range 2000 "
+		"(pmdk capacity 2000)");
+	benchmark::RunSpecifiedBenchmarks();
+	g_fixture.reset();
+	benchmark::Shutdown();
+	return 0;
+}
