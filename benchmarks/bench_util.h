@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// benchmarks/bench_util.h -- what the MCAS benchmarks (mcas_array_bench.cc,
-// dll_bench.cc) share: the four algorithm variants measured side by side,
-// a pm/ pool on /dev/shm with real persistent flushes, per-thread counter
-// snapshots (pm_cost + mcas_stats) summed across a run's threads, a barrier,
-// a per-thread random generator and a main() that defaults to short runs.
+// benchmarks/bench_util.h -- what every benchmark binary (mcas_array_bench,
+// dll_bench, onll_bench) shares: a pm/ pool on a RAM file system with real
+// persistent flushes, the thread counts, a barrier, a per-thread random
+// generator, counter structs summed across a run's threads, per-thread
+// snapshots of pm_cost and a library's statistics, and a main() that
+// forces PMEM_IS_PMEM_FORCE=1 and defaults to short runs.
+// benchmarks/mcas_bench.h adds what the two MCAS benchmarks share.
 //
 // Runs are multi-threaded Google Benchmark runs (->Threads(n)): thread 0 is
 // the process's main thread and owns the shared fixture; every thread
-// registers its own mcas handle before the timed loop and publishes its
-// counts after it. Everything outside `for (auto _ : state)` is untimed.
+// registers its own handle before the timed loop and publishes its counts
+// after it. Everything outside `for (auto _ : state)` is untimed.
 #ifndef BENCHMARKS_BENCH_UTIL_H
 #define BENCHMARKS_BENCH_UTIL_H
 
@@ -23,36 +25,14 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include <mcas/mcas.h>
 #include <pm/cost.h>
 #include <pm/error.h>
 #include <pm/pool.h>
 
-namespace mcasbench {
-
-// One MCAS algorithm in one memory mode. Each persistent-or-volatile pair is
-// a thesis algorithm (AOPT) and the baseline it is compared against.
-struct Variant {
-	const char *label;       // benchmark name component, e.g. "aopt-vol"
-	mcas_algorithm alg;
-	bool persistent;
-};
-
-// Registration order is measurement order: each AOPT variant runs right
-// before its baseline on the same configuration, so a ratio compares two
-// runs taken seconds apart on the same machine state.
-inline const std::vector<Variant> &Variants()
-{
-	static const std::vector<Variant> v = {
-		{ "aopt-vol", MCAS_ALG_AOPT, false },
-		{ "harris-vol", MCAS_ALG_HARRIS, false },
-		{ "aopt-pm", MCAS_ALG_AOPT, true },
-		{ "pmwcas-pm", MCAS_ALG_PMWCAS, true },
-	};
-	return v;
-}
+namespace bench {
 
 // The thread counts of DESIGN.md sect. 9 (2 cores: 4 and 8 preempt).
 inline const std::vector<int> &ThreadCounts()
@@ -60,11 +40,6 @@ inline const std::vector<int> &ThreadCounts()
 	static const std::vector<int> t = { 1, 2, 4, 8 };
 	return t;
 }
-
-// Thread slots per MCAS instance: 8 workers, the main thread's setup
-// handle, and slack. Keeps the persistent area small (~4.7 MB with the
-// default 512 descriptors per thread).
-constexpr unsigned kMaxThreads = 16;
 
 // An unsigned from environment variable @name, or @dflt if it is unset or
 // not a number.
@@ -79,26 +54,24 @@ inline unsigned EnvUnsigned(const char *name, unsigned dflt)
 	return *end == '\0' && v <= 1u << 20 ? static_cast<unsigned>(v) : dflt;
 }
 
-// The library's defaults except max_threads. For diagnosis only, the
-// environment may override two tunables (headline runs leave them unset):
-//   MCAS_BENCH_DESCS_PER_THREAD      mcas_config.descs_per_thread
-//   MCAS_BENCH_READ_DETACH_ONE_IN    mcas_config.read_detach_one_in
-inline mcas_config Config(const Variant &v)
+// The binary's name (messages, pool file names) and the directory of its
+// pools; Main() sets both before any benchmark runs.
+struct Settings {
+	std::string name = "bench";
+	std::string pool_dir = "/dev/shm";
+};
+
+inline Settings &Global()
 {
-	mcas_config c;
-	mcas_config_init(&c);
-	c.algorithm = v.alg;
-	c.max_threads = kMaxThreads;
-	// reclaim_batch stays 0: the library derives it from descs_per_thread.
-	c.descs_per_thread = EnvUnsigned("MCAS_BENCH_DESCS_PER_THREAD", c.descs_per_thread);
-	c.read_detach_one_in = EnvUnsigned("MCAS_BENCH_READ_DETACH_ONE_IN", c.read_detach_one_in);
-	return c;
+	static Settings s;
+	return s;
 }
 
-// A pool file on a RAM file system, created with PMEM durability: with
-// PMEM_IS_PMEM_FORCE=1 every pm_flush() is a real cache-line write-back
-// (clwb/clflushopt) and every pm_fence() an sfence, as on an NVDIMM
-// (DESIGN.md sect. 4). The file is removed when the pool is closed.
+// A pool file in Global().pool_dir (a RAM file system by default), created
+// with PMEM durability: with PMEM_IS_PMEM_FORCE=1 every pm_flush() is a
+// real cache-line write-back (clwb/clflushopt) and every pm_fence() an
+// sfence, as on an NVDIMM (DESIGN.md sect. 4). The file is removed when
+// the pool is closed.
 class BenchPool {
  public:
 	BenchPool() = default;
@@ -111,15 +84,15 @@ class BenchPool {
 	int Create(size_t root_size, std::string *err)
 	{
 		static unsigned seq;
-		const char *dir = std::getenv("MCAS_BENCH_POOL_DIR");
+		const Settings &g = Global();
 
-		path_ = std::string(dir != nullptr ? dir : "/dev/shm") + "/mcas_bench." +
-			std::to_string(getpid()) + "." + std::to_string(seq++) + ".pool";
+		path_ = g.pool_dir + "/" + g.name + "." + std::to_string(getpid()) + "." +
+			std::to_string(seq++) + ".pool";
 		unlink(path_.c_str());
 		pm_pool_config pc;
 		pm_pool_config_init(&pc);
 		pc.path = path_.c_str();
-		pc.layout = "mcas-bench";
+		pc.layout = g.name.c_str();
 		pc.root_size = root_size;
 		// Room for PMDK's heap metadata next to the root object.
 		pc.pool_size = root_size + ((size_t)8 << 20);
@@ -131,9 +104,8 @@ class BenchPool {
 			*err = "pm_pool_create(" + path_ + "): " + pm_strerror(ret) +
 				(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
 			path_.clear();
-			return ret;
 		}
-		return 0;
+		return ret;
 	}
 
 	void Close()
@@ -203,77 +175,73 @@ class Barrier {
 	uint64_t gen_ = 0;
 };
 
-// What one thread did in the timed loop, and the sum over a run's threads.
-struct Counts {
-	uint64_t ops = 0;        // benchmark operations (array: successful RMWs)
-	uint64_t attempts = 0;   // loop iterations
-	uint64_t updates = 0;    // list: insert/remove calls that changed the set
-	uint64_t inserted = 0;   // list: successful inserts
-	uint64_t removed = 0;    // list: successful removes
-	uint64_t errors = 0;     // other negative returns (see the run's error)
-	pm_cost cost {};         // pm_cost diff: CAS, flushes, fences
-	mcas_stats st {};        // mcas_stats diff
-
-	void Add(const Counts &o)
-	{
-		ops += o.ops;
-		attempts += o.attempts;
-		updates += o.updates;
-		inserted += o.inserted;
-		removed += o.removed;
-		errors += o.errors;
-		for (int i = 0; i < PM_COST_NCOUNTERS; i++)
-			cost.n[i] += o.cost.n[i];
-		st.mcas += o.st.mcas;
-		st.succeeded += o.st.succeeded;
-		st.reads += o.st.reads;
-		st.helps += o.st.helps;
-		st.detach_cas += o.st.detach_cas;
-		st.read_detaches += o.st.read_detaches;
-		st.scans += o.st.scans;
-		st.grace_periods += o.st.grace_periods;
-		st.desc_waits += o.st.desc_waits;
-	}
-};
-
-// mcas_stats @after - @before, field by field.
-inline mcas_stats StatsDiff(const mcas_stats &after, const mcas_stats &before)
+// Counter structs made of 64-bit integers only (pm_cost, mcas_stats,
+// onll_stats, a benchmark's Counts of them): the counters one by one.
+template <class S>
+constexpr size_t NumCounters()
 {
-	mcas_stats d;
-	d.mcas = after.mcas - before.mcas;
-	d.succeeded = after.succeeded - before.succeeded;
-	d.reads = after.reads - before.reads;
-	d.helps = after.helps - before.helps;
-	d.detach_cas = after.detach_cas - before.detach_cas;
-	d.read_detaches = after.read_detaches - before.read_detaches;
-	d.scans = after.scans - before.scans;
-	d.grace_periods = after.grace_periods - before.grace_periods;
-	d.desc_waits = after.desc_waits - before.desc_waits;
+	static_assert(std::is_trivially_copyable<S>::value && sizeof(S) % sizeof(uint64_t) == 0,
+		"a counter struct holds 64-bit integers only");
+	return sizeof(S) / sizeof(uint64_t);
+}
+
+// *@a += @b, counter by counter (signed ones wrap to the same sum).
+template <class S>
+void AddCounters(S *a, const S &b)
+{
+	uint64_t x[NumCounters<S>()], y[NumCounters<S>()];
+
+	std::memcpy(x, a, sizeof(S));
+	std::memcpy(y, &b, sizeof(S));
+	for (size_t i = 0; i < NumCounters<S>(); i++)
+		x[i] += y[i];
+	std::memcpy(a, x, sizeof(S));
+}
+
+// @after - @before, counter by counter.
+template <class S>
+S DiffCounters(const S &after, const S &before)
+{
+	uint64_t x[NumCounters<S>()], y[NumCounters<S>()];
+	S d;
+
+	std::memcpy(x, &after, sizeof(S));
+	std::memcpy(y, &before, sizeof(S));
+	for (size_t i = 0; i < NumCounters<S>(); i++)
+		x[i] -= y[i];
+	std::memcpy(&d, x, sizeof(S));
 	return d;
 }
 
-// Snapshots of the calling thread's counters around its timed loop.
+// Snapshots of the calling thread's pm_cost counters and of its library
+// statistics (@Stats of a @Thread handle, read by @read_stats; not read
+// while the handle is null) around its timed loop.
+template <class Thread, class Stats, void (*read_stats)(const Thread *, Stats *)>
 class ThreadMeter {
  public:
-	void Start(const mcas_thread *t)
+	void Start(const Thread *t)
 	{
-		mcas_thread_stats(t, &st0_);
+		if (t != nullptr)
+			read_stats(t, &st0_);
 		pm_cost_read_thread(&c0_);
 	}
-	// Fills @c's cost and st with what happened since Start().
-	void Stop(const mcas_thread *t, Counts *c)
+	// Sets @c->cost and @c->st to what happened since Start().
+	template <class Counts>
+	void Stop(const Thread *t, Counts *c)
 	{
 		pm_cost c1;
-		mcas_stats st1;
+		Stats st1;
 
 		pm_cost_read_thread(&c1);
-		mcas_thread_stats(t, &st1);
 		pm_cost_diff(&c1, &c0_, &c->cost);
-		c->st = StatsDiff(st1, st0_);
+		if (t != nullptr) {
+			read_stats(t, &st1);
+			c->st = DiffCounters(st1, st0_);
+		}
 	}
 
  private:
-	mcas_stats st0_ {};
+	Stats st0_ {};
 	pm_cost c0_ {};
 };
 
@@ -282,73 +250,77 @@ inline double Ratio(double num, double den)
 	return den > 0 ? num / den : 0.0;
 }
 
-// Sets the counters every MCAS benchmark reports, from a run's totals, on
-// thread 0's State (the only thread that sets counters, so Google
-// Benchmark's per-thread sum is the value). Per-op counters divide by
-// @c.ops: successful read-modify-writes (array) or all operations (list).
-inline void ReportCommon(benchmark::State &state, const Counts &c)
-{
-	using benchmark::Counter;
-	const double ops = static_cast<double>(c.ops);
-	const double mcas = static_cast<double>(c.st.mcas);
+// What Main() needs of one benchmark binary.
+struct Program {
+	const char *name;         // e.g. "onll_bench": messages, pool file names
+	const char *pool_dir_env; // environment variable naming the pool directory
+	void (*register_all)();   // registers the benchmarks
+	void (*add_context)();    // after the flags: the binary's own context
+	void (*cleanup)();        // after the runs: releases the last fixture
+};
 
-	state.counters["ops_per_s"] = Counter(ops, Counter::kIsRate);
-	state.counters["cas_per_op"] = Ratio(c.cost.n[PM_COST_CAS], ops);
-	state.counters["fence_per_op"] = Ratio(c.cost.n[PM_COST_FENCE], ops);
-	state.counters["flush_per_op"] = Ratio(c.cost.n[PM_COST_FLUSH], ops);
-	state.counters["help_ratio"] = Ratio(c.st.helps, mcas);
-	state.counters["detach_ratio"] = Ratio(c.st.detach_cas, mcas);
-	state.counters["cas_per_mcas"] = Ratio(c.cost.n[PM_COST_CAS], mcas);
-	state.counters["mcas_success"] = Ratio(c.st.succeeded, mcas);
-	// Raw totals, so the report can recompute any ratio.
-	state.counters["n_ops"] = ops;
-	state.counters["n_mcas"] = mcas;
-	state.counters["n_cas"] = static_cast<double>(c.cost.n[PM_COST_CAS]);
-	state.counters["n_fence"] = static_cast<double>(c.cost.n[PM_COST_FENCE]);
-	state.counters["n_flush"] = static_cast<double>(c.cost.n[PM_COST_FLUSH]);
-	state.counters["n_helps"] = static_cast<double>(c.st.helps);
-	state.counters["n_detach_cas"] = static_cast<double>(c.st.detach_cas);
-	state.counters["n_read_detach"] = static_cast<double>(c.st.read_detaches);
-	// mcas_desc_begin() found every descriptor of the thread waiting for a
-	// grace period (-EAGAIN): some thread was preempted inside an operation.
-	state.counters["n_desc_waits"] = static_cast<double>(c.st.desc_waits);
+// PMEM_IS_PMEM_FORCE=1, unless the caller set it otherwise (with a
+// warning): without it the RAM file system is not pmem to libpmem and
+// every pool creation fails. libpmem reads the variable on its first
+// pmem_is_pmem(), so setting it in main() still works.
+inline void ForcePmem(const char *name)
+{
+	const char *force = std::getenv("PMEM_IS_PMEM_FORCE");
+
+	if (force != nullptr && std::strcmp(force, "1") == 0)
+		return;
+	std::fprintf(stderr, "%s: WARNING: PMEM_IS_PMEM_FORCE is %s%s%s, not 1: %s\n", name,
+		force ? "\"" : "", force ? force : "unset", force ? "\"" : "",
+		force ? "pools on a RAM file system will not get PMEM durability "
+			"and the runs will fail" :
+			"setting it to 1 for this process (flushes are real clwb + sfence)");
+	if (force == nullptr)
+		setenv("PMEM_IS_PMEM_FORCE", "1", 1);
 }
 
-// main() for both benchmarks: forces real persistent flushes on the RAM
-// pool (PMEM_IS_PMEM_FORCE=1 unless the caller set it, before libpmem
-// first decides what is pmem), defaults --benchmark_min_time to @min_time
-// seconds (a later flag on the command line overrides it), runs what
-// @register_all registered, then calls @cleanup (releases the last fixture).
-inline int Main(int argc, char **argv, const char *min_time, void (*register_all)(),
-	void (*cleanup)())
+// main() of every benchmark: forces real persistent flushes (ForcePmem()),
+// takes the pool directory from $@p.pool_dir_env or --pool_dir=DIR (default
+// /dev/shm), defaults --benchmark_min_time to 0.3 s (a later flag on the
+// command line overrides it), runs what @p.register_all registered with
+// the context PMEM_IS_PMEM_FORCE, pool_dir and what @p.add_context adds,
+// then calls @p.cleanup.
+inline int Main(int argc, char **argv, const Program &p)
 {
-	setenv("PMEM_IS_PMEM_FORCE", "1", 0);
-	std::string min_flag = std::string("--benchmark_min_time=") + min_time;
+	Settings &g = Global();
+
+	g.name = p.name;
+	ForcePmem(p.name);
+	const char *dir = std::getenv(p.pool_dir_env);
+	if (dir != nullptr && *dir != '\0')
+		g.pool_dir = dir;
+
+	std::string min_flag = "--benchmark_min_time=0.3";
 	std::vector<char *> args;
 	args.push_back(argv[0]);
 	args.push_back(&min_flag[0]);
-	for (int i = 1; i < argc; i++)
-		args.push_back(argv[i]);
+	for (int i = 1; i < argc; i++) {
+		if (std::strncmp(argv[i], "--pool_dir=", 11) == 0)
+			g.pool_dir = argv[i] + 11;
+		else
+			args.push_back(argv[i]);
+	}
 	int n = static_cast<int>(args.size());
 	args.push_back(nullptr);
 
-	register_all();
+	p.register_all();
 	benchmark::Initialize(&n, args.data());
 	if (benchmark::ReportUnrecognizedArguments(n, args.data()))
 		return 1;
-	benchmark::AddCustomContext("PMEM_IS_PMEM_FORCE", std::getenv("PMEM_IS_PMEM_FORCE"));
-	const char *dir = std::getenv("MCAS_BENCH_POOL_DIR");
-	benchmark::AddCustomContext("pool_dir", dir != nullptr ? dir : "/dev/shm");
-	mcas_config c = Config(Variants()[0]);
-	benchmark::AddCustomContext("mcas_descs_per_thread", std::to_string(c.descs_per_thread));
-	benchmark::AddCustomContext("mcas_read_detach_one_in",
-		std::to_string(c.read_detach_one_in));
+	const char *force = std::getenv("PMEM_IS_PMEM_FORCE");
+	benchmark::AddCustomContext("PMEM_IS_PMEM_FORCE", force != nullptr ? force : "unset");
+	benchmark::AddCustomContext("pool_dir", g.pool_dir);
+	p.add_context();
 	benchmark::RunSpecifiedBenchmarks();
-	cleanup();
+	p.cleanup();
 	benchmark::Shutdown();
 	return 0;
 }
 
-} // namespace mcasbench
+} // namespace bench
 
 #endif

@@ -44,6 +44,7 @@
 #include <pm/pool.h>
 
 #include "benchmarks/bench_util.h"
+#include "benchmarks/mcas_bench.h"
 
 namespace {
 
@@ -56,7 +57,7 @@ using mcasbench::Variant;
 struct ListFixture {
 	const Variant *v = nullptr;
 	int size = 0, read_pct = 0, threads = 0;
-	mcasbench::BenchPool pool;
+	bench::BenchPool pool;
 	mcas *m = nullptr;
 	ds_dll *l = nullptr;
 	std::string error;      // setup failure: every thread skips the run
@@ -89,7 +90,7 @@ struct ListFixture {
 		// grace periods, a few descriptor pools' worth of retired ones.
 		const uint64_t capacity = 2 * static_cast<uint64_t>(size) +
 			static_cast<uint64_t>(mcasbench::kMaxThreads) * (64 + 3 * cfg.descs_per_thread);
-		const size_t dll_bytes = mcasbench::Align64(ds_dll_pmem_area_size(capacity));
+		const size_t dll_bytes = bench::Align64(ds_dll_pmem_area_size(capacity));
 		const size_t mcas_bytes = mcas_pmem_area_size(&cfg);
 		if (dll_bytes == 0 || mcas_bytes == 0)
 			return Fail(-EINVAL, "area size");
@@ -116,7 +117,7 @@ struct ListFixture {
 
 		if (ret != 0)
 			return Fail(ret, "ds_dll_thread_register");
-		mcasbench::Rng rng(12345);
+		bench::Rng rng(12345);
 		while (ret >= 0 && expected < static_cast<uint64_t>(size)) {
 			ret = ds_dll_insert(h, 1 + rng.Below(2 * static_cast<uint64_t>(size)));
 			if (ret > 0)
@@ -143,7 +144,7 @@ struct ListFixture {
 };
 
 std::unique_ptr<ListFixture> g_fixture;
-mcasbench::Barrier g_barrier;
+bench::Barrier g_barrier;
 
 // Thread 0, before a run: reuse the fixture of the same configuration (a
 // later trial run), or replace it.
@@ -197,7 +198,7 @@ void BM_List(benchmark::State &state, const Variant *v, int size, int read_pct)
 	if (!err.empty())
 		state.SkipWithError(err.c_str()); // the loop below runs 0 times
 
-	mcasbench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
+	bench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
 	mcasbench::ThreadMeter meter;
 	mcas_thread *t = h != nullptr ? ds_dll_thread_mcas(h) : nullptr;
 	Counts c;
@@ -235,7 +236,7 @@ void BM_List(benchmark::State &state, const Variant *v, int size, int read_pct)
 		meter.Stop(t, &c);
 	{
 		std::lock_guard<std::mutex> lk(f->mu);
-		f->total.Add(c);
+		bench::AddCounters(&f->total, c);
 	}
 	g_barrier.Wait(nthreads); // every thread's counts are in f->total
 	if (leader) {
@@ -267,7 +268,7 @@ void RegisterAll()
 
 	for (int size : kSizes)
 		for (int read_pct : kReadPcts)
-			for (int threads : mcasbench::ThreadCounts())
+			for (int threads : bench::ThreadCounts())
 				for (const Variant &v : mcasbench::Variants()) {
 					std::string name = std::string("dll/") + v.label +
 						"/size:" + std::to_string(size) +
@@ -288,5 +289,6 @@ void Cleanup()
 
 int main(int argc, char **argv)
 {
-	return mcasbench::Main(argc, argv, "0.3", RegisterAll, Cleanup);
+	return bench::Main(argc, argv, { "dll_bench", "MCAS_BENCH_POOL_DIR", RegisterAll,
+		mcasbench::AddContext, Cleanup });
 }

@@ -57,6 +57,7 @@
 #include <pm/pool.h>
 
 #include "benchmarks/bench_util.h"
+#include "benchmarks/mcas_bench.h"
 
 namespace {
 
@@ -75,7 +76,7 @@ struct ArrayFixture {
 	const Variant *v = nullptr;
 	size_t n = 0;
 	int threads = 0;
-	mcasbench::BenchPool pool;
+	bench::BenchPool pool;
 	uint64_t *vwords = nullptr; // volatile array (aligned_alloc), else null
 	uint64_t *words = nullptr;
 	mcas *m = nullptr;
@@ -92,7 +93,7 @@ struct ArrayFixture {
 		n = nwords;
 		threads = nthreads;
 		mcas_config cfg = mcasbench::Config(var);
-		const size_t array_bytes = mcasbench::Align64(n * sizeof(uint64_t));
+		const size_t array_bytes = bench::Align64(n * sizeof(uint64_t));
 		int ret;
 
 		if (!var.persistent) {
@@ -133,7 +134,7 @@ struct ArrayFixture {
 };
 
 std::unique_ptr<ArrayFixture> g_fixture;
-mcasbench::Barrier g_barrier;
+bench::Barrier g_barrier;
 
 // Thread 0, before a run: reuse the fixture of the same configuration (a
 // later trial run), or replace it.
@@ -163,7 +164,7 @@ std::string CheckSum(ArrayFixture *f, mcas_thread *t)
 }
 
 // kWordsPerOp distinct indices below @n, uniformly (rejection: n >= 10).
-void PickDistinct(mcasbench::Rng *rng, size_t n, size_t *idx)
+void PickDistinct(bench::Rng *rng, size_t n, size_t *idx)
 {
 	for (int i = 0; i < kWordsPerOp; i++) {
 		bool dup;
@@ -195,7 +196,7 @@ void BM_Array(benchmark::State &state, const Variant *v, size_t n)
 	if (!err.empty())
 		state.SkipWithError(err.c_str()); // the loop below runs 0 times
 
-	mcasbench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
+	bench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
 	mcasbench::ThreadMeter meter;
 	Counts c;
 	if (t != nullptr)
@@ -235,7 +236,7 @@ void BM_Array(benchmark::State &state, const Variant *v, size_t n)
 		meter.Stop(t, &c);
 	{
 		std::lock_guard<std::mutex> lk(f->mu);
-		f->total.Add(c);
+		bench::AddCounters(&f->total, c);
 	}
 	g_barrier.Wait(nthreads); // every thread's counts are in f->total
 	if (leader) {
@@ -262,7 +263,7 @@ void RegisterAll()
 	static const size_t kSizes[] = { 10, 100, 1000 };
 
 	for (size_t n : kSizes)
-		for (int threads : mcasbench::ThreadCounts())
+		for (int threads : bench::ThreadCounts())
 			for (const Variant &v : mcasbench::Variants()) {
 				std::string name = std::string("array/") + v.label +
 					"/size:" + std::to_string(n);
@@ -281,5 +282,6 @@ void Cleanup()
 
 int main(int argc, char **argv)
 {
-	return mcasbench::Main(argc, argv, "0.3", RegisterAll, Cleanup);
+	return bench::Main(argc, argv, { "mcas_array_bench", "MCAS_BENCH_POOL_DIR", RegisterAll,
+		mcasbench::AddContext, Cleanup });
 }

@@ -64,18 +64,12 @@
 // (one command line) or benchmarks/run_onll.sh for the ratio report.
 // --benchmark_min_time defaults to 0.3 s; --benchmark_filter=map/ etc.
 // picks a subset.
-#include <sched.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -90,7 +84,7 @@
 
 namespace {
 
-using mcasbench::Ratio;
+using bench::Ratio;
 
 enum class Obj { kCounter, kQueue, kMap };
 enum class Impl { kOnll, kPmdkTx };
@@ -117,7 +111,6 @@ constexpr uint64_t kMapRange = 2000;
 
 // Whether the interposed pmem_drain() counts PMDK's fences (probed once).
 bool g_drain_counting = false;
-std::string g_pool_dir = "/dev/shm";
 
 onll_config OnllConfig()
 {
@@ -125,8 +118,8 @@ onll_config OnllConfig()
 	onll_config_init(&c);
 	c.max_threads = 16;
 	c.max_op_size = ONLL_OBJECTS_MAX_OP;
-	c.log_entries = mcasbench::EnvUnsigned("ONLL_BENCH_LOG_ENTRIES", 4096);
-	c.checkpoint_every = mcasbench::EnvUnsigned("ONLL_BENCH_CHECKPOINT_EVERY", c.log_entries / 2);
+	c.log_entries = bench::EnvUnsigned("ONLL_BENCH_LOG_ENTRIES", 4096);
+	c.checkpoint_every = bench::EnvUnsigned("ONLL_BENCH_CHECKPOINT_EVERY", c.log_entries / 2);
 	c.checkpoint_capacity = 256 << 10;
 	return c;
 }
@@ -147,56 +140,6 @@ uint64_t TxCapacity(Obj o)
 	return o == Obj::kCounter ? 0 : o == Obj::kQueue ? kQueueRing : kMapRange;
 }
 
-// A pool file in g_pool_dir with PMEM durability, removed when closed.
-class Pool {
- public:
-	Pool() = default;
-	Pool(const Pool &) = delete;
-	Pool &operator=(const Pool &) = delete;
-	~Pool() { Close(); }
-
-	int Create(size_t root_size, std::string *err)
-	{
-		static unsigned seq;
-
-		path_ = g_pool_dir + "/onll_bench." + std::to_string(getpid()) + "." +
-			std::to_string(seq++) + ".pool";
-		unlink(path_.c_str());
-		pm_pool_config pc;
-		pm_pool_config_init(&pc);
-		pc.path = path_.c_str();
-		pc.layout = "onll-bench";
-		pc.root_size = root_size;
-		pc.pool_size = root_size + ((size_t)8 << 20);
-		if (pc.pool_size < PM_POOL_MIN_SIZE)
-			pc.pool_size = PM_POOL_MIN_SIZE;
-		pc.durability = PM_DURABILITY_PMEM;
-		int ret = pm_pool_create(&pool_, &pc);
-		if (ret != 0) {
-			*err = "pm_pool_create(" + path_ + "): " + pm_strerror(ret) +
-				(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
-			path_.clear();
-		}
-		return ret;
-	}
-
-	void Close()
-	{
-		if (pool_ != nullptr)
-			pm_pool_close(&pool_);
-		if (!path_.empty())
-			unlink(path_.c_str());
-		path_.clear();
-	}
-
-	pm_pool *get() const { return pool_; }
-	uint64_t root_off() const { return pm_pool_off(pool_, pm_pool_root(pool_)); }
-
- private:
-	std::string path_;
-	pm_pool *pool_ = nullptr;
-};
-
 // What one thread did in the timed loop, and the sum over a run's threads.
 struct Counts {
 	uint64_t ops = 0, updates = 0, reads = 0;
@@ -206,42 +149,9 @@ struct Counts {
 	uint64_t drains = 0;    // interposed pmem_drain/pmem_msync calls
 	pm_cost cost {};
 	onll_stats st {};
-
-	void Add(const Counts &o)
-	{
-		ops += o.ops;
-		updates += o.updates;
-		reads += o.reads;
-		size_delta += o.size_delta;
-		adds += o.adds;
-		errors += o.errors;
-		drains += o.drains;
-		for (int i = 0; i < PM_COST_NCOUNTERS; i++)
-			cost.n[i] += o.cost.n[i];
-		st.updates += o.st.updates;
-		st.reads += o.st.reads;
-		st.helped_ops += o.st.helped_ops;
-		st.applied_ops += o.st.applied_ops;
-		st.checkpoints += o.st.checkpoints;
-		st.checkpoint_fences += o.st.checkpoint_fences;
-		st.log_full_waits += o.st.log_full_waits;
-		st.view_rebuilds += o.st.view_rebuilds;
-	}
 };
 
-onll_stats StatsDiff(const onll_stats &a, const onll_stats &b)
-{
-	onll_stats d {};
-	d.updates = a.updates - b.updates;
-	d.reads = a.reads - b.reads;
-	d.helped_ops = a.helped_ops - b.helped_ops;
-	d.applied_ops = a.applied_ops - b.applied_ops;
-	d.checkpoints = a.checkpoints - b.checkpoints;
-	d.checkpoint_fences = a.checkpoint_fences - b.checkpoint_fences;
-	d.log_full_waits = a.log_full_waits - b.log_full_waits;
-	d.view_rebuilds = a.view_rebuilds - b.view_rebuilds;
-	return d;
-}
+using Meter = bench::ThreadMeter<onll_thread, onll_stats, onll_thread_stats>;
 
 // The shared state of one configuration (object, implementation, mix,
 // threads): a fresh pool with the object, preloaded. Kept across Google
@@ -251,7 +161,7 @@ struct Fixture {
 	Impl impl = Impl::kOnll;
 	Mix mix = Mix::kUpdate;
 	int threads = 0;
-	Pool pool;
+	bench::BenchPool pool;
 	onll *o = nullptr;
 	txobj *x = nullptr;
 	std::string error;
@@ -279,18 +189,18 @@ struct Fixture {
 			txobj_area_size(TxKind(ob), TxCapacity(ob));
 		if (area == 0)
 			return Fail(-EINVAL, "area size");
-		int ret = pool.Create(mcasbench::Align64(area), &error);
+		int ret = pool.Create(bench::Align64(area), &error);
 		if (ret != 0)
 			return ret;
 		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
 			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
 		if (im == Impl::kOnll) {
-			ret = onll_create(&o, pool.get(), pool.root_off(), &cfg, OnllType(ob));
+			ret = onll_create(&o, pool.get(), pool.off(pool.root()), &cfg, OnllType(ob));
 			if (ret != 0)
 				return Fail(ret, "onll_create");
 			return Preload();
 		}
-		ret = txobj_create(&x, pool.get(), pool.root_off(), TxKind(ob), TxCapacity(ob));
+		ret = txobj_create(&x, pool.get(), pool.off(pool.root()), TxKind(ob), TxCapacity(ob));
 		if (ret != 0)
 			return Fail(ret, "txobj_create");
 		return Preload();
@@ -311,7 +221,7 @@ struct Fixture {
 				ret = t != nullptr ? onll_queue_enqueue(t, i) : txobj_queue_enqueue(x, i);
 			expect_size = kQueuePreload;
 		} else if (obj == Obj::kMap) {
-			mcasbench::Rng rng(12345);
+			bench::Rng rng(12345);
 			uint64_t n = 0;
 			while (ret >= 0 && n < kMapPreload) {
 				uint64_t k = rng.Below(kMapRange);
@@ -342,7 +252,7 @@ struct Fixture {
 };
 
 std::unique_ptr<Fixture> g_fixture;
-mcasbench::Barrier g_barrier;
+bench::Barrier g_barrier;
 
 Fixture *PrepareFixture(Obj ob, Impl im, Mix mx, int threads)
 {
@@ -360,7 +270,7 @@ Fixture *PrepareFixture(Obj ob, Impl im, Mix mx, int threads)
 struct Worker {
 	Fixture *f;
 	onll_thread *t;
-	mcasbench::Rng rng;
+	bench::Rng rng;
 	uint64_t nupd = 0, nread = 0;
 	Counts c;
 
@@ -528,11 +438,8 @@ void BM_Object(benchmark::State &state, Obj ob, Impl im, Mix mx)
 		state.SkipWithError(err.c_str()); // the loop below runs 0 times
 
 	Worker w(f, t, (f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
-	onll_stats st0 {}, st1 {};
-	pm_cost c0, c1;
-	if (t != nullptr)
-		onll_thread_stats(t, &st0);
-	pm_cost_read_thread(&c0);
+	Meter meter;
+	meter.Start(t);
 	const uint64_t d0 = txobj_fences_thread();
 	for (auto _ : state) {
 		bool update = mx == Mix::kUpdate || (mx == Mix::kMixed && (w.rng.Next() & 1));
@@ -546,15 +453,10 @@ void BM_Object(benchmark::State &state, Obj ob, Impl im, Mix mx)
 		}
 	}
 	w.c.drains = txobj_fences_thread() - d0;
-	pm_cost_read_thread(&c1);
-	pm_cost_diff(&c1, &c0, &w.c.cost);
-	if (t != nullptr) {
-		onll_thread_stats(t, &st1);
-		w.c.st = StatsDiff(st1, st0);
-	}
+	meter.Stop(t, &w.c);
 	{
 		std::lock_guard<std::mutex> lk(f->mu);
-		f->total.Add(w.c);
+		bench::AddCounters(&f->total, w.c);
 	}
 	g_barrier.Wait(nthreads); // every thread's counts are in f->total
 	if (leader) {
@@ -580,7 +482,7 @@ void RegisterAll()
 {
 	for (Obj ob : { Obj::kCounter, Obj::kQueue, Obj::kMap })
 		for (Mix mx : { Mix::kUpdate, Mix::kRead, Mix::kMixed })
-			for (int threads : mcasbench::ThreadCounts())
+			for (int threads : bench::ThreadCounts())
 				for (Impl im : { Impl::kOnll, Impl::kPmdkTx }) {
 					std::string name = std::string(ObjName(ob)) + "/" +
 						ImplName(im) + "/" + MixName(mx);
@@ -593,52 +495,15 @@ void RegisterAll()
 // Whether PMDK's fences reach the interposed pmem_drain(): one small pool.
 bool ProbeDrainCounting(std::string *err)
 {
-	Pool p;
+	bench::BenchPool p;
 	if (p.Create(64, err) != 0)
 		return false;
 	return txobj_fence_counting_works(p.get()) != 0;
 }
 
-} // namespace
-
-int main(int argc, char **argv)
+// The probe's result and the ONLL configuration used.
+void AddContext()
 {
-	// The run script sets PMEM_IS_PMEM_FORCE=1; without it /dev/shm is not
-	// pmem to libpmem and every pool creation would fail. libpmem reads the
-	// variable on its first pmem_is_pmem(), so setting it here still works.
-	const char *force = std::getenv("PMEM_IS_PMEM_FORCE");
-	if (force == nullptr || std::strcmp(force, "1") != 0) {
-		std::fprintf(stderr,
-			"onll_bench: WARNING: PMEM_IS_PMEM_FORCE is %s%s%s, not 1: %s\n",
-			force ? "\"" : "", force ? force : "unset", force ? "\"" : "",
-			force ? "pools on a RAM file system will not get PMEM durability "
-				"and the runs will fail" :
-				"setting it to 1 for this process (flushes are real clwb + sfence)");
-		if (force == nullptr)
-			setenv("PMEM_IS_PMEM_FORCE", "1", 1);
-	}
-	const char *dir = std::getenv("ONLL_BENCH_POOL_DIR");
-	if (dir != nullptr && *dir != '\0')
-		g_pool_dir = dir;
-
-	std::string min_flag = "--benchmark_min_time=0.3";
-	std::vector<char *> args;
-	args.push_back(argv[0]);
-	args.push_back(&min_flag[0]);
-	for (int i = 1; i < argc; i++) {
-		if (std::strncmp(argv[i], "--pool_dir=", 11) == 0)
-			g_pool_dir = argv[i] + 11;
-		else
-			args.push_back(argv[i]);
-	}
-	int n = static_cast<int>(args.size());
-	args.push_back(nullptr);
-
-	RegisterAll();
-	benchmark::Initialize(&n, args.data());
-	if (benchmark::ReportUnrecognizedArguments(n, args.data()))
-		return 1;
-
 	std::string err;
 	g_drain_counting = ProbeDrainCounting(&err);
 	if (!err.empty())
@@ -648,9 +513,6 @@ int main(int argc, char **argv)
 			"interposed pmem_drain(): no fence counts for pmdk-tx\n");
 
 	onll_config c = OnllConfig();
-	const char *f2 = std::getenv("PMEM_IS_PMEM_FORCE");
-	benchmark::AddCustomContext("PMEM_IS_PMEM_FORCE", f2 != nullptr ? f2 : "unset");
-	benchmark::AddCustomContext("pool_dir", g_pool_dir);
 	benchmark::AddCustomContext("pmdk_fence_counting",
 		g_drain_counting ? "interposed pmem_drain/pmem_msync (probe ok)" : "unavailable");
 	benchmark::AddCustomContext("onll_max_threads", std::to_string(c.max_threads));
@@ -662,8 +524,17 @@ int main(int argc, char **argv)
 	benchmark::AddCustomContext("workload",
 		"queue preload 1000 (pmdk ring 4096); map preload 1000 keys, range 2000 "
 		"(pmdk capacity 2000)");
-	benchmark::RunSpecifiedBenchmarks();
+}
+
+void Cleanup()
+{
 	g_fixture.reset();
-	benchmark::Shutdown();
-	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	return bench::Main(argc, argv,
+		{ "onll_bench", "ONLL_BENCH_POOL_DIR", RegisterAll, AddContext, Cleanup });
 }

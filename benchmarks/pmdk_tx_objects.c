@@ -7,9 +7,8 @@
  * Every update is
  *	pthread_rwlock_wrlock(); TX_BEGIN(pop) { TX_ADD ranges; write }
  *	TX_ONABORT { ret = -errno } TX_END; pthread_rwlock_unlock();
- * with pmemobj_tx_add_range_direct() as TX_ADD (the data is addressed by
- * pointer inside the area, not by PMEMoid). Values a TX_BEGIN block writes
- * and the code after TX_END reads are volatile (setjmp/longjmp rules).
+ * (txobj_tx()) with pmemobj_tx_add_range_direct() as TX_ADD (the data is
+ * addressed by pointer inside the area, not by PMEMoid).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -332,28 +331,54 @@ txobj_capacity(const struct txobj *o)
 	return o->capacity;
 }
 
-/* ------------------------------------------------------------------ */
-/* Counter                                                             */
-/* ------------------------------------------------------------------ */
-
-int
-txobj_counter_add(struct txobj *o, int64_t delta, int64_t *value)
+/*
+ * txobj_tx -- the write of one update, called with the write lock held
+ * (the caller took it and checked the update can be made): @write(@o,
+ * @arg) inside one libpmemobj transaction, adding every range it writes;
+ * then releases the lock. Returns @ok, or -errno if the transaction
+ * aborted. @write returns its results through @arg, which stays in memory
+ * across TX_END's longjmp; only @ret needs to be volatile.
+ */
+static int
+txobj_tx(struct txobj *o, void (*write)(struct txobj *o, void *arg), void *arg, int ok)
 {
-	volatile int ret = 0;
-	volatile int64_t after = 0;
-	int64_t *v = &o->meta->u.counter;
+	volatile int ret = ok;
 
-	pthread_rwlock_wrlock(&o->lock);
 	TX_BEGIN(o->pop) {
-		pmemobj_tx_add_range_direct(v, sizeof(*v));
-		*v = (int64_t)((uint64_t)*v + (uint64_t)delta);
-		after = *v;
+		write(o, arg);
 	} TX_ONABORT {
 		ret = -errno;
 	} TX_END
 	pthread_rwlock_unlock(&o->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Counter                                                             */
+/* ------------------------------------------------------------------ */
+
+/* txobj_counter_write -- *@arg: the delta in, the value after it out */
+static void
+txobj_counter_write(struct txobj *o, void *arg)
+{
+	int64_t *v = &o->meta->u.counter;
+	int64_t *delta = arg;
+
+	pmemobj_tx_add_range_direct(v, sizeof(*v));
+	*v = (int64_t)((uint64_t)*v + (uint64_t)*delta);
+	*delta = *v;
+}
+
+int
+txobj_counter_add(struct txobj *o, int64_t delta, int64_t *value)
+{
+	int64_t arg = delta;
+	int ret;
+
+	pthread_rwlock_wrlock(&o->lock);
+	ret = txobj_tx(o, txobj_counter_write, &arg, 0);
 	if (ret == 0 && value != NULL)
-		*value = after;
+		*value = arg;
 	return ret;
 }
 
@@ -370,53 +395,53 @@ txobj_counter_get(struct txobj *o, int64_t *value)
 /* Queue: ring buffer                                                  */
 /* ------------------------------------------------------------------ */
 
+/* txobj_enqueue_write -- *@arg: the value to append */
+static void
+txobj_enqueue_write(struct txobj *o, void *arg)
+{
+	uint64_t *tail = &o->meta->u.q.tail;
+	uint64_t *slot = &((uint64_t *)o->data)[*tail % o->slots];
+
+	pmemobj_tx_add_range_direct(slot, sizeof(*slot));
+	pmemobj_tx_add_range_direct(tail, sizeof(*tail));
+	*slot = *(const uint64_t *)arg;
+	*tail += 1;
+}
+
 int
 txobj_queue_enqueue(struct txobj *o, uint64_t value)
 {
-	volatile int ret = 0;
-	uint64_t *ring = o->data;
-	uint64_t *tail = &o->meta->u.q.tail;
-
 	pthread_rwlock_wrlock(&o->lock);
-	if (*tail - o->meta->u.q.head >= o->slots) {
+	if (o->meta->u.q.tail - o->meta->u.q.head >= o->slots) {
 		pthread_rwlock_unlock(&o->lock);
 		return -ENOSPC;
 	}
-	TX_BEGIN(o->pop) {
-		uint64_t *slot = &ring[*tail % o->slots];
+	return txobj_tx(o, txobj_enqueue_write, &value, 0);
+}
 
-		pmemobj_tx_add_range_direct(slot, sizeof(*slot));
-		pmemobj_tx_add_range_direct(tail, sizeof(*tail));
-		*slot = value;
-		*tail += 1;
-	} TX_ONABORT {
-		ret = -errno;
-	} TX_END
-	pthread_rwlock_unlock(&o->lock);
-	return ret;
+/* txobj_dequeue_write -- *@arg: the value removed from the front, out */
+static void
+txobj_dequeue_write(struct txobj *o, void *arg)
+{
+	uint64_t *head = &o->meta->u.q.head;
+
+	pmemobj_tx_add_range_direct(head, sizeof(*head));
+	*(uint64_t *)arg = ((const uint64_t *)o->data)[*head % o->slots];
+	*head += 1;
 }
 
 int
 txobj_queue_dequeue(struct txobj *o, uint64_t *value)
 {
-	volatile int ret = 1;
-	volatile uint64_t front = 0;
-	const uint64_t *ring = o->data;
-	uint64_t *head = &o->meta->u.q.head;
+	uint64_t front = 0;
+	int ret;
 
 	pthread_rwlock_wrlock(&o->lock);
-	if (*head == o->meta->u.q.tail) {
+	if (o->meta->u.q.head == o->meta->u.q.tail) {
 		pthread_rwlock_unlock(&o->lock);
 		return 0;
 	}
-	TX_BEGIN(o->pop) {
-		pmemobj_tx_add_range_direct(head, sizeof(*head));
-		front = ring[*head % o->slots];
-		*head += 1;
-	} TX_ONABORT {
-		ret = -errno;
-	} TX_END
-	pthread_rwlock_unlock(&o->lock);
+	ret = txobj_tx(o, txobj_dequeue_write, &front, 1);
 	if (ret == 1 && value != NULL)
 		*value = front;
 	return ret;
@@ -483,45 +508,82 @@ txobj_find(const struct txobj *o, uint64_t key, int *found)
 	return i;
 }
 
+/* What txobj_map_put() hands its write. */
+struct txobj_put_arg {
+	uint64_t slot; /* the key's slot, or the empty one ending its probe */
+	uint64_t key;
+	uint64_t value;
+	int found;     /* whether the key is in the map */
+};
+
+/* txobj_put_write -- sets the value of the key (inserted if new) */
+static void
+txobj_put_write(struct txobj *o, void *arg)
+{
+	const struct txobj_put_arg *a = arg;
+	struct txobj_slot *t = o->data;
+	uint64_t *count = &o->meta->u.count;
+	uint64_t i = a->slot;
+
+	pmemobj_tx_add_range_direct(&t[i], sizeof(t[i]));
+	if (!a->found) {
+		pmemobj_tx_add_range_direct(count, sizeof(*count));
+		t[i].key = a->key;
+		t[i].used = 1;
+		*count += 1;
+	}
+	t[i].value = a->value;
+}
+
 int
 txobj_map_put(struct txobj *o, uint64_t key, uint64_t value)
 {
-	struct txobj_slot *t = o->data;
-	uint64_t *count = &o->meta->u.count;
-	volatile int ret;
-	uint64_t i;
-	int found;
+	struct txobj_put_arg a = { 0, key, value, 0 };
 
 	pthread_rwlock_wrlock(&o->lock);
-	i = txobj_find(o, key, &found);
-	if (!found && *count >= o->capacity) {
+	a.slot = txobj_find(o, key, &a.found);
+	if (!a.found && o->meta->u.count >= o->capacity) {
 		pthread_rwlock_unlock(&o->lock);
 		return -ENOSPC;
 	}
-	ret = found;
-	TX_BEGIN(o->pop) {
-		pmemobj_tx_add_range_direct(&t[i], sizeof(t[i]));
-		if (!found) {
-			pmemobj_tx_add_range_direct(count, sizeof(*count));
-			t[i].key = key;
-			t[i].used = 1;
-			*count += 1;
-		}
-		t[i].value = value;
-	} TX_ONABORT {
-		ret = -errno;
-	} TX_END
-	pthread_rwlock_unlock(&o->lock);
-	return ret;
+	return txobj_tx(o, txobj_put_write, &a, a.found);
+}
+
+/* txobj_remove_write -- empties slot *@arg, backward-shifting its cluster */
+static void
+txobj_remove_write(struct txobj *o, void *arg)
+{
+	struct txobj_slot *t = o->data;
+	uint64_t *count = &o->meta->u.count;
+	const uint64_t mask = o->slots - 1;
+	uint64_t i = *(const uint64_t *)arg, j = i;
+
+	pmemobj_tx_add_range_direct(count, sizeof(*count));
+	pmemobj_tx_add_range_direct(&t[i], sizeof(t[i]));
+	/* Backward shift: move later members of the cluster whose home
+	 * is not cyclically in (i, j] into the hole. */
+	for (;;) {
+		uint64_t h;
+
+		j = (j + 1) & mask;
+		if (!t[j].used)
+			break;
+		h = txobj_hash(t[j].key, mask);
+		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+			continue;
+		pmemobj_tx_add_range_direct(&t[j], sizeof(t[j]));
+		t[i] = t[j];
+		i = j;
+	}
+	t[i].used = 0;
+	t[i].key = 0;
+	t[i].value = 0;
+	*count -= 1;
 }
 
 int
 txobj_map_remove(struct txobj *o, uint64_t key)
 {
-	struct txobj_slot *t = o->data;
-	uint64_t *count = &o->meta->u.count;
-	const uint64_t mask = o->slots - 1;
-	volatile int ret = 1;
 	uint64_t hole;
 	int found;
 
@@ -531,35 +593,7 @@ txobj_map_remove(struct txobj *o, uint64_t key)
 		pthread_rwlock_unlock(&o->lock);
 		return 0;
 	}
-	TX_BEGIN(o->pop) {
-		uint64_t i = hole, j = hole;
-
-		pmemobj_tx_add_range_direct(count, sizeof(*count));
-		pmemobj_tx_add_range_direct(&t[i], sizeof(t[i]));
-		/* Backward shift: move later members of the cluster whose home
-		 * is not cyclically in (i, j] into the hole. */
-		for (;;) {
-			uint64_t h;
-
-			j = (j + 1) & mask;
-			if (!t[j].used)
-				break;
-			h = txobj_hash(t[j].key, mask);
-			if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
-				continue;
-			pmemobj_tx_add_range_direct(&t[j], sizeof(t[j]));
-			t[i] = t[j];
-			i = j;
-		}
-		t[i].used = 0;
-		t[i].key = 0;
-		t[i].value = 0;
-		*count -= 1;
-	} TX_ONABORT {
-		ret = -errno;
-	} TX_END
-	pthread_rwlock_unlock(&o->lock);
-	return ret;
+	return txobj_tx(o, txobj_remove_write, &hole, 1);
 }
 
 int

@@ -28,69 +28,14 @@
 # 3 report written without plots (no matplotlib; see onll_report.py --help).
 set -euo pipefail
 
-usage() {
-	sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
-}
+prog=run_onll
+# shellcheck source=benchmarks/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
+bench_init "$@"
 
-results=""
-bench_flags=()
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-h | --help) usage; exit 0 ;;
-	--) shift; bench_flags=("$@"); break ;;
-	-*) echo "run_onll: unknown option $1 (try --help)" >&2; exit 2 ;;
-	*)
-		if [ -n "$results" ]; then
-			echo "run_onll: more than one results directory (try --help)" >&2
-			exit 2
-		fi
-		results="$1"
-		;;
-	esac
-	shift
-done
-
-repo="$(cd "$(dirname "$0")/.." && pwd)"
-results="${results:-$repo/benchmarks/results}"
-mkdir -p "$results"
-results="$(cd "$results" && pwd)"
-
-BAZEL="${BAZEL:-bazel}"
-read -r -a startup <<<"${BAZEL_STARTUP_FLAGS:-}"
-read -r -a build <<<"${BAZEL_BUILD_FLAGS:--c opt}"
-
-cd "$repo"
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
-	echo "run_onll: building //benchmarks:onll_bench (${build[*]})" >&2
-	"$BAZEL" "${startup[@]}" build "${build[@]}" //benchmarks:onll_bench >&2 || exit 1
-fi
-bin="$("$BAZEL" "${startup[@]}" info "${build[@]}" bazel-bin 2>/dev/null)/benchmarks"
-
-# Which code was measured: the commit, marked when the tree has changes.
-commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-	commit="$commit+changes"
-fi
-
-export PMEM_IS_PMEM_FORCE=1
-out="$results/onll.json"
-echo "run_onll: running $bin/onll_bench -> $out" >&2
-"$bin/onll_bench" --benchmark_out="$out" --benchmark_out_format=json \
-	--benchmark_context=git_commit="$commit" \
-	"${bench_flags[@]}" >&2 || { echo "run_onll: onll_bench failed" >&2; exit 1; }
-
-# The system python3 has Debian's matplotlib; a pyenv python3 may not.
-if [ -z "${PYTHON:-}" ]; then
-	PYTHON=python3
-	for p in python3 /usr/bin/python3; do
-		if command -v "$p" >/dev/null && "$p" -c 'import matplotlib' 2>/dev/null; then
-			PYTHON="$p"
-			break
-		fi
-	done
-fi
-echo "run_onll: report with $PYTHON" >&2
+bench_build //benchmarks:onll_bench || exit 1
+bench_run onll onll_bench
 status=0
-"$PYTHON" "$repo/benchmarks/onll_report.py" --out "$results" "$out" || status=$?
+bench_report onll_report.py "$results/onll.json" || status=$?
 echo "run_onll: results in $results (onll_report.md, onll_runs.csv, onll_*.png)" >&2
 exit "$status"

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# benchmarks/bench_lib.sh -- what run_mcas.sh and run_onll.sh share: the
+# command line, the build, running a benchmark binary into a JSON file, and
+# the report. Sourced by them (bash, set -euo pipefail), not run.
+#
+# The sourcing script sets prog (the prefix of its messages), then calls
+#   bench_init "$@"             --help (the script's header comment), the
+#                               RESULTS_DIR and -- BENCHMARK_FLAGS arguments;
+#                               sets results, bench_flags, repo; cd's to repo
+#   bench_build TARGET          builds TARGET unless SKIP_BUILD=1
+#   bench_run NAME BINARY       runs bazel-bin/benchmarks/BINARY with
+#                               PMEM_IS_PMEM_FORCE=1 into $results/NAME.json
+#                               (exit 1 if it fails)
+#   bench_report SCRIPT JSON... runs benchmarks/SCRIPT on the JSON files into
+#                               $results; returns the report's status
+# Environment: BAZEL, BAZEL_STARTUP_FLAGS, BAZEL_BUILD_FLAGS, PYTHON,
+# SKIP_BUILD (see the scripts' --help).
+
+bench_init() {
+	results=""
+	bench_flags=()
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-h | --help)
+			# The script's header comment from line 3 on.
+			awk 'NR >= 3 { if (!/^#/) exit; sub(/^# ?/, ""); print }' "$0"
+			exit 0
+			;;
+		--) shift; bench_flags=("$@"); break ;;
+		-*) echo "$prog: unknown option $1 (try --help)" >&2; exit 2 ;;
+		*)
+			if [ -n "$results" ]; then
+				echo "$prog: more than one results directory (try --help)" >&2
+				exit 2
+			fi
+			results="$1"
+			;;
+		esac
+		shift
+	done
+
+	repo="$(cd "$(dirname "$0")/.." && pwd)"
+	results="${results:-$repo/benchmarks/results}"
+	mkdir -p "$results"
+	results="$(cd "$results" && pwd)"
+
+	BAZEL="${BAZEL:-bazel}"
+	read -r -a startup <<<"${BAZEL_STARTUP_FLAGS:-}"
+	read -r -a build <<<"${BAZEL_BUILD_FLAGS:--c opt}"
+	cd "$repo"
+}
+
+bench_build() { # target
+	[ "${SKIP_BUILD:-0}" = 1 ] && return 0
+	echo "$prog: building $1 (${build[*]})" >&2
+	"$BAZEL" "${startup[@]}" build "${build[@]}" "$1" >&2
+}
+
+bench_run() { # name binary
+	if [ -z "${bench_bin:-}" ]; then
+		bench_bin="$("$BAZEL" "${startup[@]}" info "${build[@]}" bazel-bin 2>/dev/null)/benchmarks"
+		# Which code was measured: the commit, marked when the tree has changes.
+		bench_commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+			bench_commit="$bench_commit+changes"
+		fi
+	fi
+	local out="$results/$1.json"
+	echo "$prog: running $bench_bin/$2 -> $out" >&2
+	PMEM_IS_PMEM_FORCE=1 "$bench_bin/$2" --benchmark_out="$out" --benchmark_out_format=json \
+		--benchmark_context=git_commit="$bench_commit" \
+		"${bench_flags[@]}" >&2 || { echo "$prog: $2 failed" >&2; exit 1; }
+}
+
+bench_report() { # script json...
+	local script="$1"
+	shift
+	# The system python3 has Debian's matplotlib; a pyenv python3 may not.
+	if [ -z "${PYTHON:-}" ]; then
+		PYTHON=python3
+		for p in python3 /usr/bin/python3; do
+			if command -v "$p" >/dev/null && "$p" -c 'import matplotlib' 2>/dev/null; then
+				PYTHON="$p"
+				break
+			fi
+		done
+	fi
+	echo "$prog: report with $PYTHON" >&2
+	"$PYTHON" "$repo/benchmarks/$script" --out "$results" "$@"
+}
