@@ -19,6 +19,7 @@
 #include <pm/pool.h>
 
 #include "mcas/tests/mcas_test_util.h"
+#include "pm/tests/test_util.h"
 
 namespace {
 
@@ -192,24 +193,10 @@ int NestedRecoveryCheck(void *arg, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	World *w = static_cast<World *>(arg);
-	if (w->nested_recovery) {
-		// Crash recovery itself at every point, then recover again.
-		pm_crashsim_config cfg;
-		pm_crashsim_config_init(&cfg);
-		cfg.name = "mcas-recovery";
-		cfg.max_images = 8;
-		pm_crashsim *sim = nullptr;
-		int ret = pm_crashsim_new(&sim, &cfg);
-		if (ret == 0)
-			ret = pm_crashsim_track(sim, w->p.words,
-				mcastest::kWords * 8 + w->p.area_size);
-		if (ret == 0)
-			ret = pm_crashsim_run(sim, NestedRecoveryRun, NestedRecoveryCheck, w);
-		if (ret != 0)
-			std::snprintf(msg, len, "%s", sim ? pm_crashsim_report(sim) : "no simulator");
-		pm_crashsim_delete(&sim);
-		return ret;
-	}
+	if (w->nested_recovery)
+		return pmtest::CrashRecovery("mcas-recovery", w->p.words,
+			mcastest::kWords * 8 + w->p.area_size, NestedRecoveryRun, NestedRecoveryCheck,
+			w, msg, len);
 	std::string err = w->threads ? CheckMulti(w) : CheckSingle(w);
 	std::snprintf(msg, len, "%s", err.c_str());
 	return err.empty() ? 0 : 1;
@@ -241,13 +228,7 @@ void MakeOps(World *w, unsigned n, unsigned seed)
 	}
 }
 
-struct Result {
-	int ret;
-	pm_crashsim_stats st;
-	std::string report;
-};
-
-Result Simulate(World *w, const char *name, pm_crashsim_mode mode, unsigned one_in,
+pmtest::CrashRun Simulate(World *w, const char *name, pm_crashsim_mode mode, unsigned one_in,
 	pm_crashsim_run_fn run)
 {
 	pm_crashsim_config cfg;
@@ -257,14 +238,8 @@ Result Simulate(World *w, const char *name, pm_crashsim_mode mode, unsigned one_
 	if (one_in != 0)
 		cfg.sample_one_in = one_in;
 	cfg.max_images = 16;
-	pm_crashsim *sim = nullptr;
-	Result r = {};
-	EXPECT_EQ(pm_crashsim_new(&sim, &cfg), 0);
-	EXPECT_EQ(pm_crashsim_track(sim, w->p.words, mcastest::kWords * 8 + w->p.area_size), 0);
-	r.ret = pm_crashsim_run(sim, run, Check, w);
-	pm_crashsim_get_stats(sim, &r.st);
-	r.report = pm_crashsim_report(sim);
-	pm_crashsim_delete(&sim);
+	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->p.words,
+		mcastest::kWords * 8 + w->p.area_size, run, Check, w);
 	std::printf("%-28s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64 "\n", name,
 		r.st.events, r.st.points, r.st.images);
 	return r;
@@ -288,7 +263,7 @@ TEST_P(Crash, EveryPointOfSingleThreadedSequences)
 	if (!Make(&w, "single"))
 		return;
 	MakeOps(&w, 16, 7);
-	Result r = Simulate(&w, "mcas-single", PM_CRASHSIM_EVERY, 0, RunSingle);
+	pmtest::CrashRun r = Simulate(&w, "mcas-single", PM_CRASHSIM_EVERY, 0, RunSingle);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	EXPECT_GT(r.st.events, 16u * 4u);
@@ -313,7 +288,7 @@ TEST_P(Crash, SampledPointsOfTwoToFourThreads)
 			}
 		}
 		std::string name = "mcas-multi-t" + std::to_string(threads);
-		Result r = Simulate(&w, name.c_str(), PM_CRASHSIM_SAMPLE, 8, RunMulti);
+		pmtest::CrashRun r = Simulate(&w, name.c_str(), PM_CRASHSIM_SAMPLE, 8, RunMulti);
 		ASSERT_EQ(r.ret, 0) << r.report;
 		EXPECT_GT(r.st.points, 10u);
 	}
@@ -327,7 +302,7 @@ TEST_P(Crash, CrashDuringRecovery)
 		return;
 	MakeOps(&w, 8, 11);
 	w.nested_recovery = true;
-	Result r = Simulate(&w, "mcas-nested", PM_CRASHSIM_SAMPLE, 6, RunSingle);
+	pmtest::CrashRun r = Simulate(&w, "mcas-nested", PM_CRASHSIM_SAMPLE, 6, RunSingle);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 3u);
 }

@@ -30,6 +30,7 @@
 #include <pm/pool.h>
 
 #include "onll/tests/onll_test_util.h"
+#include "pm/tests/test_util.h"
 
 namespace {
 
@@ -281,23 +282,9 @@ int NestedCheck(void *arg, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	World *w = static_cast<World *>(arg);
-	if (w->nested) {
-		// Crash recovery itself at every point, then recover again.
-		pm_crashsim_config cfg;
-		pm_crashsim_config_init(&cfg);
-		cfg.name = "onll-recovery";
-		cfg.max_images = 8;
-		pm_crashsim *sim = nullptr;
-		int ret = pm_crashsim_new(&sim, &cfg);
-		if (ret == 0)
-			ret = pm_crashsim_track(sim, w->env.Area(), w->env.area_size);
-		if (ret == 0)
-			ret = pm_crashsim_run(sim, NestedRun, NestedCheck, w);
-		if (ret != 0)
-			std::snprintf(msg, len, "%s", sim ? pm_crashsim_report(sim) : "no simulator");
-		pm_crashsim_delete(&sim);
-		return ret;
-	}
+	if (w->nested)
+		return pmtest::CrashRecovery("onll-recovery", w->env.Area(), w->env.area_size,
+			NestedRun, NestedCheck, w, msg, len);
 	std::string err = CheckRecovered(w);
 	std::snprintf(msg, len, "%s", err.c_str());
 	return err.empty() ? 0 : 1;
@@ -329,32 +316,15 @@ void MakeOps(World *w, unsigned threads, unsigned n, unsigned seed)
 	}
 }
 
-struct Result {
-	int ret;
-	pm_crashsim_stats st;
-	std::string report;
-};
-
-Result Simulate(World *w, const std::string &name, pm_crashsim_mode mode, unsigned one_in)
+pmtest::CrashRun Simulate(World *w, const std::string &name, pm_crashsim_mode mode)
 {
 	pm_crashsim_config cfg;
 	pm_crashsim_config_init(&cfg);
 	cfg.name = name.c_str();
 	cfg.mode = mode;
-	cfg.sample_one_in = one_in;
+	cfg.sample_one_in = 4;
 	cfg.max_images = 16;
-	pm_crashsim *sim = nullptr;
-	Result r{pm_crashsim_new(&sim, &cfg), {}, ""};
-	if (r.ret == 0)
-		r.ret = pm_crashsim_track(sim, w->env.Area(), w->env.area_size);
-	if (r.ret == 0)
-		r.ret = pm_crashsim_run(sim, Run, Check, w);
-	if (sim != nullptr) {
-		pm_crashsim_get_stats(sim, &r.st);
-		r.report = pm_crashsim_report(sim);
-	}
-	pm_crashsim_delete(&sim);
-	return r;
+	return pmtest::RunCrashSim(cfg, w->env.Area(), w->env.area_size, Run, Check, w);
 }
 
 class Crash : public ::testing::TestWithParam<Obj> {
@@ -369,7 +339,7 @@ protected:
 		return ret == 0;
 	}
 
-	void Report(const std::string &what, const Result &r)
+	void Report(const std::string &what, const pmtest::CrashRun &r)
 	{
 		RecordProperty(what + "_events", std::to_string(r.st.events));
 		RecordProperty(what + "_points", std::to_string(r.st.points));
@@ -399,7 +369,7 @@ TEST_P(Crash, EveryPointSingleThread)
 		return;
 	MakeOps(&w, 1, 20, 7);
 	std::string name = "onll-single-" + Name(w.obj);
-	Result r = Simulate(&w, name, PM_CRASHSIM_EVERY, 1);
+	pmtest::CrashRun r = Simulate(&w, name, PM_CRASHSIM_EVERY);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	EXPECT_GT(r.st.points, 40u);
@@ -418,7 +388,7 @@ TEST_P(Crash, EveryPointThreeThreads)
 			return;
 		MakeOps(&w, 3, 10, seed);
 		std::string name = "onll-multi-" + Name(w.obj) + "-" + std::to_string(seed);
-		Result r = Simulate(&w, name, PM_CRASHSIM_EVERY, 1);
+		pmtest::CrashRun r = Simulate(&w, name, PM_CRASHSIM_EVERY);
 		ASSERT_EQ(r.ret, 0) << r.report;
 		EXPECT_GT(r.st.points, 5u);
 		Report("multi" + std::to_string(seed), r);
@@ -433,7 +403,7 @@ TEST_P(Crash, CrashDuringRecovery)
 		return;
 	MakeOps(&w, 1, 12, 3);
 	w.nested = true;
-	Result r = Simulate(&w, "onll-nested-" + Name(w.obj), PM_CRASHSIM_SAMPLE, 4);
+	pmtest::CrashRun r = Simulate(&w, "onll-nested-" + Name(w.obj), PM_CRASHSIM_SAMPLE);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 3u);
 	Report("nested", r);

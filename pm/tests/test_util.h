@@ -5,9 +5,11 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <pm/crashsim.h>
 #include <pm/pool.h>
 
 namespace pmtest {
@@ -32,6 +34,51 @@ inline pm_pool_config PoolConfig(const std::string &path, const char *layout, si
 	cfg.root_size = root_size;
 	cfg.pool_size = PM_POOL_MIN_SIZE;
 	return cfg;
+}
+
+// What one crash-simulator run found.
+struct CrashRun {
+	int ret = 0;                 // pm_crashsim_run()'s value, or the failing setup call's
+	pm_crashsim_stats st = {};
+	std::string report;          // the first failure, with its replay command
+};
+
+// Run @run under a simulator configured by @cfg that tracks [@addr, @addr +
+// @len), checking crash points with @check.
+inline CrashRun RunCrashSim(const pm_crashsim_config &cfg, void *addr, size_t len,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check, void *arg)
+{
+	CrashRun r;
+	pm_crashsim *sim = nullptr;
+	r.ret = pm_crashsim_new(&sim, &cfg);
+	if (r.ret == 0)
+		r.ret = pm_crashsim_track(sim, addr, len);
+	if (r.ret == 0)
+		r.ret = pm_crashsim_run(sim, run, check, arg);
+	if (sim != nullptr) {
+		pm_crashsim_get_stats(sim, &r.st);
+		r.report = pm_crashsim_report(sim);
+	} else {
+		r.report = "no simulator";
+	}
+	pm_crashsim_delete(&sim);
+	return r;
+}
+
+// For a check function: crash @recover(@arg) (the recovery of the image
+// being checked) at every point and check each result with @check;
+// non-zero with the report in @msg if something failed.
+inline int CrashRecovery(const char *name, void *addr, size_t len, pm_crashsim_run_fn recover,
+	pm_crashsim_check_fn check, void *arg, char *msg, size_t msg_len)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	cfg.name = name;
+	cfg.max_images = 8;
+	CrashRun r = RunCrashSim(cfg, addr, len, recover, check, arg);
+	if (r.ret != 0)
+		std::snprintf(msg, msg_len, "%s", r.report.c_str());
+	return r.ret;
 }
 
 } // namespace pmtest
