@@ -1001,13 +1001,25 @@ onll_free(struct onll *o)
 }
 
 /*
- * onll_alloc -- the volatile object for header @hdr, with the trace holding
- * one available sentinel at execution index @index and checkpoint @index in
- * slot @ckpt_slot.
+ * onll_start -- let @o run from execution index @index, the checkpoint in
+ * slot @ckpt_slot: the trace holds one available sentinel at @index.
+ */
+static void
+onll_start(struct onll *o, uint64_t index, unsigned ckpt_slot)
+{
+	o->recovered_index = index;
+	o->ckpt_slot = ckpt_slot;
+	atomic_store(&o->ckpt_index, index);
+	o->sentinel->idx = index;
+}
+
+/*
+ * onll_alloc -- the volatile object for header @hdr (whose fields other than
+ * magic and checksum must be set), started at index 0 from slot 0.
  */
 static int
 onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr,
-	const struct onll_type *type, uint64_t index, unsigned ckpt_slot)
+	const struct onll_type *type)
 {
 	/* aligned_alloc: the tail and checkpoint words have lines of their own. */
 	struct onll *o = aligned_alloc(64, onll_round(sizeof(*o), 64));
@@ -1030,9 +1042,7 @@ onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr
 	o->ckpt[0] = base + 64;
 	o->ckpt[1] = o->ckpt[0] + onll_ckpt_slot_size(o->checkpoint_capacity);
 	logs = o->ckpt[1] + onll_ckpt_slot_size(o->checkpoint_capacity);
-	o->recovered_index = index;
-	o->ckpt_slot = ckpt_slot;
-	atomic_init(&o->ckpt_index, index);
+	atomic_init(&o->ckpt_index, 0);
 	atomic_init(&o->floor, 0);
 	o->reclaim_lag = (uint64_t)o->max_threads * o->log_entries;
 	o->membarrier = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
@@ -1057,7 +1067,6 @@ onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr
 			return -ENOMEM;
 		}
 	}
-	o->sentinel->idx = index;
 	atomic_init(&o->sentinel->available, true);
 	atomic_init(&o->tail, o->sentinel);
 	*out = o;
@@ -1071,67 +1080,65 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	struct onll_config c;
 	struct onll_pmem_header *hdr;
 	struct onll_ckpt_header *ck;
-	struct onll o_tmp;
+	struct onll *o = NULL;
 	void *area, *state = NULL;
-	unsigned char *logs;
-	size_t size, entry_size, slot_size;
 	int ret;
 
 	if (out == NULL || pool == NULL || !onll_type_ok(type) || onll_config_check(cfg, &c) != 0)
 		return -EINVAL;
-	size = onll_area_size(&c);
-	ret = onll_area(pool, area_off, size, &area);
+	ret = onll_area(pool, area_off, onll_area_size(&c), &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
-	entry_size = onll_entry_size(c.max_threads, c.max_op_size);
-	slot_size = onll_ckpt_slot_size(c.checkpoint_capacity);
 
 	/* Invalidate the header first, so a crash while formatting a reused
-	 * area reads as "no object", never as the old object half-reset. */
+	 * area reads as "no object", never as the old object half-reset; the
+	 * other fields describe the layout the object is built on. */
 	hdr->magic = 0;
-	pm_persist(hdr, sizeof(*hdr));
-
-	ret = type->state_new(type->ctx, &state);
-	if (ret != 0)
-		return ret;
-	memset(&o_tmp, 0, sizeof(o_tmp));
-	o_tmp.type = type;
-	o_tmp.checkpoint_capacity = c.checkpoint_capacity;
-	o_tmp.ckpt[0] = (unsigned char *)area + 64;
-	o_tmp.ckpt[1] = o_tmp.ckpt[0] + slot_size;
-	ret = onll_ckpt_write(&o_tmp, 0, state, 0);
-	type->state_free(type->ctx, state);
-	if (ret != 0)
-		return ret;
-	/* Slot 1 and every log entry start invalid (a stale entry from an
-	 * earlier use of the area would be replayed otherwise). */
-	ck = (void *)o_tmp.ckpt[1];
-	ck->index = 0;
-	ck->size = UINT64_MAX;
-	ck->checksum = 0;
-	pm_flush(ck, sizeof(*ck));
-	logs = o_tmp.ckpt[1] + slot_size;
-	for (size_t i = 0; i < (size_t)c.max_threads * c.log_entries; i++) {
-		struct onll_entry_header *e = (void *)(logs + i * entry_size);
-
-		memset(e, 0, sizeof(*e));
-		pm_flush(e, sizeof(*e));
-	}
-	pm_fence();
-
 	hdr->version = ONLL_PMEM_VERSION;
 	hdr->max_threads = c.max_threads;
 	hdr->max_op_size = c.max_op_size;
 	hdr->log_entries = c.log_entries;
 	hdr->checkpoint_every = c.checkpoint_every;
-	hdr->entry_size = (uint32_t)entry_size;
+	hdr->entry_size = (uint32_t)onll_entry_size(c.max_threads, c.max_op_size);
 	hdr->checkpoint_capacity = c.checkpoint_capacity;
 	hdr->type_id = onll_type_id(type);
+	pm_persist(hdr, sizeof(*hdr));
+	ret = onll_alloc(&o, pool, hdr, type);
+	if (ret != 0)
+		return ret;
+
+	ret = type->state_new(type->ctx, &state);
+	if (ret == 0) {
+		ret = onll_ckpt_write(o, 0, state, 0);
+		type->state_free(type->ctx, state);
+	}
+	if (ret != 0) {
+		onll_free(o);
+		return ret;
+	}
+	/* Slot 1 and every log entry start invalid (a stale entry from an
+	 * earlier use of the area would be replayed otherwise). */
+	ck = (void *)o->ckpt[1];
+	ck->index = 0;
+	ck->size = UINT64_MAX;
+	ck->checksum = 0;
+	pm_flush(ck, sizeof(*ck));
+	for (unsigned i = 0; i < o->max_threads; i++) {
+		for (uint64_t pos = 0; pos < o->log_entries; pos++) {
+			struct onll_entry_header *e = (void *)onll_log_entry(o, &o->slots[i], pos);
+
+			memset(e, 0, sizeof(*e));
+			pm_flush(e, sizeof(*e));
+		}
+	}
+	pm_fence();
+
 	hdr->magic = ONLL_MAGIC;
 	hdr->checksum = onll_header_sum(hdr);
 	pm_persist(hdr, sizeof(*hdr));
-	return onll_alloc(out, pool, hdr, type, 0, 0);
+	*out = o;
+	return 0;
 }
 
 /*
@@ -1276,8 +1283,7 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	    onll_area(pool, area_off, onll_area_size(&c), &area) != 0)
 		return PM_E_CORRUPT;
 
-	/* Recover on a provisional object (index 0), then build the real one. */
-	ret = onll_alloc(&o, pool, hdr, type, 0, 0);
+	ret = onll_alloc(&o, pool, hdr, type);
 	if (ret != 0)
 		return ret;
 	ret = onll_recover(o, &ckpt_slot, &state, &index);
@@ -1296,10 +1302,13 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 		}
 		type->state_free(type->ctx, state);
 	}
-	onll_free(o);
-	if (ret != 0)
+	if (ret != 0) {
+		onll_free(o);
 		return ret;
-	return onll_alloc(out, pool, hdr, type, index, ckpt_slot);
+	}
+	onll_start(o, index, ckpt_slot);
+	*out = o;
+	return 0;
 }
 
 int
