@@ -3,8 +3,9 @@
 // dll_bench, onll_bench) shares: a pm/ pool on a RAM file system with real
 // persistent flushes, the thread counts, a barrier, a per-thread random
 // generator, counter structs summed across a run's threads, per-thread
-// snapshots of pm_cost and a library's statistics, and a main() that
-// forces PMEM_IS_PMEM_FORCE=1 and defaults to short runs.
+// snapshots of pm_cost and a library's statistics, the outline of one
+// thread's part in a run on a shared fixture (ThreadRun), registration,
+// and a main() that forces PMEM_IS_PMEM_FORCE=1 and defaults to short runs.
 // benchmarks/mcas_bench.h adds what the two MCAS benchmarks share.
 //
 // Runs are multi-threaded Google Benchmark runs (->Threads(n)): thread 0 is
@@ -23,8 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -215,11 +218,11 @@ S DiffCounters(const S &after, const S &before)
 
 // Snapshots of the calling thread's pm_cost counters and of its library
 // statistics (@Stats of a @Thread handle, read by @read_stats; not read
-// while the handle is null) around its timed loop.
-template <class Thread, class Stats, void (*read_stats)(const Thread *, Stats *)>
+// while the handle is null) around its timed loop. @Thread may be const.
+template <class Thread, class Stats, void (*read_stats)(Thread *, Stats *)>
 class ThreadMeter {
  public:
-	void Start(const Thread *t)
+	void Start(Thread *t)
 	{
 		if (t != nullptr)
 			read_stats(t, &st0_);
@@ -227,7 +230,7 @@ class ThreadMeter {
 	}
 	// Sets @c->cost and @c->st to what happened since Start().
 	template <class Counts>
-	void Stop(const Thread *t, Counts *c)
+	void Stop(Thread *t, Counts *c)
 	{
 		pm_cost c1;
 		Stats st1;
@@ -244,6 +247,182 @@ class ThreadMeter {
 	Stats st0_ {};
 	pm_cost c0_ {};
 };
+
+// "" if @ret is 0, else "@what: <pm_strerror(@ret)>".
+inline std::string ErrorOf(int ret, const std::string &what)
+{
+	return ret == 0 ? std::string() : what + ": " + pm_strerror(ret);
+}
+
+// What the shared fixture of every benchmark holds besides its object: the
+// pool, the setup error, the runs so far and the counts of the current run
+// (@CountsT: a counter struct, see NumCounters(), with an `errors` count).
+// A benchmark's fixture derives from it; see ThreadRun.
+template <class CountsT>
+struct FixtureBase {
+	using Counts = CountsT;
+
+	BenchPool pool;
+	std::string error; // setup failure: every thread skips the run
+	uint64_t runs = 0; // finished runs of this configuration
+
+	std::mutex mu;
+	Counts total; // this run's, under mu
+
+	// Records a setup failure. Returns @ret.
+	int Fail(int ret, const std::string &what)
+	{
+		error = ErrorOf(ret, what);
+		return ret;
+	}
+
+	// Creates the pool, its root object @root_size bytes, and checks that
+	// it got PMEM durability. Returns 0 or the error (also in error).
+	int CreatePool(size_t root_size)
+	{
+		int ret = pool.Create(root_size, &error);
+
+		if (ret != 0)
+			return ret;
+		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
+			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
+		return 0;
+	}
+};
+
+// One thread's part in one run of a benchmark on a shared @Fixture, the
+// outline every benchmark follows:
+//   constructor  thread 0 keeps the fixture of the same configuration (a
+//                later trial run) or replaces it (one pool at a time); all
+//                threads wait; each registers its handle, or skips the run
+//                with the setup or registration error (the timed loop then
+//                runs 0 times); its meter starts
+//   the benchmark's timed loop, with a generator seeded by Seed(), into a
+//                Counts of the thread's own
+//   Finish()     the meter stops; the thread's counts go into the
+//                fixture's total; once every thread's are in, thread 0
+//                counts the run, lets the fixture account for it, checks
+//                the object (unless the setup, its registration or an
+//                operation failed) while every other handle is idle at the
+//                barrier, and reports; all wait; the handle is released.
+// A @Fixture derives from FixtureBase<Counts> and has:
+//   using Handle = ...;                 a thread's handle on the object
+//   using Meter = ThreadMeter<...>;     what a thread meters, on its Handle
+//   int Create(config...);              builds the object; on failure Fail()
+//   std::string Register(Handle **h);   "" or the error; *h may stay null
+//   void Unregister(Handle **h);
+//   void Account();                     folds total into the expectations
+//   std::string Check(Handle *h);       "" or what is wrong with the object
+//   void Report(benchmark::State &state) const;  sets the counters, of total
+template <class Fixture>
+class ThreadRun {
+ public:
+	using Handle = typename Fixture::Handle;
+	using Counts = typename Fixture::Counts;
+
+	// @config: the arguments of Fixture::Create(), which with the thread
+	// count make the configuration.
+	template <class... Config>
+	ThreadRun(benchmark::State &state, const Config &...config) : state_(state)
+	{
+		if (state.thread_index() == 0)
+			Prepare(state.threads(), config...);
+		Shared().barrier.Wait(state.threads());
+		f_ = Shared().fixture.get();
+		std::string err = f_->error;
+		if (err.empty())
+			err = f_->Register(&h_);
+		ok_ = err.empty();
+		if (!ok_)
+			state.SkipWithError(err.c_str()); // the timed loop runs 0 times
+		meter_.Start(h_);
+	}
+	ThreadRun(const ThreadRun &) = delete;
+	ThreadRun &operator=(const ThreadRun &) = delete;
+
+	Fixture *fixture() const { return f_; }
+	// Null if registration failed or the fixture needs none.
+	Handle *handle() const { return h_; }
+	// A seed for this thread's generator, different in every run.
+	uint64_t Seed() const
+	{
+		return (f_->runs + 1) * 1000003 + static_cast<uint64_t>(state_.thread_index());
+	}
+
+	// After the timed loop, with what this thread did in *@c.
+	void Finish(Counts *c)
+	{
+		const int nthreads = state_.threads();
+		Barrier &barrier = Shared().barrier;
+
+		meter_.Stop(h_, c);
+		{
+			std::lock_guard<std::mutex> lk(f_->mu);
+			AddCounters(&f_->total, *c);
+		}
+		barrier.Wait(nthreads); // every thread's counts are in total
+		if (state_.thread_index() == 0) {
+			f_->runs++;
+			f_->Account();
+			if (ok_ && f_->total.errors == 0) {
+				std::string bad = f_->Check(h_);
+				if (!bad.empty())
+					state_.SkipWithError(bad.c_str());
+			}
+			f_->Report(state_);
+			f_->total = Counts();
+		}
+		barrier.Wait(nthreads); // the check ran while every handle was idle
+		if (h_ != nullptr)
+			f_->Unregister(&h_);
+	}
+
+	// After the runs: releases the last fixture (a Program's cleanup).
+	static void Release() { Shared().fixture.reset(); }
+
+ private:
+	struct SharedState {
+		std::unique_ptr<Fixture> fixture;
+		Barrier barrier;
+	};
+	static SharedState &Shared()
+	{
+		static SharedState s;
+		return s;
+	}
+
+	// Thread 0, before a run: keeps the fixture if it was made for the
+	// same @threads and @config, else replaces it with a new one set up by
+	// Fixture::Create(@config).
+	template <class... Config>
+	static void Prepare(int threads, const Config &...config)
+	{
+		static std::tuple<Config..., int> made_for;
+		std::unique_ptr<Fixture> &f = Shared().fixture;
+		const std::tuple<Config..., int> key(config..., threads);
+
+		if (f != nullptr && key == made_for)
+			return;
+		f.reset(); // one pool at a time
+		f = std::make_unique<Fixture>();
+		made_for = key;
+		f->Create(config...);
+	}
+
+	benchmark::State &state_;
+	Fixture *f_ = nullptr;
+	Handle *h_ = nullptr;
+	bool ok_ = false;
+	typename Fixture::Meter meter_;
+};
+
+// Registers @fn(state, @args...) as @name, run by @threads threads and
+// timed by the wall clock.
+template <class Fn, class... Args>
+void Register(const std::string &name, int threads, Fn fn, const Args &...args)
+{
+	benchmark::RegisterBenchmark(name.c_str(), fn, args...)->Threads(threads)->UseRealTime();
+}
 
 inline double Ratio(double num, double den)
 {

@@ -33,7 +33,6 @@
 // --benchmark_filter='size:50/read:80/' picks a subset.
 #include <cerrno>
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include <benchmark/benchmark.h>
@@ -51,62 +50,49 @@ namespace {
 using mcasbench::Counts;
 using mcasbench::Variant;
 
+// ThreadMeter's statistics of a list handle: those of its MCAS handle.
+void ListStats(ds_dll_thread *h, mcas_stats *st)
+{
+	mcas_thread_stats(ds_dll_thread_mcas(h), st);
+}
+
 // The list, its MCAS instance and, when persistent, the pool holding both,
 // for one configuration (variant, size, read %, threads). Kept across
 // Google Benchmark's trial runs of the same configuration.
-struct ListFixture {
-	const Variant *v = nullptr;
-	int size = 0, read_pct = 0, threads = 0;
-	bench::BenchPool pool;
-	mcas *m = nullptr;
+struct ListFixture : mcasbench::McasFixture {
+	using Handle = ds_dll_thread;
+	using Meter = bench::ThreadMeter<ds_dll_thread, mcas_stats, ListStats>;
+
+	int size = 0, read_pct = 0;
 	ds_dll *l = nullptr;
-	std::string error;      // setup failure: every thread skips the run
-	uint64_t expected = 0;  // keys the set must hold after a run
-	uint64_t runs = 0;
+	uint64_t expected = 0; // keys the set must hold after a run
 
-	std::mutex mu;
-	Counts total; // this run's, under mu
-
-	int Create(const Variant &var, int sz, int rd, int nthreads)
+	int Create(const Variant *v, int sz, int rd)
 	{
-		v = &var;
 		size = sz;
 		read_pct = rd;
-		threads = nthreads;
-		mcas_config cfg = mcasbench::Config(var);
-		int ret;
-
-		if (!var.persistent) {
-			ret = mcas_create(&m, &cfg);
+		if (!v->persistent) {
+			int ret = CreateMcas(*v, 0);
 			if (ret != 0)
-				return Fail(ret, "mcas_create");
+				return ret;
 			ret = ds_dll_create(&l, m);
-			if (ret != 0)
-				return Fail(ret, "ds_dll_create");
-			return Fill();
+			return ret == 0 ? Fill() : Fail(ret, "ds_dll_create");
 		}
 		// Nodes: the whole key range, plus what each thread may hold
 		// back: up to 64 cached and, while a preempted thread delays
 		// grace periods, a few descriptor pools' worth of retired ones.
+		// The root object holds the list's area, then the MCAS area.
 		const uint64_t capacity = 2 * static_cast<uint64_t>(size) +
-			static_cast<uint64_t>(mcasbench::kMaxThreads) * (64 + 3 * cfg.descs_per_thread);
+			static_cast<uint64_t>(mcasbench::kMaxThreads) *
+				(64 + 3 * mcasbench::Config(*v).descs_per_thread);
 		const size_t dll_bytes = bench::Align64(ds_dll_pmem_area_size(capacity));
-		const size_t mcas_bytes = mcas_pmem_area_size(&cfg);
-		if (dll_bytes == 0 || mcas_bytes == 0)
-			return Fail(-EINVAL, "area size");
-		ret = pool.Create(dll_bytes + mcas_bytes, &error);
+		if (dll_bytes == 0)
+			return Fail(-EINVAL, "ds_dll_pmem_area_size");
+		int ret = CreateMcas(*v, dll_bytes);
 		if (ret != 0)
 			return ret;
-		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
-			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
-		char *root = pool.root();
-		ret = mcas_pmem_create(&m, pool.get(), pool.off(root + dll_bytes), &cfg);
-		if (ret != 0)
-			return Fail(ret, "mcas_pmem_create");
-		ret = ds_dll_pmem_create(&l, m, pool.get(), pool.off(root), capacity);
-		if (ret != 0)
-			return Fail(ret, "ds_dll_pmem_create");
-		return Fill();
+		ret = ds_dll_pmem_create(&l, m, pool.get(), pool.off(pool.root()), capacity);
+		return ret == 0 ? Fill() : Fail(ret, "ds_dll_pmem_create");
 	}
 
 	// Inserts @size distinct random keys of the range, from the main thread.
@@ -129,81 +115,62 @@ struct ListFixture {
 		return uret == 0 ? 0 : Fail(uret, "ds_dll_thread_unregister");
 	}
 
+	// A failure of a ds_dll call, with the list's message.
 	int Fail(int ret, const char *what)
 	{
-		error = std::string(what) + ": " + pm_strerror(ret) + " " + ds_dll_errormsg();
+		McasFixture::Fail(ret, what);
+		error += std::string(" ") + ds_dll_errormsg();
 		return ret;
 	}
 
-	~ListFixture()
+	std::string Register(ds_dll_thread **h)
 	{
-		ds_dll_destroy(&l);
-		mcas_destroy(&m);
-		pool.Close();
+		return bench::ErrorOf(ds_dll_thread_register(l, h), "ds_dll_thread_register");
 	}
+	void Unregister(ds_dll_thread **h) { ds_dll_thread_unregister(h); }
+
+	void Account()
+	{
+		expected += total.inserted;
+		expected -= total.removed;
+	}
+
+	// ds_dll_check(), and the size against the inserts and removes.
+	std::string Check(ds_dll_thread *h)
+	{
+		char buf[256];
+		ds_dll_stats st;
+		const char *bad = ds_dll_check(h, &st, buf, sizeof(buf));
+
+		if (bad != nullptr)
+			return std::string("ds_dll_check: ") + bad;
+		if (st.size != expected)
+			return "list holds " + std::to_string(st.size) + " keys, expected " +
+				std::to_string(expected);
+		return "";
+	}
+
+	void Report(benchmark::State &state) const
+	{
+		mcasbench::ReportCommon(state, total);
+		state.counters["size"] = size;
+		state.counters["read_pct"] = read_pct;
+		state.counters["n_updates"] = static_cast<double>(total.updates);
+	}
+
+	~ListFixture() { ds_dll_destroy(&l); }
 };
-
-std::unique_ptr<ListFixture> g_fixture;
-bench::Barrier g_barrier;
-
-// Thread 0, before a run: reuse the fixture of the same configuration (a
-// later trial run), or replace it.
-ListFixture *PrepareFixture(const Variant &v, int size, int read_pct, int threads)
-{
-	ListFixture *f = g_fixture.get();
-
-	if (f != nullptr && f->v == &v && f->size == size && f->read_pct == read_pct &&
-			f->threads == threads)
-		return f;
-	g_fixture.reset(); // one pool at a time
-	g_fixture = std::make_unique<ListFixture>();
-	g_fixture->Create(v, size, read_pct, threads);
-	return g_fixture.get();
-}
-
-// Thread 0, after a run, with every other thread quiescent at the barrier.
-std::string CheckList(ListFixture *f, ds_dll_thread *h)
-{
-	char buf[256];
-	ds_dll_stats st;
-	const char *bad = ds_dll_check(h, &st, buf, sizeof(buf));
-
-	if (bad != nullptr)
-		return std::string("ds_dll_check: ") + bad;
-	if (st.size != f->expected)
-		return "list holds " + std::to_string(st.size) + " keys, expected " +
-			std::to_string(f->expected);
-	return "";
-}
 
 void BM_List(benchmark::State &state, const Variant *v, int size, int read_pct)
 {
-	const int nthreads = state.threads();
-	const bool leader = state.thread_index() == 0;
 	const uint64_t range = 2 * static_cast<uint64_t>(size);
 	// r < read_pct: lookup; r < insert_below: insert; else remove.
 	const uint64_t insert_below = static_cast<uint64_t>(read_pct + (100 - read_pct) / 2);
-
-	if (leader)
-		PrepareFixture(*v, size, read_pct, nthreads);
-	g_barrier.Wait(nthreads);
-	ListFixture *f = g_fixture.get();
-	std::string err = f->error;
-	ds_dll_thread *h = nullptr;
-	if (err.empty()) {
-		int ret = ds_dll_thread_register(f->l, &h);
-		if (ret != 0)
-			err = std::string("ds_dll_thread_register: ") + pm_strerror(ret);
-	}
-	if (!err.empty())
-		state.SkipWithError(err.c_str()); // the loop below runs 0 times
-
-	bench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
-	mcasbench::ThreadMeter meter;
-	mcas_thread *t = h != nullptr ? ds_dll_thread_mcas(h) : nullptr;
+	bench::ThreadRun<ListFixture> run(state, v, size, read_pct);
+	ds_dll_thread *h = run.handle();
+	bench::Rng rng(run.Seed());
 	Counts c;
-	if (t != nullptr)
-		meter.Start(t);
+
 	for (auto _ : state) {
 		const uint64_t key = 1 + rng.Below(range);
 		const uint64_t r = rng.Below(100);
@@ -225,38 +192,14 @@ void BM_List(benchmark::State &state, const Variant *v, int size, int read_pct)
 			c.errors++;
 			// Ends the loop at its next check (and keeps the
 			// threads' start/stop barrier balanced, unlike break).
-			state.SkipWithError((std::string("ds_dll: ") + pm_strerror(ret)).c_str());
+			state.SkipWithError(bench::ErrorOf(ret, "ds_dll").c_str());
 			continue;
 		}
 		c.ops++;
 	}
 	c.attempts = c.ops;
 	c.updates = c.inserted + c.removed;
-	if (t != nullptr)
-		meter.Stop(t, &c);
-	{
-		std::lock_guard<std::mutex> lk(f->mu);
-		bench::AddCounters(&f->total, c);
-	}
-	g_barrier.Wait(nthreads); // every thread's counts are in f->total
-	if (leader) {
-		f->runs++;
-		f->expected += f->total.inserted;
-		f->expected -= f->total.removed;
-		if (h != nullptr && f->total.errors == 0) {
-			std::string bad = CheckList(f, h);
-			if (!bad.empty())
-				state.SkipWithError(bad.c_str());
-		}
-		mcasbench::ReportCommon(state, f->total);
-		state.counters["size"] = size;
-		state.counters["read_pct"] = read_pct;
-		state.counters["n_updates"] = static_cast<double>(f->total.updates);
-		f->total = Counts();
-	}
-	g_barrier.Wait(nthreads); // the check ran while every handle was idle
-	if (h != nullptr)
-		ds_dll_thread_unregister(&h);
+	run.Finish(&c);
 }
 
 // Sizes, read percentages, thread counts, then variants: the variants of
@@ -268,21 +211,9 @@ void RegisterAll()
 
 	for (int size : kSizes)
 		for (int read_pct : kReadPcts)
-			for (int threads : bench::ThreadCounts())
-				for (const Variant &v : mcasbench::Variants()) {
-					std::string name = std::string("dll/") + v.label +
-						"/size:" + std::to_string(size) +
-						"/read:" + std::to_string(read_pct);
-					benchmark::RegisterBenchmark(name.c_str(), BM_List, &v, size,
-						read_pct)
-						->Threads(threads)
-						->UseRealTime();
-				}
-}
-
-void Cleanup()
-{
-	g_fixture.reset();
+			mcasbench::RegisterVariants("dll",
+				"/size:" + std::to_string(size) + "/read:" + std::to_string(read_pct),
+				BM_List, size, read_pct);
 }
 
 } // namespace
@@ -290,5 +221,5 @@ void Cleanup()
 int main(int argc, char **argv)
 {
 	return bench::Main(argc, argv, { "dll_bench", "MCAS_BENCH_POOL_DIR", RegisterAll,
-		mcasbench::AddContext, Cleanup });
+		mcasbench::AddContext, bench::ThreadRun<ListFixture>::Release });
 }

@@ -47,7 +47,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include <benchmark/benchmark.h>
@@ -72,96 +71,65 @@ constexpr uint64_t kIncrement = 8;
 // The shared state of one configuration (variant, N, threads): the array,
 // the MCAS instance and, when persistent, the pool holding both. Kept
 // across Google Benchmark's trial runs of the same configuration.
-struct ArrayFixture {
-	const Variant *v = nullptr;
+struct ArrayFixture : mcasbench::McasFixture {
+	using Handle = mcas_thread;
+	using Meter = mcasbench::ThreadMeter;
+
 	size_t n = 0;
-	int threads = 0;
-	bench::BenchPool pool;
 	uint64_t *vwords = nullptr; // volatile array (aligned_alloc), else null
 	uint64_t *words = nullptr;
-	mcas *m = nullptr;
-	std::string error;        // setup failure: every thread skips the run
 	uint64_t expected_sum = 0; // what the words must sum to
-	uint64_t runs = 0;
 
-	std::mutex mu;
-	Counts total; // this run's, under mu
-
-	int Create(const Variant &var, size_t nwords, int nthreads)
+	int Create(const Variant *v, size_t nwords)
 	{
-		v = &var;
 		n = nwords;
-		threads = nthreads;
-		mcas_config cfg = mcasbench::Config(var);
+		// Persistent: the root object holds the array, then the MCAS area.
 		const size_t array_bytes = bench::Align64(n * sizeof(uint64_t));
-		int ret;
+		int ret = CreateMcas(*v, array_bytes);
 
-		if (!var.persistent) {
-			vwords = static_cast<uint64_t *>(aligned_alloc(64, array_bytes));
-			if (vwords == nullptr)
-				return Fail(-ENOMEM, "aligned_alloc");
-			std::fill(vwords, vwords + array_bytes / sizeof(uint64_t), 0);
-			words = vwords;
-			ret = mcas_create(&m, &cfg);
-			return ret == 0 ? 0 : Fail(ret, "mcas_create");
-		}
-		// Root object: the array, then the MCAS area (64-byte aligned).
-		const size_t area = mcas_pmem_area_size(&cfg);
-		if (area == 0)
-			return Fail(-EINVAL, "mcas_pmem_area_size");
-		ret = pool.Create(array_bytes + area, &error);
 		if (ret != 0)
 			return ret;
-		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
-			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
-		words = reinterpret_cast<uint64_t *>(pool.root());
-		ret = mcas_pmem_create(&m, pool.get(), pool.off(pool.root() + array_bytes), &cfg);
-		return ret == 0 ? 0 : Fail(ret, "mcas_pmem_create");
+		if (v->persistent) {
+			words = reinterpret_cast<uint64_t *>(pool.root());
+			return 0;
+		}
+		vwords = static_cast<uint64_t *>(aligned_alloc(64, array_bytes));
+		if (vwords == nullptr)
+			return Fail(-ENOMEM, "aligned_alloc");
+		std::fill(vwords, vwords + array_bytes / sizeof(uint64_t), 0);
+		words = vwords;
+		return 0;
 	}
 
-	int Fail(int ret, const char *what)
+	std::string Register(mcas_thread **t)
 	{
-		error = std::string(what) + ": " + pm_strerror(ret);
-		return ret;
+		return bench::ErrorOf(mcas_thread_register(m, t), "mcas_thread_register");
+	}
+	void Unregister(mcas_thread **t) { mcas_thread_unregister(t); }
+
+	void Account() { expected_sum += kIncrement * kWordsPerOp * total.ops; }
+
+	// The words must hold every successful increment.
+	std::string Check(mcas_thread *t)
+	{
+		uint64_t sum = 0;
+
+		for (size_t i = 0; i < n; i++)
+			sum += mcas_read(t, &words[i]);
+		if (sum == expected_sum)
+			return "";
+		return "array sum " + std::to_string(sum) + " != expected " +
+			std::to_string(expected_sum) + " (lost or doubled update)";
 	}
 
-	~ArrayFixture()
+	void Report(benchmark::State &state) const
 	{
-		mcas_destroy(&m);
-		pool.Close();
-		free(vwords);
+		mcasbench::ReportCommon(state, total);
+		state.counters["size"] = static_cast<double>(n);
 	}
+
+	~ArrayFixture() { free(vwords); }
 };
-
-std::unique_ptr<ArrayFixture> g_fixture;
-bench::Barrier g_barrier;
-
-// Thread 0, before a run: reuse the fixture of the same configuration (a
-// later trial run), or replace it.
-ArrayFixture *PrepareFixture(const Variant &v, size_t n, int threads)
-{
-	ArrayFixture *f = g_fixture.get();
-
-	if (f != nullptr && f->v == &v && f->n == n && f->threads == threads)
-		return f;
-	g_fixture.reset(); // one pool at a time
-	g_fixture = std::make_unique<ArrayFixture>();
-	g_fixture->Create(v, n, threads);
-	return g_fixture.get();
-}
-
-// Thread 0, after a run: the words must hold every successful increment.
-std::string CheckSum(ArrayFixture *f, mcas_thread *t)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < f->n; i++)
-		sum += mcas_read(t, &f->words[i]);
-	if (sum == f->expected_sum)
-		return "";
-	return "array sum " + std::to_string(sum) + " != expected " +
-		std::to_string(f->expected_sum) + " (lost or doubled update)";
-}
 
 // kWordsPerOp distinct indices below @n, uniformly (rejection: n >= 10).
 void PickDistinct(bench::Rng *rng, size_t n, size_t *idx)
@@ -179,28 +147,12 @@ void PickDistinct(bench::Rng *rng, size_t n, size_t *idx)
 
 void BM_Array(benchmark::State &state, const Variant *v, size_t n)
 {
-	const int nthreads = state.threads();
-	const bool leader = state.thread_index() == 0;
-
-	if (leader)
-		PrepareFixture(*v, n, nthreads);
-	g_barrier.Wait(nthreads);
-	ArrayFixture *f = g_fixture.get();
-	std::string err = f->error;
-	mcas_thread *t = nullptr;
-	if (err.empty()) {
-		int ret = mcas_thread_register(f->m, &t);
-		if (ret != 0)
-			err = std::string("mcas_thread_register: ") + pm_strerror(ret);
-	}
-	if (!err.empty())
-		state.SkipWithError(err.c_str()); // the loop below runs 0 times
-
-	bench::Rng rng((f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
-	mcasbench::ThreadMeter meter;
+	bench::ThreadRun<ArrayFixture> run(state, v, n);
+	ArrayFixture *f = run.fixture();
+	mcas_thread *t = run.handle();
+	bench::Rng rng(run.Seed());
 	Counts c;
-	if (t != nullptr)
-		meter.Start(t);
+
 	for (auto _ : state) {
 		size_t idx[kWordsPerOp];
 		uint64_t val[kWordsPerOp];
@@ -227,33 +179,12 @@ void BM_Array(benchmark::State &state, const Variant *v, size_t n)
 			c.errors++;
 			// Ends the loop at its next check (and keeps the
 			// threads' start/stop barrier balanced, unlike break).
-			state.SkipWithError((std::string("mcas: ") + pm_strerror(ret)).c_str());
+			state.SkipWithError(bench::ErrorOf(ret, "mcas").c_str());
 			continue;
 		}
 		c.ops += static_cast<uint64_t>(ret);
 	}
-	if (t != nullptr)
-		meter.Stop(t, &c);
-	{
-		std::lock_guard<std::mutex> lk(f->mu);
-		bench::AddCounters(&f->total, c);
-	}
-	g_barrier.Wait(nthreads); // every thread's counts are in f->total
-	if (leader) {
-		f->runs++;
-		f->expected_sum += kIncrement * kWordsPerOp * f->total.ops;
-		if (t != nullptr && f->total.errors == 0) {
-			std::string bad = CheckSum(f, t);
-			if (!bad.empty())
-				state.SkipWithError(bad.c_str());
-		}
-		mcasbench::ReportCommon(state, f->total);
-		state.counters["size"] = static_cast<double>(n);
-		f->total = Counts();
-	}
-	g_barrier.Wait(nthreads); // the check read the array through live handles
-	if (t != nullptr)
-		mcas_thread_unregister(&t);
+	run.Finish(&c);
 }
 
 // Sizes, then thread counts, then variants: the variants of one
@@ -263,19 +194,7 @@ void RegisterAll()
 	static const size_t kSizes[] = { 10, 100, 1000 };
 
 	for (size_t n : kSizes)
-		for (int threads : bench::ThreadCounts())
-			for (const Variant &v : mcasbench::Variants()) {
-				std::string name = std::string("array/") + v.label +
-					"/size:" + std::to_string(n);
-				benchmark::RegisterBenchmark(name.c_str(), BM_Array, &v, n)
-					->Threads(threads)
-					->UseRealTime();
-			}
-}
-
-void Cleanup()
-{
-	g_fixture.reset();
+		mcasbench::RegisterVariants("array", "/size:" + std::to_string(n), BM_Array, n);
 }
 
 } // namespace
@@ -283,5 +202,5 @@ void Cleanup()
 int main(int argc, char **argv)
 {
 	return bench::Main(argc, argv, { "mcas_array_bench", "MCAS_BENCH_POOL_DIR", RegisterAll,
-		mcasbench::AddContext, Cleanup });
+		mcasbench::AddContext, bench::ThreadRun<ArrayFixture>::Release });
 }

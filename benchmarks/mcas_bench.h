@@ -2,18 +2,22 @@
 // benchmarks/mcas_bench.h -- what the MCAS benchmarks (mcas_array_bench.cc,
 // dll_bench.cc) share on top of bench_util.h: the four algorithm variants
 // measured side by side, their mcas_config, per-thread counts (pm_cost +
-// mcas_stats), the counters both report, and their context.
+// mcas_stats), a fixture base holding the variant's MCAS instance, the
+// registration of every variant, the counters both report, and their
+// context.
 #ifndef BENCHMARKS_MCAS_BENCH_H
 #define BENCHMARKS_MCAS_BENCH_H
 
 #include <benchmark/benchmark.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <mcas/mcas.h>
 #include <pm/cost.h>
+#include <pm/pool.h>
 
 #include "benchmarks/bench_util.h"
 
@@ -78,7 +82,50 @@ struct Counts {
 	mcas_stats st {};        // mcas_stats diff
 };
 
-using ThreadMeter = bench::ThreadMeter<mcas_thread, mcas_stats, mcas_thread_stats>;
+using ThreadMeter = bench::ThreadMeter<const mcas_thread, mcas_stats, mcas_thread_stats>;
+
+// A fixture (bench::ThreadRun) whose object works on the variant's MCAS
+// instance m: a volatile one, or a persistent one in a new pool whose root
+// object holds the benchmark's own data first.
+struct McasFixture : bench::FixtureBase<Counts> {
+	mcas *m = nullptr;
+
+	// Creates m for variant @v; if persistent, in a new pool after
+	// @front_bytes (a multiple of 64) of the root object. Returns 0 or
+	// the error (in error).
+	int CreateMcas(const Variant &v, size_t front_bytes)
+	{
+		const mcas_config cfg = Config(v);
+		int ret;
+
+		if (!v.persistent) {
+			ret = mcas_create(&m, &cfg);
+			return ret == 0 ? 0 : Fail(ret, "mcas_create");
+		}
+		const size_t area = mcas_pmem_area_size(&cfg);
+		if (area == 0)
+			return Fail(-EINVAL, "mcas_pmem_area_size");
+		ret = CreatePool(front_bytes + area);
+		if (ret != 0)
+			return ret;
+		ret = mcas_pmem_create(&m, pool.get(), pool.off(pool.root() + front_bytes), &cfg);
+		return ret == 0 ? 0 : Fail(ret, "mcas_pmem_create");
+	}
+
+	~McasFixture() { mcas_destroy(&m); }
+};
+
+// Registers @fn(state, &variant, @args...) as "@prefix/<variant>@config"
+// for every thread count and, innermost, every variant: the variants of
+// one configuration run back to back.
+template <class Fn, class... Args>
+void RegisterVariants(const std::string &prefix, const std::string &config, Fn fn,
+	const Args &...args)
+{
+	for (int threads : bench::ThreadCounts())
+		for (const Variant &v : Variants())
+			bench::Register(prefix + "/" + v.label + config, threads, fn, &v, args...);
+}
 
 // Sets the counters every MCAS benchmark reports, from a run's totals, on
 // thread 0's State (the only thread that sets counters, so Google

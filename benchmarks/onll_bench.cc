@@ -67,8 +67,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
-#include <mutex>
 #include <string>
 
 #include <benchmark/benchmark.h>
@@ -151,49 +149,33 @@ struct Counts {
 	onll_stats st {};
 };
 
-using Meter = bench::ThreadMeter<onll_thread, onll_stats, onll_thread_stats>;
-
 // The shared state of one configuration (object, implementation, mix,
 // threads): a fresh pool with the object, preloaded. Kept across Google
 // Benchmark's trial runs of the same configuration.
-struct Fixture {
+struct Fixture : bench::FixtureBase<Counts> {
+	using Handle = onll_thread; // none for pmdk-tx
+	using Meter = bench::ThreadMeter<const onll_thread, onll_stats, onll_thread_stats>;
+
 	Obj obj = Obj::kCounter;
 	Impl impl = Impl::kOnll;
-	Mix mix = Mix::kUpdate;
-	int threads = 0;
-	bench::BenchPool pool;
 	onll *o = nullptr;
 	txobj *x = nullptr;
-	std::string error;
 	int64_t expect_counter = 0; // counter value
 	int64_t expect_size = 0;    // queue / map size
-	uint64_t runs = 0;
 
-	std::mutex mu;
-	Counts total; // this run's, under mu
-
-	int Fail(int ret, const std::string &what)
-	{
-		error = what + ": " + pm_strerror(ret);
-		return ret;
-	}
-
-	int Create(Obj ob, Impl im, Mix mx, int nthreads)
+	// The mix only tells configurations apart (each gets a fresh pool).
+	int Create(Obj ob, Impl im, Mix)
 	{
 		obj = ob;
 		impl = im;
-		mix = mx;
-		threads = nthreads;
 		onll_config cfg = OnllConfig();
 		size_t area = im == Impl::kOnll ? onll_area_size(&cfg) :
 			txobj_area_size(TxKind(ob), TxCapacity(ob));
 		if (area == 0)
 			return Fail(-EINVAL, "area size");
-		int ret = pool.Create(bench::Align64(area), &error);
+		int ret = CreatePool(bench::Align64(area));
 		if (ret != 0)
 			return ret;
-		if (pm_pool_durability(pool.get()) != PM_DURABILITY_PMEM)
-			return Fail(PM_E_NOT_PMEM, "pool durability is not PMEM");
 		if (im == Impl::kOnll) {
 			ret = onll_create(&o, pool.get(), pool.off(pool.root()), &cfg, OnllType(ob));
 			if (ret != 0)
@@ -243,28 +225,28 @@ struct Fixture {
 		return 0;
 	}
 
+	std::string Register(onll_thread **t)
+	{
+		return o == nullptr ? "" :
+			bench::ErrorOf(onll_thread_register(o, t), "onll_thread_register");
+	}
+	void Unregister(onll_thread **t) { onll_thread_unregister(t); }
+
+	void Account()
+	{
+		expect_counter += static_cast<int64_t>(total.adds);
+		expect_size += total.size_delta;
+	}
+
+	std::string Check(onll_thread *t) const;
+	void Report(benchmark::State &state) const;
+
 	~Fixture()
 	{
 		onll_close(&o);
 		txobj_close(&x);
-		pool.Close();
 	}
 };
-
-std::unique_ptr<Fixture> g_fixture;
-bench::Barrier g_barrier;
-
-Fixture *PrepareFixture(Obj ob, Impl im, Mix mx, int threads)
-{
-	Fixture *f = g_fixture.get();
-
-	if (f != nullptr && f->obj == ob && f->impl == im && f->mix == mx && f->threads == threads)
-		return f;
-	g_fixture.reset(); // one pool at a time
-	g_fixture = std::make_unique<Fixture>();
-	g_fixture->Create(ob, im, mx, threads);
-	return g_fixture.get();
-}
 
 // One thread's view of the fixture's object: ONLL handle or PMDK object.
 struct Worker {
@@ -349,44 +331,45 @@ struct Worker {
 	}
 };
 
-// Thread 0, after a run: the object must reflect every update of the runs.
-std::string Check(Fixture *f, onll_thread *t)
+// The object must reflect every update of the runs.
+std::string Fixture::Check(onll_thread *t) const
 {
 	int64_t v = 0;
 	uint64_t size = 0;
 	int ret = 0;
 
-	switch (f->obj) {
+	switch (obj) {
 	case Obj::kCounter:
-		ret = t != nullptr ? onll_counter_get(t, &v) : txobj_counter_get(f->x, &v);
+		ret = t != nullptr ? onll_counter_get(t, &v) : txobj_counter_get(x, &v);
 		if (ret < 0)
 			return std::string("counter get: ") + pm_strerror(ret);
-		if (v != f->expect_counter)
+		if (v != expect_counter)
 			return "counter " + std::to_string(v) + " != expected " +
-				std::to_string(f->expect_counter) + " (lost or doubled update)";
+				std::to_string(expect_counter) + " (lost or doubled update)";
 		return "";
 	case Obj::kQueue:
-		ret = t != nullptr ? onll_queue_size(t, &size) : txobj_queue_size(f->x, &size);
+		ret = t != nullptr ? onll_queue_size(t, &size) : txobj_queue_size(x, &size);
 		break;
 	case Obj::kMap:
-		ret = t != nullptr ? onll_map_size(t, &size) : txobj_map_size(f->x, &size);
+		ret = t != nullptr ? onll_map_size(t, &size) : txobj_map_size(x, &size);
 		break;
 	}
 	if (ret < 0)
 		return std::string("size: ") + pm_strerror(ret);
-	if (static_cast<int64_t>(size) != f->expect_size)
-		return std::string(ObjName(f->obj)) + " size " + std::to_string(size) +
-			" != expected " + std::to_string(f->expect_size) +
+	if (static_cast<int64_t>(size) != expect_size)
+		return std::string(ObjName(obj)) + " size " + std::to_string(size) +
+			" != expected " + std::to_string(expect_size) +
 			" (lost or doubled update)";
 	return "";
 }
 
-void Report(benchmark::State &state, const Fixture &f, const Counts &c)
+void Fixture::Report(benchmark::State &state) const
 {
 	using benchmark::Counter;
+	const Counts &c = total;
 	const double ops = static_cast<double>(c.ops);
 	const double upd = static_cast<double>(c.updates);
-	const bool onll = f.impl == Impl::kOnll;
+	const bool onll = impl == Impl::kOnll;
 	const double fences = onll ? static_cast<double>(c.cost.n[PM_COST_FENCE]) :
 		static_cast<double>(c.drains);
 
@@ -420,60 +403,22 @@ void Report(benchmark::State &state, const Fixture &f, const Counts &c)
 
 void BM_Object(benchmark::State &state, Obj ob, Impl im, Mix mx)
 {
-	const int nthreads = state.threads();
-	const bool leader = state.thread_index() == 0;
-
-	if (leader)
-		PrepareFixture(ob, im, mx, nthreads);
-	g_barrier.Wait(nthreads);
-	Fixture *f = g_fixture.get();
-	std::string err = f->error;
-	onll_thread *t = nullptr;
-	if (err.empty() && f->o != nullptr) {
-		int ret = onll_thread_register(f->o, &t);
-		if (ret != 0)
-			err = std::string("onll_thread_register: ") + pm_strerror(ret);
-	}
-	if (!err.empty())
-		state.SkipWithError(err.c_str()); // the loop below runs 0 times
-
-	Worker w(f, t, (f->runs + 1) * 1000003 + static_cast<uint64_t>(state.thread_index()));
-	Meter meter;
-	meter.Start(t);
+	bench::ThreadRun<Fixture> run(state, ob, im, mx);
+	Worker w(run.fixture(), run.handle(), run.Seed());
 	const uint64_t d0 = txobj_fences_thread();
+
 	for (auto _ : state) {
 		bool update = mx == Mix::kUpdate || (mx == Mix::kMixed && (w.rng.Next() & 1));
 		int ret = update ? w.Update() : w.Read();
 		w.c.ops++;
 		if (ret < 0) {
 			w.c.errors++;
-			state.SkipWithError((std::string(update ? "update: " : "read: ") +
-				pm_strerror(ret)).c_str());
+			state.SkipWithError(bench::ErrorOf(ret, update ? "update" : "read").c_str());
 			continue;
 		}
 	}
 	w.c.drains = txobj_fences_thread() - d0;
-	meter.Stop(t, &w.c);
-	{
-		std::lock_guard<std::mutex> lk(f->mu);
-		bench::AddCounters(&f->total, w.c);
-	}
-	g_barrier.Wait(nthreads); // every thread's counts are in f->total
-	if (leader) {
-		f->runs++;
-		f->expect_counter += static_cast<int64_t>(f->total.adds);
-		f->expect_size += f->total.size_delta;
-		if (f->error.empty() && f->total.errors == 0) {
-			std::string bad = Check(f, t);
-			if (!bad.empty())
-				state.SkipWithError(bad.c_str());
-		}
-		Report(state, *f, f->total);
-		f->total = Counts();
-	}
-	g_barrier.Wait(nthreads); // the check read through a live handle
-	if (t != nullptr)
-		onll_thread_unregister(&t);
+	run.Finish(&w.c);
 }
 
 // Objects, then mixes, then thread counts, then implementations: ONLL and
@@ -484,11 +429,8 @@ void RegisterAll()
 		for (Mix mx : { Mix::kUpdate, Mix::kRead, Mix::kMixed })
 			for (int threads : bench::ThreadCounts())
 				for (Impl im : { Impl::kOnll, Impl::kPmdkTx }) {
-					std::string name = std::string(ObjName(ob)) + "/" +
-						ImplName(im) + "/" + MixName(mx);
-					benchmark::RegisterBenchmark(name.c_str(), BM_Object, ob, im, mx)
-						->Threads(threads)
-						->UseRealTime();
+					bench::Register(std::string(ObjName(ob)) + "/" + ImplName(im) +
+						"/" + MixName(mx), threads, BM_Object, ob, im, mx);
 				}
 }
 
@@ -526,15 +468,11 @@ void AddContext()
 		"(pmdk capacity 2000)");
 }
 
-void Cleanup()
-{
-	g_fixture.reset();
-}
-
 } // namespace
 
 int main(int argc, char **argv)
 {
 	return bench::Main(argc, argv,
-		{ "onll_bench", "ONLL_BENCH_POOL_DIR", RegisterAll, AddContext, Cleanup });
+		{ "onll_bench", "ONLL_BENCH_POOL_DIR", RegisterAll, AddContext,
+		bench::ThreadRun<Fixture>::Release });
 }
