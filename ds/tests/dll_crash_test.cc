@@ -7,6 +7,7 @@
 // the invariants; every completed operation and all or nothing of the one
 // in flight per thread; no link word holding an MCAS descriptor; every node
 // reachable or free (none leaked); and a list that keeps working.
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include <pm/pool.h>
 
 #include "ds/tests/dll_test_util.h"
+#include "pm/tests/test_util.h"
 
 namespace {
 
@@ -56,6 +58,13 @@ struct World {
 	std::atomic<unsigned> done[kMaxThreads];
 	// Creation workload: set once ds_dll_pmem_create returned.
 	std::atomic<int> created{0};
+
+	void SetThreads(unsigned n)
+	{
+		threads = n;
+		ops.resize(n);
+		states.resize(n);
+	}
 };
 
 // Model: the results and states of @ops from @initial.
@@ -212,60 +221,69 @@ mcas_config CrashConfig(mcas_algorithm alg)
 	return c;
 }
 
+// Runs @run and checks it with @check (both on @w) under a simulator
+// configured by @cfg that tracks @len bytes from the start of w's root (the
+// list area, then the MCAS area); prints the counts.
+pmtest::CrashRun SimulateArea(World *w, const pm_crashsim_config &cfg, size_t len,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check)
+{
+	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.dll_area, len, run, check, w);
+	std::printf("%-28s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
+		" max_dirty_words=%" PRIu64 "\n", cfg.name, r.st.events, r.st.points, r.st.images,
+		r.st.max_dirty_words);
+	return r;
+}
+
 class DllCrashTest : public testing::TestWithParam<Variant> {
 protected:
-	// Sets up w->env with @initial and runs the simulator; returns its result.
-	int Simulate(World *w, const std::string &name, const KeySet &initial,
-		pm_crashsim_config cfg, pm_crashsim_stats *stats, std::string *report)
+	// Sets up w's list for the test's variant, in a pool named after the
+	// test (as its simulator is).
+	void SetUp() override
+	{
+		std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+		std::replace(test.begin(), test.end(), '/', '-');
+		name = "dll-" + test;
+		DLL_SETUP_OR_SKIP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity);
+	}
+
+	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const
+	{
+		pm_crashsim_config cfg;
+		pm_crashsim_config_init(&cfg);
+		cfg.name = name.c_str();
+		cfg.mode = mode;
+		return cfg;
+	}
+
+	// Fills w's list with @initial and runs the workload under the
+	// simulator, over the whole persistent state.
+	pmtest::CrashRun Simulate(const KeySet &initial, const pm_crashsim_config &cfg)
 	{
 		ds_dll_thread *h = nullptr;
-		EXPECT_EQ(ds_dll_thread_register(w->env.l, &h), 0);
+		EXPECT_EQ(ds_dll_thread_register(w.env.l, &h), 0);
 		for (uint64_t k : initial)
 			EXPECT_EQ(ds_dll_insert(h, k), 1);
 		EXPECT_EQ(ds_dll_thread_unregister(&h), 0);
 		for (unsigned t = 0; t < kMaxThreads; t++)
-			w->done[t].store(0);
-
-		pm_crashsim *sim = nullptr;
-		cfg.name = name.c_str();
-		int ret = pm_crashsim_new(&sim, &cfg);
-		if (ret == 0)
-			ret = pm_crashsim_track(sim, w->env.dll_area, w->env.RootSize());
-		if (ret == 0)
-			ret = pm_crashsim_run(sim, RunAll, CheckOps, w);
-		if (sim != nullptr) {
-			pm_crashsim_get_stats(sim, stats);
-			*report = pm_crashsim_report(sim);
-		}
-		pm_crashsim_delete(&sim);
-		std::printf("%-28s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
-			" max_dirty_words=%" PRIu64 "\n", name.c_str(), stats->events, stats->points,
-			stats->images, stats->max_dirty_words);
-		return ret;
+			w.done[t].store(0);
+		return SimulateArea(&w, cfg, w.env.RootSize(), RunAll, CheckOps);
 	}
+
+	World w;
+	std::string name;
 };
 
 TEST_P(DllCrashTest, EveryCrashPointOfSingleThreadedUpdates)
 {
-	const Variant v = GetParam();
-	World w;
-	DLL_SETUP_OR_SKIP(w.env, "crash-every-" + dlltest::VariantName(v), v, CrashConfig(v.alg),
-		kCapacity);
-	w.threads = 1;
-	w.ops.resize(1);
-	w.states.resize(1);
+	w.SetThreads(1);
 	const KeySet initial = { 1, 3 };
 	// Six effective updates on keys 1..4 and two that change nothing.
 	Plan(&w, 0, initial, { { true, 2 }, { true, 2 }, { false, 1 }, { true, 4 },
 		{ false, 3 }, { false, 3 }, { true, 1 }, { false, 2 } });
 
-	pm_crashsim_config cfg;
-	pm_crashsim_config_init(&cfg);
-	cfg.mode = PM_CRASHSIM_EVERY;
-	pm_crashsim_stats st {};
-	std::string report;
-	ASSERT_EQ(Simulate(&w, "dll-every-" + dlltest::VariantName(v), initial, cfg, &st, &report),
-		0) << report;
+	pmtest::CrashRun r = Simulate(initial, SimConfig(PM_CRASHSIM_EVERY));
+	ASSERT_EQ(r.ret, 0) << r.report;
+	const pm_crashsim_stats &st = r.st;
 	EXPECT_EQ(st.points, st.events + 1);
 	EXPECT_GE(st.images, st.points);
 	EXPECT_EQ(st.failures, 0u);
@@ -275,13 +293,7 @@ TEST_P(DllCrashTest, EveryCrashPointOfSingleThreadedUpdates)
 
 TEST_P(DllCrashTest, SampledCrashPointsOfTwoThreads)
 {
-	const Variant v = GetParam();
-	World w;
-	DLL_SETUP_OR_SKIP(w.env, "crash-mt-" + dlltest::VariantName(v), v, CrashConfig(v.alg),
-		kCapacity);
-	w.threads = 2;
-	w.ops.resize(2);
-	w.states.resize(2);
+	w.SetThreads(2);
 	const KeySet initial = { 1, 2 };
 	// Thread t owns keys t+1, t+3, t+5, t+7: their operations contend on
 	// neighbouring nodes, and each thread's results are still predictable.
@@ -297,17 +309,13 @@ TEST_P(DllCrashTest, SampledCrashPointsOfTwoThreads)
 		Plan(&w, t, mine, ops);
 	}
 
-	pm_crashsim_config cfg;
-	pm_crashsim_config_init(&cfg);
-	cfg.mode = PM_CRASHSIM_SAMPLE;
+	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
 	cfg.sample_one_in = 6;
 	cfg.max_images = 32;
-	pm_crashsim_stats st {};
-	std::string report;
-	ASSERT_EQ(Simulate(&w, "dll-mt-" + dlltest::VariantName(v), initial, cfg, &st, &report), 0)
-		<< report;
-	EXPECT_GT(st.points, 10u);
-	EXPECT_EQ(st.failures, 0u);
+	pmtest::CrashRun r = Simulate(initial, cfg);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_GT(r.st.points, 10u);
+	EXPECT_EQ(r.st.failures, 0u);
 }
 
 // Creation writes the header last: before it is durable the area reads as
@@ -359,44 +367,21 @@ int CheckCreate(void *arg, char *msg, size_t len)
 
 TEST_P(DllCrashTest, EveryCrashPointOfCreation)
 {
-	const Variant v = GetParam();
-	World w;
-	DLL_SETUP_OR_SKIP(w.env, "crash-create-" + dlltest::VariantName(v), v, CrashConfig(v.alg),
-		kCapacity);
 	// Start from an area that was never formatted.
 	ASSERT_EQ(ds_dll_destroy(&w.env.l), 0);
 	std::memset(w.env.dll_area, 0, w.env.dll_size);
 	pm_persist(w.env.dll_area, w.env.dll_size);
 
-	pm_crashsim_config cfg;
-	pm_crashsim_config_init(&cfg);
-	std::string name = "dll-create-" + dlltest::VariantName(v);
-	cfg.name = name.c_str();
-	pm_crashsim *sim = nullptr;
-	ASSERT_EQ(pm_crashsim_new(&sim, &cfg), 0);
-	ASSERT_EQ(pm_crashsim_track(sim, w.env.dll_area, w.env.dll_size), 0);
-	int ret = pm_crashsim_run(sim, RunCreate, CheckCreate, &w);
-	pm_crashsim_stats st;
-	pm_crashsim_get_stats(sim, &st);
-	std::string report = pm_crashsim_report(sim);
-	pm_crashsim_delete(&sim);
-	std::printf("%-28s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64 "\n",
-		name.c_str(), st.events, st.points, st.images);
-	ASSERT_EQ(ret, 0) << report;
+	// Only the list area: creating the list writes nothing else.
+	pmtest::CrashRun r = SimulateArea(&w, SimConfig(PM_CRASHSIM_EVERY), w.env.dll_size,
+		RunCreate, CheckCreate);
+	// Fails too if creating the simulator or tracking the area failed.
+	ASSERT_EQ(r.ret, 0) << r.report;
 	// Three persists (invalidate, sentinels, header) of flush + fence.
-	EXPECT_EQ(st.events, 6u);
+	EXPECT_EQ(r.st.events, 6u);
 }
 
-std::vector<Variant> PmemVariants()
-{
-	std::vector<Variant> v;
-	for (const Variant &x : dlltest::AllVariants())
-		if (x.persistent)
-			v.push_back(x);
-	return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, DllCrashTest, testing::ValuesIn(PmemVariants()),
+INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, DllCrashTest, testing::ValuesIn(dlltest::PmemVariants()),
 	dlltest::VariantNamer());
 
 } // namespace

@@ -35,8 +35,7 @@ class DllTest : public testing::TestWithParam<Variant> {};
 TEST_P(DllTest, EmptyListAndKeyRange)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "empty-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg));
+	DLL_PARAM_SETUP_OR_SKIP(env, "empty");
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	EXPECT_EQ(ds_dll_is_persistent(env.l), GetParam().persistent);
@@ -118,16 +117,14 @@ void RunSequential(ListEnv &env, uint64_t range, unsigned ops, uint64_t seed)
 TEST_P(DllTest, SequentialMatchesStdSetSmallRange)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "seq-small-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg));
+	DLL_PARAM_SETUP_OR_SKIP(env, "seq-small");
 	RunSequential(env, 16, 20000, 1);
 }
 
 TEST_P(DllTest, SequentialMatchesStdSetLargeRange)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "seq-large-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg));
+	DLL_PARAM_SETUP_OR_SKIP(env, "seq-large");
 	RunSequential(env, 600, 12000, 2);
 }
 
@@ -177,6 +174,26 @@ Diff Since(ds_dll_thread *h, const Cost &b)
 		a.s.read_detaches - b.s.read_detaches, a.s.helps - b.s.helps };
 }
 
+// Runs @update (an insert or a remove through @h that must succeed) and
+// checks it cost one @k-word MCAS with the CASes and fences of variant @v;
+// prints its costs and returns them.
+template <class F> Diff ExpectOneMcas(ds_dll_thread *h, const Variant &v, const char *what,
+	unsigned k, F update)
+{
+	Cost b = Snap(h);
+	EXPECT_EQ(update(), 1);
+	Diff d = Since(h, b);
+	std::printf("%-16s %s: %" PRIu64 " MCAS, %" PRIu64 " CAS, %" PRIu64 " flushed lines, %"
+		PRIu64 " fences\n", dlltest::VariantName(v).c_str(), what, d.mcas, d.cas, d.flush,
+		d.fence);
+	EXPECT_EQ(d.mcas, 1u);
+	EXPECT_EQ(d.succeeded, 1u);
+	EXPECT_EQ(d.detach_cas, 0u);
+	EXPECT_EQ(d.cas, CasPerMcas(v.alg, k));
+	EXPECT_EQ(d.fence, FencesPerMcas(v.alg, v.persistent, k));
+	return d;
+}
+
 // An uncontended insert is one 2-word MCAS, a remove one 3-word MCAS, a
 // lookup none. Measured on a fresh thread (nothing in its reclamation
 // pipeline, so no detaching inside the measured calls) over words that an
@@ -207,16 +224,7 @@ TEST_P(DllTest, OperationCosts)
 	EXPECT_EQ(d.flush, 0u);
 	EXPECT_EQ(d.mcas, 0u);
 
-	b = Snap(h);
-	EXPECT_EQ(ds_dll_insert(h, 25), 1);
-	d = Since(h, b);
-	std::printf("%-16s insert: %" PRIu64 " MCAS, %" PRIu64 " CAS, %" PRIu64 " flushed lines, %"
-		PRIu64 " fences\n", dlltest::VariantName(v).c_str(), d.mcas, d.cas, d.flush, d.fence);
-	EXPECT_EQ(d.mcas, 1u);
-	EXPECT_EQ(d.succeeded, 1u);
-	EXPECT_EQ(d.detach_cas, 0u);
-	EXPECT_EQ(d.cas, CasPerMcas(v.alg, 2));
-	EXPECT_EQ(d.fence, FencesPerMcas(v.alg, v.persistent, 2));
+	d = ExpectOneMcas(h, v, "insert", 2, [h] { return ds_dll_insert(h, 25); });
 	if (v.persistent)
 		EXPECT_GE(d.flush, 1u); // at least the new node's line
 	else
@@ -247,18 +255,9 @@ TEST_P(DllTest, OperationCosts)
 	EXPECT_EQ(d.cas, 0u);
 	EXPECT_EQ(d.fence, 0u);
 
-	b = Snap(h);
-	EXPECT_EQ(ds_dll_remove(h, 25), 1);
-	d = Since(h, b);
-	std::printf("%-16s remove: %" PRIu64 " MCAS, %" PRIu64 " CAS, %" PRIu64 " flushed lines, %"
-		PRIu64 " fences\n", dlltest::VariantName(v).c_str(), d.mcas, d.cas, d.flush, d.fence);
-	EXPECT_EQ(d.mcas, 1u);
-	EXPECT_EQ(d.succeeded, 1u);
-	EXPECT_EQ(d.detach_cas, 0u);
 	// AOPT: the remove's acquisitions replace the insert's finalized
-	// descriptor directly (no detaching CAS first), so still k+1.
-	EXPECT_EQ(d.cas, CasPerMcas(v.alg, 3));
-	EXPECT_EQ(d.fence, FencesPerMcas(v.alg, v.persistent, 3));
+	// descriptor directly (no detaching CAS first), so still k+1 CASes.
+	ExpectOneMcas(h, v, "remove", 3, [h] { return ds_dll_remove(h, 25); });
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.installed, v.alg == MCAS_ALG_AOPT ? 2u : 0u); // 20->next, 30->prev
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
@@ -271,8 +270,7 @@ TEST_P(DllTest, LookupCasesWithEfficientReads)
 {
 	const Variant v = GetParam();
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "reads-" + dlltest::VariantName(v), v,
-		dlltest::SmallConfig(v.alg));
+	DLL_PARAM_SETUP_OR_SKIP(env, "reads");
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (uint64_t k = 1; k <= 32; k++)
@@ -301,8 +299,7 @@ TEST_P(DllTest, NodesAreReused)
 {
 	const Variant v = GetParam();
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "reuse-" + dlltest::VariantName(v), v, dlltest::SmallConfig(v.alg),
-		160);
+	DLL_PARAM_SETUP_OR_SKIP(env, "reuse", 160);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (unsigned round = 0; round < 3000; round++) {
@@ -324,15 +321,6 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, DllTest, testing::ValuesIn(dlltest::AllV
 	dlltest::VariantNamer());
 
 // ---- persistent lists ----
-
-std::vector<Variant> PmemVariants()
-{
-	std::vector<Variant> v;
-	for (const Variant &x : dlltest::AllVariants())
-		if (x.persistent)
-			v.push_back(x);
-	return v;
-}
 
 class DllPmemTest : public testing::TestWithParam<Variant> {
 protected:
@@ -381,13 +369,24 @@ protected:
 			ASSERT_EQ(ds_dll_insert(h, k), 1);
 		ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 	}
+
+	// Fills the list with 5, 6, 7 and closes it; reach gets the arena
+	// indices of their nodes.
+	void FillAndClose(ListEnv &env)
+	{
+		Fill(env, { 5, 6, 7 });
+		CloseList(env);
+		reach = Reachable(env);
+		ASSERT_EQ(reach.size(), 3u);
+	}
+
+	std::vector<uint64_t> reach;
 };
 
 TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "reopen-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg), 64);
+	DLL_PARAM_SETUP_OR_SKIP(env, "reopen", 64);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	std::set<uint64_t> model;
@@ -414,8 +413,7 @@ TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 	for (uint64_t k = 41; k <= 45; k++)
 		ASSERT_EQ(ds_dll_insert(h, k), 1);
 	ASSERT_EQ(ds_dll_remove(h, 43), 1);
-	ASSERT_EQ(Check(h), "");
-	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
+	dlltest::CheckAndUnregister(&h);
 }
 
 // A crash leaves nodes that were cached, retired or being initialized with
@@ -423,12 +421,8 @@ TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "garbage-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg), 32);
-	Fill(env, { 5, 6, 7 });
-	CloseList(env);
-	std::vector<uint64_t> reach = Reachable(env);
-	ASSERT_EQ(reach.size(), 3u);
+	DLL_PARAM_SETUP_OR_SKIP(env, "garbage", 32);
+	ASSERT_NO_FATAL_FAILURE(FillAndClose(env));
 	std::mt19937_64 rng(3);
 	for (uint64_t i = 2; i < env.capacity + 2; i++) {
 		if (std::find(reach.begin(), reach.end(), i) != reach.end())
@@ -458,19 +452,14 @@ TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 	for (uint64_t k = 10; k < 30; k++) // uses every garbage node
 		ASSERT_EQ(ds_dll_insert(h, k), 1);
 	EXPECT_EQ(Keys(h).size(), 23u);
-	ASSERT_EQ(Check(h), "");
-	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
+	dlltest::CheckAndUnregister(&h);
 }
 
 TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "damage-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg), 32);
-	Fill(env, { 5, 6, 7 });
-	CloseList(env);
-	std::vector<uint64_t> reach = Reachable(env);
-	ASSERT_EQ(reach.size(), 3u);
+	DLL_PARAM_SETUP_OR_SKIP(env, "damage", 32);
+	ASSERT_NO_FATAL_FAILURE(FillAndClose(env));
 	RawHeader *hdr = Header(env);
 	RawHeader saved_hdr = *hdr;
 	RawNode *head = Node(env, 0), *a = Node(env, reach[0]), *b = Node(env, reach[1]);
@@ -539,8 +528,7 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 TEST_P(DllPmemTest, ArenaExhaustion)
 {
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "full-" + dlltest::VariantName(GetParam()), GetParam(),
-		dlltest::SmallConfig(GetParam().alg), 4);
+	DLL_PARAM_SETUP_OR_SKIP(env, "full", 4);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (uint64_t k = 1; k <= 4; k++)
@@ -548,16 +536,14 @@ TEST_P(DllPmemTest, ArenaExhaustion)
 	EXPECT_EQ(ds_dll_insert(h, 9), -ENOSPC);
 	EXPECT_EQ(ds_dll_insert(h, 3), 0); // present: needs no node
 	EXPECT_EQ(Keys(h), (std::vector<uint64_t>{ 1, 2, 3, 4 }));
-	ASSERT_EQ(Check(h), "");
-	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
+	dlltest::CheckAndUnregister(&h);
 }
 
 TEST_P(DllPmemTest, Misuse)
 {
 	const Variant v = GetParam();
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "misuse-" + dlltest::VariantName(v), v, dlltest::SmallConfig(v.alg),
-		8);
+	DLL_PARAM_SETUP_OR_SKIP(env, "misuse", 8);
 	CloseList(env);
 	ds_dll *l = nullptr;
 	EXPECT_EQ(ds_dll_pmem_area_size(0), 0u);
@@ -588,7 +574,7 @@ TEST_P(DllPmemTest, Misuse)
 	EXPECT_EQ(ds_dll_destroy(&l), 0); // NULL list accepted
 }
 
-INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, DllPmemTest, testing::ValuesIn(PmemVariants()),
+INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, DllPmemTest, testing::ValuesIn(dlltest::PmemVariants()),
 	dlltest::VariantNamer());
 
 // A volatile list refuses a persistent instance and vice versa.

@@ -43,6 +43,16 @@ inline const std::vector<Variant> &AllVariants()
 	return v;
 }
 
+// The persistent ones of AllVariants().
+inline std::vector<Variant> PmemVariants()
+{
+	std::vector<Variant> v;
+	for (const Variant &x : AllVariants())
+		if (x.persistent)
+			v.push_back(x);
+	return v;
+}
+
 inline std::string VariantName(const Variant &v)
 {
 	return std::string(mcas_algorithm_name(v.alg)) + (v.persistent ? "_pmem" : "_volatile");
@@ -104,15 +114,7 @@ struct ListEnv {
 		mcas_size = mcas_pmem_area_size(&cfg);
 		if (dll_size == 0 || mcas_size == 0)
 			return -EINVAL;
-		pm_pool_config pc;
-		pm_pool_config_init(&pc);
-		pc.path = path.c_str();
-		pc.layout = kLayout;
-		pc.root_size = RootSize();
-		pc.pool_size = PM_POOL_MIN_SIZE;
-		// Durability is what the crash simulator models; real msyncs
-		// would only slow the tests down.
-		pc.durability = PM_DURABILITY_NONE;
+		pm_pool_config pc = PoolConfig();
 		int ret = pm_pool_create(&pool, &pc);
 		if (ret != 0)
 			return ret;
@@ -121,6 +123,16 @@ struct ListEnv {
 		if (ret != 0)
 			return ret;
 		return ds_dll_pmem_create(&l, m, pool, dll_off, capacity);
+	}
+
+	// The config of the pool at path, for creating or opening it.
+	pm_pool_config PoolConfig() const
+	{
+		pm_pool_config pc = pmtest::PoolConfig(path, kLayout, RootSize());
+		// Durability is what the crash simulator models; real msyncs
+		// would only slow the tests down.
+		pc.durability = PM_DURABILITY_NONE;
+		return pc;
 	}
 
 	void Locate()
@@ -139,16 +151,7 @@ struct ListEnv {
 		if (ret == 0)
 			ret = mcas_destroy(&m);
 		if (ret == 0)
-			ret = pm_pool_close(&pool);
-		if (ret != 0)
-			return ret;
-		pm_pool_config pc;
-		pm_pool_config_init(&pc);
-		pc.path = path.c_str();
-		pc.layout = kLayout;
-		pc.root_size = RootSize();
-		pc.durability = PM_DURABILITY_NONE;
-		ret = pm_pool_open(&pool, &pc);
+			ret = pmtest::ReopenPool(&pool, PoolConfig());
 		if (ret != 0)
 			return ret;
 		Locate();
@@ -188,6 +191,12 @@ struct ListEnv {
 					 << ds_dll_errormsg();                                 \
 	} while (0)
 
+// DLL_SETUP_OR_SKIP in a test parametrised by Variant: GetParam()'s variant
+// with SmallConfig, its pool named "@tag-<variant>".
+#define DLL_PARAM_SETUP_OR_SKIP(env, tag, ...)                                           \
+	DLL_SETUP_OR_SKIP(env, std::string(tag) + "-" + dlltest::VariantName(GetParam()), \
+		GetParam(), dlltest::SmallConfig(GetParam().alg), ##__VA_ARGS__)
+
 // The keys of the list, through @h (quiescent).
 inline std::vector<uint64_t> Keys(ds_dll_thread *h)
 {
@@ -207,6 +216,13 @@ inline std::string Check(ds_dll_thread *h, ds_dll_stats *st = nullptr)
 	char buf[512];
 	const char *err = ds_dll_check(h, st, buf, sizeof(buf));
 	return err == nullptr ? "" : err;
+}
+
+// The invariants hold through *@hp, which is then unregistered.
+inline void CheckAndUnregister(ds_dll_thread **hp)
+{
+	ASSERT_EQ(Check(*hp), "");
+	ASSERT_EQ(ds_dll_thread_unregister(hp), 0);
 }
 
 } // namespace dlltest

@@ -55,6 +55,30 @@ mcas_thread *Register(mcas *m)
 	return t;
 }
 
+// A Harris instance with the calling thread registered; unregistering and
+// destroying it must succeed when it goes out of scope.
+struct OneThread {
+	mcas *m;
+	mcas_thread *t;
+
+	explicit OneThread(unsigned max_threads = 64, unsigned descs = 128)
+		: m(NewHarris(max_threads, descs)), t(Register(m))
+	{
+	}
+	~OneThread()
+	{
+		EXPECT_EQ(mcas_thread_unregister(&t), 0);
+		EXPECT_EQ(mcas_destroy(&m), 0);
+	}
+
+	mcas_stats Stats() const
+	{
+		mcas_stats s;
+		mcas_thread_stats(t, &s);
+		return s;
+	}
+};
+
 struct Target {
 	uint64_t *addr;
 	uint64_t expected, desired;
@@ -96,9 +120,9 @@ uint64_t Raw(const uint64_t *w)
 // CAS, k releases.
 TEST(HarrisCost, UncontendedKWordMcasIs3kPlus1Cas)
 {
-	mcas *m = NewHarris();
-	mcas_thread *t = Register(m);
 	alignas(64) uint64_t w[16] = {};
+	OneThread inst;
+	mcas_thread *t = inst.t;
 
 	for (unsigned k = 1; k <= 16; k++) {
 		mcas_desc *d;
@@ -116,8 +140,6 @@ TEST(HarrisCost, UncontendedKWordMcasIs3kPlus1Cas)
 	// Word i took part in the MCASes with k > i: 16 - i of them.
 	for (unsigned i = 0; i < 16; i++)
 		EXPECT_EQ(Raw(&w[i]), 8u * (16 - i)) << i;
-	EXPECT_EQ(mcas_thread_unregister(&t), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
 }
 
 // Phase 1 loads before it CASes and phase 2 only CASes words it holds, so an
@@ -125,9 +147,9 @@ TEST(HarrisCost, UncontendedKWordMcasIs3kPlus1Cas)
 // its last word costs 3(k-1) + 1.
 TEST(HarrisCost, FailingMcasIssuesFewerCas)
 {
-	mcas *m = NewHarris();
-	mcas_thread *t = Register(m);
 	alignas(64) uint64_t w[8] = {};
+	OneThread inst;
+	mcas_thread *t = inst.t;
 
 	for (unsigned k = 1; k <= 8; k++) {
 		std::vector<Target> first, last;
@@ -147,17 +169,15 @@ TEST(HarrisCost, FailingMcasIssuesFewerCas)
 		for (unsigned i = 0; i < 8; i++)
 			ASSERT_EQ(Raw(&w[i]), 0u) << "a failed MCAS wrote word " << i;
 	}
-	EXPECT_EQ(mcas_thread_unregister(&t), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
 }
 
 // A read of a plain word is one load; after an uncontended MCAS its words
 // are plain again (nothing left for readers to help).
 TEST(HarrisCost, ReadOfPlainWordIssuesNoCas)
 {
-	mcas *m = NewHarris();
-	mcas_thread *t = Register(m);
 	alignas(64) uint64_t a = 40, b = 48;
+	OneThread inst;
+	mcas_thread *t = inst.t;
 
 	pm_cost before;
 	pm_cost_read_thread(&before);
@@ -170,12 +190,9 @@ TEST(HarrisCost, ReadOfPlainWordIssuesNoCas)
 	EXPECT_EQ(mcas_read(t, &a), 56u);
 	EXPECT_EQ(mcas_read(t, &b), 64u);
 	EXPECT_EQ(CasSince(before), 0u);
-	mcas_stats s;
-	mcas_thread_stats(t, &s);
+	mcas_stats s = inst.Stats();
 	EXPECT_EQ(s.reads, 3u);
 	EXPECT_EQ(s.helps, 0u);
-	EXPECT_EQ(mcas_thread_unregister(&t), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
 }
 
 // ---- semantics through the public API ----
@@ -200,9 +217,9 @@ TEST(HarrisApi, InstanceProperties)
 
 TEST(HarrisApi, SuccessFailureAndValues)
 {
-	mcas *m = NewHarris();
-	mcas_thread *t = Register(m);
 	alignas(64) uint64_t a = 0, b = 8, c = 16;
+	OneThread inst;
+	mcas_thread *t = inst.t;
 
 	EXPECT_EQ(Mcas(t, {{&c, 16, 160}, {&a, 0, 4}, {&b, 8, 80}}), 1);
 	EXPECT_EQ(mcas_read(t, &a), 4u); // bit 2 is a value bit here
@@ -225,19 +242,16 @@ TEST(HarrisApi, SuccessFailureAndValues)
 	EXPECT_EQ(mcas_read(t, &a), big);
 	EXPECT_EQ(Mcas(t, {{&a, big, 0}}), 1);
 
-	mcas_stats s;
-	mcas_thread_stats(t, &s);
+	mcas_stats s = inst.Stats();
 	EXPECT_EQ(s.mcas, 5u);
 	EXPECT_EQ(s.succeeded, 4u);
-	EXPECT_EQ(mcas_thread_unregister(&t), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
 }
 
 TEST(HarrisApi, BadArgumentsAreRejected)
 {
-	mcas *m = NewHarris();
-	mcas_thread *t = Register(m);
 	alignas(64) uint64_t w[MCAS_MAX_WORDS + 1] = {};
+	OneThread inst;
+	mcas_thread *t = inst.t;
 	mcas_desc *d;
 
 	ASSERT_EQ(mcas_desc_begin(t, &d), 0);
@@ -268,9 +282,6 @@ TEST(HarrisApi, BadArgumentsAreRejected)
 	EXPECT_EQ(mcas_read(t, &w[0]), 8u);
 	ASSERT_EQ(mcas_desc_begin(t, &d), 0);
 	mcas_desc_abandon(d);
-
-	EXPECT_EQ(mcas_thread_unregister(&t), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
 }
 
 // Many operations on one thread cycle the records through the two-grace
@@ -278,9 +289,9 @@ TEST(HarrisApi, BadArgumentsAreRejected)
 // must never run dry with nobody else in an epoch.
 TEST(HarrisApi, RecordsAreRecycled)
 {
-	mcas *m = NewHarris(4, 8);
-	mcas_thread *t = Register(m);
 	alignas(64) uint64_t a = 0, b = 0;
+	OneThread inst(4, 8);
+	mcas_thread *t = inst.t;
 
 	for (uint64_t i = 0; i < 20000; i++) {
 		mcas_desc *d;
@@ -291,12 +302,9 @@ TEST(HarrisApi, RecordsAreRecycled)
 	}
 	EXPECT_EQ(mcas_read(t, &a), 8u * 20000);
 	EXPECT_EQ(mcas_read(t, &b), 16u * 20000);
-	mcas_stats s;
-	mcas_thread_stats(t, &s);
+	mcas_stats s = inst.Stats();
 	EXPECT_EQ(s.desc_waits, 0u);
 	EXPECT_EQ(s.detach_cas, 0u);
-	EXPECT_EQ(mcas_thread_unregister(&t), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
 }
 
 // ---- concurrency ----

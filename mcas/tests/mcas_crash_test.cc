@@ -251,7 +251,7 @@ protected:
 	{
 		w->alg = GetParam();
 		mcas_config c = SmallConfig(w->alg);
-		int ret = w->p.Create(name + "-" + mcas_algorithm_name(w->alg) + ".pool", c);
+		int ret = w->p.Create(mcastest::PoolName(name, w->alg), c);
 		EXPECT_EQ(ret, 0);
 		return ret == 0;
 	}

@@ -101,19 +101,14 @@ class LinPersistent : public ::testing::TestWithParam<mcas_algorithm> {};
 
 TEST_P(LinVolatile, HistoriesAreLinearizable)
 {
-	mcas_config c = Config(GetParam());
-	mcas *m = nullptr;
-	ASSERT_EQ(mcas_create(&m, &c), 0);
 	uint64_t words[kArray] = {};
-	CheckRounds(m, words, 12);
-	ASSERT_EQ(mcas_destroy(&m), 0);
+	mcastest::OnVolatile(Config(GetParam()), [&words](mcas *m) { CheckRounds(m, words, 12); });
 }
 
 TEST_P(LinPersistent, HistoriesAreLinearizable)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create(std::string("lin-") + mcas_algorithm_name(GetParam()) + ".pool",
-		Config(GetParam())), 0);
+	ASSERT_EQ(p.Create(mcastest::PoolName("lin", GetParam()), Config(GetParam())), 0);
 	CheckRounds(p.m, p.words, 6);
 }
 

@@ -152,19 +152,14 @@ class StressPersistent : public ::testing::TestWithParam<mcas_algorithm> {};
 
 TEST_P(StressVolatile, IncrementsWithPreemption)
 {
-	mcas_config c = Config(GetParam());
-	mcas *m = nullptr;
-	ASSERT_EQ(mcas_create(&m, &c), 0);
 	uint64_t words[kWordsUsed] = {};
-	RunWorkers(m, words, 1000);
-	ASSERT_EQ(mcas_destroy(&m), 0);
+	mcastest::OnVolatile(Config(GetParam()), [&words](mcas *m) { RunWorkers(m, words, 1000); });
 }
 
 TEST_P(StressPersistent, IncrementsWithPreemption)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create(std::string("stress-") + mcas_algorithm_name(GetParam()) + ".pool",
-		Config(GetParam())), 0);
+	ASSERT_EQ(p.Create(mcastest::PoolName("stress", GetParam()), Config(GetParam())), 0);
 	RunWorkers(p.m, p.words, 500);
 	// Everything durable and detached after a clean reopen.
 	ASSERT_EQ(p.Reopen(), 0);

@@ -261,9 +261,8 @@ TEST_F(Volatile, RetiredObjectsAreFreedAfterGracePeriods)
 TEST(Persistent, TwoFencesAndKPlusOneCasPerMcas)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("fences.pool", Config()), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("fences.pool", Config(), &t), 0);
 	for (unsigned k = 1; k <= 8; k++) {
 		for (int round = 0; round < 3; round++) {
 			mcas_desc *d;
@@ -287,9 +286,8 @@ TEST(Persistent, TwoFencesAndKPlusOneCasPerMcas)
 TEST(Persistent, ValuesSurviveReopen)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("reopen.pool", Config()), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("reopen.pool", Config(), &t), 0);
 	EXPECT_EQ(Mcas(t, {{A(&p.words[0]), 0, 8}, {A(&p.words[1]), 0, 16}}), 1);
 	EXPECT_EQ(Mcas(t, {{A(&p.words[2]), 0, 24}}), 1);
 	uint64_t outside = 0;
@@ -308,9 +306,8 @@ TEST(Persistent, ValuesSurviveReopen)
 TEST(Persistent, OpenDetachesInstalledDescriptors)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("unclean.pool", Config()), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("unclean.pool", Config(), &t), 0);
 	EXPECT_EQ(Mcas(t, {{A(&p.words[0]), 0, 8}, {A(&p.words[1]), 0, 16}}), 1);
 	EXPECT_EQ(Mcas(t, {{A(&p.words[1]), 16, 24}, {A(&p.words[2]), 8, 24}}), 0);
 	EXPECT_NE(p.words[0] & 1, 0u);

@@ -43,9 +43,7 @@ struct PmemInstance {
 		area_size = mcas_pmem_area_size(&cfg);
 		if (area_size == 0)
 			return -22;
-		pm_pool_config pc = pmtest::PoolConfig(path, "mcas-test",
-			kWords * sizeof(uint64_t) + area_size);
-		pc.durability = durability;
+		pm_pool_config pc = PoolConfig(durability);
 		int ret = pm_pool_create(&pool, &pc);
 		if (ret != 0)
 			return ret;
@@ -54,19 +52,29 @@ struct PmemInstance {
 		return mcas_pmem_create(&m, pool, area_off, &cfg);
 	}
 
+	// Create(@name, @c), then register the calling thread as *@t. Returns
+	// 0 or the failing call's code.
+	int CreateAndRegister(const std::string &name, const mcas_config &c, mcas_thread **t)
+	{
+		int ret = Create(name, c);
+		return ret != 0 ? ret : mcas_thread_register(m, t);
+	}
+
+	// The config of the pool at path, for creating or opening it.
+	pm_pool_config PoolConfig(pm_durability durability) const
+	{
+		pm_pool_config pc = pmtest::PoolConfig(path, "mcas-test",
+			kWords * sizeof(uint64_t) + area_size);
+		pc.durability = durability;
+		return pc;
+	}
+
 	// Close everything, reopen the pool and recover the instance.
 	int Reopen()
 	{
 		int ret = mcas_destroy(&m);
-		if (ret != 0)
-			return ret;
-		ret = pm_pool_close(&pool);
-		if (ret != 0)
-			return ret;
-		pm_pool_config pc = pmtest::PoolConfig(path, "mcas-test",
-			kWords * sizeof(uint64_t) + area_size);
-		pc.durability = PM_DURABILITY_NONE;
-		ret = pm_pool_open(&pool, &pc);
+		if (ret == 0)
+			ret = pmtest::ReopenPool(&pool, PoolConfig(PM_DURABILITY_NONE));
 		if (ret != 0)
 			return ret;
 		words = static_cast<uint64_t *>(pm_pool_root(pool));
@@ -98,6 +106,21 @@ struct AlgorithmName {
 		return mcas_algorithm_name(i.param);
 	}
 };
+
+// The pool file of test @name on algorithm @alg.
+inline std::string PoolName(const std::string &name, mcas_algorithm alg)
+{
+	return name + "-" + mcas_algorithm_name(alg) + ".pool";
+}
+
+// Runs @body(m) on a volatile instance m created with @c, then destroys it.
+template <class F> void OnVolatile(const mcas_config &c, F body)
+{
+	mcas *m = nullptr;
+	ASSERT_EQ(mcas_create(&m, &c), 0);
+	body(m);
+	ASSERT_EQ(mcas_destroy(&m), 0);
+}
 
 // A small instance for @threads threads.
 inline mcas_config TestConfig(mcas_algorithm alg, unsigned threads, unsigned descs,

@@ -55,9 +55,8 @@ TEST(Pmwcas, PersistentOnly)
 TEST(Pmwcas, SucceedsAndFailsAtomically)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("pmwcas-basic.pool", Config(4, 32, 0)), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("pmwcas-basic.pool", Config(4, 32, 0), &t), 0);
 	auto run = [&](std::vector<std::array<uint64_t, 3>> trs) {
 		mcas_desc *d;
 		EXPECT_EQ(mcas_desc_begin(t, &d), 0);
@@ -90,9 +89,8 @@ TEST(Pmwcas, SucceedsAndFailsAtomically)
 TEST(Pmwcas, UncontendedCostIs5kPlus1CasAnd2kPlus1Fences)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("pmwcas-cost.pool", Config(4, 32, 0)), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("pmwcas-cost.pool", Config(4, 32, 0), &t), 0);
 	for (unsigned k = 1; k <= 4; k++) {
 		for (int round = 0; round < 3; round++) {
 			mcas_desc *d;
@@ -129,9 +127,8 @@ TEST(Pmwcas, UncontendedCostIs5kPlus1CasAnd2kPlus1Fences)
 TEST(Pmwcas, ReadOfCleanWordIsOneLoadAndDirtyWordIsPersisted)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("pmwcas-read.pool", Config(4, 32, 0)), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("pmwcas-read.pool", Config(4, 32, 0), &t), 0);
 	p.words[0] = 40;
 	pm_cost before;
 	pm_cost_read_thread(&before);
@@ -162,9 +159,8 @@ TEST(Pmwcas, ReadOfCleanWordIsOneLoadAndDirtyWordIsPersisted)
 TEST(Pmwcas, RecyclesRecordsAndSurvivesReopen)
 {
 	mcastest::PmemInstance p;
-	ASSERT_EQ(p.Create("pmwcas-reopen.pool", Config(2, 8, 1)), 0);
 	mcas_thread *t;
-	ASSERT_EQ(mcas_thread_register(p.m, &t), 0);
+	ASSERT_EQ(p.CreateAndRegister("pmwcas-reopen.pool", Config(2, 8, 1), &t), 0);
 	for (unsigned n = 0; n < 200; n++) {
 		mcas_desc *d;
 		ASSERT_EQ(mcas_desc_begin(t, &d), 0);

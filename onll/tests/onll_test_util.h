@@ -44,8 +44,7 @@ struct Env {
 		area_size = onll_area_size(&c);
 		if (area_size == 0)
 			return -22;
-		pm_pool_config pc = pmtest::PoolConfig(path, "onll-test", area_size);
-		pc.durability = PM_DURABILITY_NONE;
+		pm_pool_config pc = Config();
 		if (area_size + (4 << 20) > pc.pool_size)
 			pc.pool_size = area_size + (4 << 20);
 		int ret = pm_pool_create(&pool, &pc);
@@ -53,6 +52,14 @@ struct Env {
 			return ret;
 		area_off = pm_pool_off(pool, pm_pool_root(pool));
 		return onll_create(&o, pool, area_off, &c, type);
+	}
+
+	// The pool's config (@path must be set).
+	pm_pool_config Config() const
+	{
+		pm_pool_config pc = pmtest::PoolConfig(path, "onll-test", area_size);
+		pc.durability = PM_DURABILITY_NONE;
+		return pc;
 	}
 
 	// The area's first byte.
@@ -63,15 +70,8 @@ struct Env {
 	{
 		int ret = onll_close(&o);
 		if (ret == 0)
-			ret = pm_pool_close(&pool);
-		if (ret != 0)
-			return ret;
-		pm_pool_config pc = pmtest::PoolConfig(path, "onll-test", area_size);
-		pc.durability = PM_DURABILITY_NONE;
-		ret = pm_pool_open(&pool, &pc);
-		if (ret != 0)
-			return ret;
-		return onll_open(&o, pool, area_off, type);
+			ret = pmtest::ReopenPool(&pool, Config());
+		return ret != 0 ? ret : onll_open(&o, pool, area_off, type);
 	}
 
 	~Env()

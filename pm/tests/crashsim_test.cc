@@ -168,6 +168,30 @@ int RunSim(const char *name, Cell *c, pm_crashsim_run_fn run, pm_crashsim_check_
 	return ret;
 }
 
+// Each test runs the simulator over a fresh cell.
+class CrashsimModel : public testing::Test {
+protected:
+	void SetUp() override { c = NewCell(); }
+	void TearDown() override { FreeCell(c); }
+
+	// RunSim on c; *@cost gets how much the calling thread's cost
+	// counters grew meanwhile.
+	int RunSimCosted(const char *name, pm_crashsim_run_fn run, pm_crashsim_check_fn check,
+		pm_cost *cost)
+	{
+		pm_cost before, after;
+		pm_cost_read_thread(&before);
+		int ret = RunSim(name, c, run, check, &st);
+		pm_cost_read_thread(&after);
+		pm_cost_diff(&after, &before, cost);
+		return ret;
+	}
+
+	Cell *c = nullptr;
+	pm_crashsim_stats st;
+	std::string report;
+};
+
 int FlushNoFence(void *arg)
 {
 	Cell *c = static_cast<Cell *>(arg);
@@ -198,26 +222,19 @@ int FlagMeansDurable(void *arg, char *msg, size_t len)
 }
 
 // A flush without a fence does not make data durable.
-TEST(CrashsimModel, UnfencedFlushMayBeLost)
+TEST_F(CrashsimModel, UnfencedFlushMayBeLost)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
-	std::string report;
 	EXPECT_EQ(RunSim("unfenced", c, FlushNoFence, FlagMeansDurable, &st, &report),
 		PM_E_CHECK_FAILED);
 	EXPECT_NE(report.find("lost: word is 0, not 1"), std::string::npos) << report;
-	FreeCell(c);
 }
 
 // Flush plus fence does; and the event count is exact: one flush, one fence.
-TEST(CrashsimModel, PersistIsDurableAndEventsAreExact)
+TEST_F(CrashsimModel, PersistIsDurableAndEventsAreExact)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
 	EXPECT_EQ(RunSim("persisted", c, PersistThenFlag, FlagMeansDurable, &st), 0);
 	EXPECT_EQ(st.events, 2u);
 	EXPECT_EQ(st.points, 3u);
-	FreeCell(c);
 }
 
 int FlushThenCas(void *arg)
@@ -233,18 +250,12 @@ int FlushThenCas(void *arg)
 
 // A CAS orders the thread's earlier flushes like a fence (x86 LOCK
 // semantics, see pm_cas), without counting as one.
-TEST(CrashsimModel, CasMakesEarlierFlushesDurable)
+TEST_F(CrashsimModel, CasMakesEarlierFlushesDurable)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
-	pm_cost before, after, d;
-	pm_cost_read_thread(&before);
-	EXPECT_EQ(RunSim("flush-cas", c, FlushThenCas, FlagMeansDurable, &st), 0);
-	pm_cost_read_thread(&after);
-	pm_cost_diff(&after, &before, &d);
+	pm_cost d;
+	EXPECT_EQ(RunSimCosted("flush-cas", FlushThenCas, FlagMeansDurable, &d), 0);
 	EXPECT_EQ(d.n[PM_COST_FENCE], 0u);
 	EXPECT_EQ(st.events, 1u); // the flush; the CAS is on untracked memory
-	FreeCell(c);
 }
 
 int CasWorkload(void *arg)
@@ -274,20 +285,14 @@ int CasCheck(void *arg, char *msg, size_t len)
 	return 0;
 }
 
-TEST(CrashsimModel, CasOnTrackedWordsIsAnEventAndCounted)
+TEST_F(CrashsimModel, CasOnTrackedWordsIsAnEventAndCounted)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
-	pm_cost before, after, d;
-	pm_cost_read_thread(&before);
-	EXPECT_EQ(RunSim("cas", c, CasWorkload, CasCheck, &st), 0);
-	pm_cost_read_thread(&after);
-	pm_cost_diff(&after, &before, &d);
+	pm_cost d;
+	EXPECT_EQ(RunSimCosted("cas", CasWorkload, CasCheck, &d), 0);
 	EXPECT_EQ(st.events, 3u + 2u);
 	EXPECT_EQ(d.n[PM_COST_CAS], 4u);
 	EXPECT_EQ(d.n[PM_COST_FLUSH], 2u);
 	EXPECT_EQ(d.n[PM_COST_FENCE], 1u);
-	FreeCell(c);
 }
 
 // Thread A flushes x=1 but fences only after thread B persisted x=2: A's
@@ -317,15 +322,11 @@ int StaleSnapshot(void *arg)
 	return 0;
 }
 
-TEST(CrashsimModel, DurableMemoryNeverGoesBackwards)
+TEST_F(CrashsimModel, DurableMemoryNeverGoesBackwards)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
-	std::string report;
 	c->expect = 2;
 	EXPECT_EQ(RunSim("stale", c, StaleSnapshot, FlagMeansDurable, &st, &report), 0) << report;
 	EXPECT_EQ(st.events, 4u);
-	FreeCell(c);
 }
 
 int Nothing(void *) { return 0; }
@@ -364,15 +365,11 @@ int RecoveryIsCrashTested(void *arg, char *msg, size_t len)
 	return 0;
 }
 
-TEST(CrashsimModel, CrashesDuringRecoveryCanBeSimulated)
+TEST_F(CrashsimModel, CrashesDuringRecoveryCanBeSimulated)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
-	std::string report;
 	EXPECT_EQ(RunSim("outer-recovery", c, FlushNoFence, RecoveryIsCrashTested, &st, &report), 0)
 		<< report;
 	EXPECT_EQ(st.points, 2u);
-	FreeCell(c);
 }
 
 int Crashes(void *, char *, size_t)
@@ -387,18 +384,14 @@ int Hangs(void *, char *, size_t)
 		pause();
 }
 
-TEST(CrashsimModel, CrashingOrHangingChecksAreFailures)
+TEST_F(CrashsimModel, CrashingOrHangingChecksAreFailures)
 {
-	Cell *c = NewCell();
-	pm_crashsim_stats st;
-	std::string report;
 	EXPECT_EQ(RunSim("crashes", c, Nothing, Crashes, &st, &report), PM_E_CHECK_FAILED);
 	// Plain builds see SIGSEGV; sanitizers turn it into SIGABRT or an exit status.
 	EXPECT_TRUE(report.find("crashed with signal") != std::string::npos ||
 		report.find("exited with status") != std::string::npos) << report;
 	EXPECT_EQ(RunSim("hangs", c, Nothing, Hangs, &st, &report, 1), PM_E_CHECK_FAILED);
 	EXPECT_NE(report.find("timed out"), std::string::npos) << report;
-	FreeCell(c);
 }
 
 int Nested(void *arg)

@@ -36,6 +36,14 @@ inline pm_pool_config PoolConfig(const std::string &path, const char *layout, si
 	return cfg;
 }
 
+// Closes *@pool and opens its file again with @cfg. Returns 0 or the failing
+// call's code.
+inline int ReopenPool(pm_pool **pool, const pm_pool_config &cfg)
+{
+	int ret = pm_pool_close(pool);
+	return ret != 0 ? ret : pm_pool_open(pool, &cfg);
+}
+
 // What one crash-simulator run found.
 struct CrashRun {
 	int ret = 0;                 // pm_crashsim_run()'s value, or the failing setup call's
