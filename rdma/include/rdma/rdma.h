@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdma/rdma.h -- one-sided access to the memory of a memory node, in ordered
+ * batches, over three backends.
+ *
+ * Model (DESIGN.md sect. 7). A memory node exposes numbered regions of
+ * persistent memory. A client opens a connection to the node, learns the
+ * regions (id and length), and posts batches of one-sided operations:
+ * read, write, 8-byte compare-and-swap, 8-byte fetch-and-add and persist.
+ *
+ * Ordering. The operations of one batch execute in the order they were added:
+ * the effect of a later operation is never visible (nor durable) before the
+ * effect of an earlier one, and a persist makes durable every earlier write,
+ * CAS and FAA of the batch that it covers. "Write buffer, persist, CAS
+ * metadata, persist" in one batch therefore never exposes metadata pointing
+ * at a buffer that is not written, nor makes it durable before the buffer.
+ * A batch completes with one round trip to the node (rdma_post, then
+ * rdma_poll or rdma_wait). Batches to different nodes may be in flight at the
+ * same time; one connection holds at most one batch in flight.
+ *
+ * Backends, chosen by the node's URI:
+ *   local:PATH        PATH is a node pool file that every process maps (a DAX
+ *                     file on NVDIMM/CXL hosts, /dev/shm in tests). Operations
+ *                     are loads, stores, atomics and pm/ flushes done by the
+ *                     caller. This is the CXL shared-memory model; no daemon
+ *                     has to run (see rdma/node.h for how the file is made).
+ *   ofi+tcp://H:P     a memory-node daemon at control address H:P, data over
+ *   ofi+shm://H:P     libfabric (tcp;ofi_rxm or shm). Batches without persist
+ *                     whose ordering the provider guarantees go out as RMA and
+ *                     atomic operations; any other batch is shipped in one
+ *                     message and executed in order by the node (persistence
+ *                     of data delivered over TCP is done on the memory node).
+ *                     Either way one round trip; the counters say which.
+ *   verbs://H:P       rdma-core RC queue pair: the batch is one chained list
+ *                     of work requests; persist is a read after the writes on
+ *                     the same queue pair, and operations after a read-type
+ *                     operation are fenced. Needs an RDMA device.
+ *
+ * Errors. Functions return 0 or a negative code: -errno or RDMA_E_*. Every
+ * access is checked against its region before anything is executed, so a
+ * rejected batch has no effect. A batch that fails in flight (dead peer,
+ * timeout) may have executed a prefix of its operations, as with real RDMA.
+ * After such a failure the connection is broken: every later post returns
+ * RDMA_E_CONN until rdma_conn_reconnect() succeeds.
+ *
+ * Thread-safety: a connection is used by one thread at a time (like a queue
+ * pair); threads open their own connections. Distinct connections, also to
+ * the same node, may be used concurrently.
+ */
+#ifndef RDMA_RDMA_H
+#define RDMA_RDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Codes of the rdma range; they never collide with -errno or PM_E_*. */
+#define RDMA_E_BASE (-11000)
+/* The access lies (partly) outside its region. */
+#define RDMA_E_BOUNDS (RDMA_E_BASE - 1)
+/* No region with that id on this node. */
+#define RDMA_E_NO_REGION (RDMA_E_BASE - 2)
+/* The node refused the cluster token. */
+#define RDMA_E_AUTH (RDMA_E_BASE - 3)
+/* A malformed or unexpected message was received. */
+#define RDMA_E_PROTO (RDMA_E_BASE - 4)
+/* The connection is lost or the node is dead; reconnect. */
+#define RDMA_E_CONN (RDMA_E_BASE - 5)
+/* Fault injection (rdma_conn_inject) made the operation fail. */
+#define RDMA_E_INJECTED (RDMA_E_BASE - 6)
+/* The backend needs hardware or a provider this machine lacks. */
+#define RDMA_E_NO_DEVICE (RDMA_E_BASE - 7)
+/* Lowest code of the rdma range. */
+#define RDMA_E_LAST RDMA_E_NO_DEVICE
+
+/* Most operations in one batch. */
+#define RDMA_BATCH_MAX_OPS 32
+/* Most payload bytes (read plus written) in one batch. */
+#define RDMA_BATCH_MAX_BYTES (64u << 10)
+/* Longest cluster token, in bytes. */
+#define RDMA_TOKEN_MAX 256
+
+enum rdma_op_type {
+	RDMA_OP_READ,
+	RDMA_OP_WRITE,
+	RDMA_OP_CAS,
+	RDMA_OP_FAA,
+	RDMA_OP_PERSIST,
+	RDMA_OP_NTYPES
+};
+
+/* One operation; filled by the rdma_batch_* helpers, read-only to callers. */
+struct rdma_op {
+	uint8_t type;        /* enum rdma_op_type */
+	uint32_t region;     /* region id */
+	uint64_t offset;     /* byte offset in the region */
+	uint32_t len;        /* bytes; 8 for CAS and FAA */
+	void *local;         /* READ: destination; WRITE: source */
+	uint64_t compare;    /* CAS: expected value */
+	uint64_t operand;    /* CAS: new value; FAA: addend */
+	uint64_t *result;    /* CAS/FAA: receives the old value (may be NULL) */
+};
+
+/*
+ * An ordered batch. Caller-owned, typically on the stack; between rdma_post
+ * and completion neither the batch nor the buffers it points to may be
+ * touched. Reusable after rdma_batch_init().
+ */
+struct rdma_batch {
+	unsigned n;                           /* operations added */
+	uint32_t bytes;                       /* payload bytes added */
+	struct rdma_op ops[RDMA_BATCH_MAX_OPS];
+};
+
+/**
+ * rdma_batch_init -- make @b an empty batch. Thread-safety: touches @b only.
+ */
+void rdma_batch_init(struct rdma_batch *b);
+
+/**
+ * rdma_batch_read -- append "read @len bytes at (@region, @offset) into @dst".
+ *
+ * Return: 0; -EINVAL for @len 0 or a NULL @dst; -E2BIG if the batch is full
+ * (RDMA_BATCH_MAX_OPS or RDMA_BATCH_MAX_BYTES). Bounds are checked at post.
+ * A read concurrent with writes to the same bytes may return any mix of old
+ * and new 8-byte words (as RDMA does); validate with a checksum if needed.
+ */
+int rdma_batch_read(struct rdma_batch *b, uint32_t region, uint64_t offset,
+	void *dst, uint32_t len);
+
+/**
+ * rdma_batch_write -- append "write @len bytes from @src to (@region, @offset)".
+ * @src is read when the batch executes, not when it is added.
+ * Return: as rdma_batch_read().
+ */
+int rdma_batch_write(struct rdma_batch *b, uint32_t region, uint64_t offset,
+	const void *src, uint32_t len);
+
+/**
+ * rdma_batch_cas -- append an 8-byte compare-and-swap: if the word at
+ * (@region, @offset) equals @expected it becomes @desired. *@old (if not
+ * NULL) receives the previous value at completion, so the CAS succeeded iff
+ * *@old == @expected.
+ * Return: 0; -EINVAL if @offset is not 8-byte aligned; -E2BIG if full.
+ */
+int rdma_batch_cas(struct rdma_batch *b, uint32_t region, uint64_t offset,
+	uint64_t expected, uint64_t desired, uint64_t *old);
+
+/**
+ * rdma_batch_faa -- append an 8-byte fetch-and-add of @add (wrapping).
+ * *@old (if not NULL) receives the previous value at completion.
+ * Return: as rdma_batch_cas().
+ */
+int rdma_batch_faa(struct rdma_batch *b, uint32_t region, uint64_t offset,
+	uint64_t add, uint64_t *old);
+
+/**
+ * rdma_batch_persist -- append "make [@offset, @offset + @len) of @region
+ * durable": every earlier operation of the batch on that range is in the
+ * node's persistence domain before any later operation takes effect.
+ * (Writes of earlier, completed batches to the range are covered too.)
+ * Return: as rdma_batch_read() (no buffer).
+ */
+int rdma_batch_persist(struct rdma_batch *b, uint32_t region, uint64_t offset,
+	uint32_t len);
+
+/* What rdma_conn_region() reports. */
+struct rdma_region_info {
+	uint32_t id;
+	uint64_t length;
+};
+
+/* Connection options; rdma_conn_config_init() gives the defaults. */
+struct rdma_conn_config {
+	const char *token;     /* cluster token; default "" (nodes without token) */
+	unsigned timeout_ms;   /* rdma_wait and connect limit; default 5000 */
+};
+
+/**
+ * rdma_conn_config_init -- fill @cfg with the defaults documented above.
+ */
+void rdma_conn_config_init(struct rdma_conn_config *cfg);
+
+struct rdma_conn;
+
+/**
+ * rdma_conn_open -- connect to the memory node at @uri (see the top of this
+ * file for the URI forms).
+ * @out: receives the connection; owned by the caller, rdma_conn_close().
+ * @cfg: options; NULL for the defaults. Copied (the token too).
+ *
+ * Return: 0; -EINVAL for a malformed URI or config; -ENOENT for a local
+ * node file that does not exist; RDMA_E_PROTO for a damaged node file or
+ * answer; RDMA_E_AUTH for a refused token; RDMA_E_CONN or -ETIMEDOUT if the
+ * node does not answer; RDMA_E_NO_DEVICE if the backend cannot run here.
+ * Thread-safety: any thread.
+ */
+int rdma_conn_open(struct rdma_conn **out, const char *uri,
+	const struct rdma_conn_config *cfg);
+
+/**
+ * rdma_conn_close -- release *@c (waiting at most timeout_ms for a batch in
+ * flight, whose completion is then lost) and set *@c to NULL. NULL is a no-op.
+ */
+void rdma_conn_close(struct rdma_conn **c);
+
+/**
+ * rdma_conn_reconnect -- reopen a broken (or healthy) connection to the
+ * same URI with the same options, for example after the node restarted.
+ * Region ids and lengths must be unchanged, else RDMA_E_PROTO and the
+ * connection stays broken. A batch in flight is abandoned.
+ * Return: as rdma_conn_open().
+ */
+int rdma_conn_reconnect(struct rdma_conn *c);
+
+/**
+ * rdma_conn_backend -- "local", "ofi+tcp", "ofi+shm" or "verbs".
+ */
+const char *rdma_conn_backend(const struct rdma_conn *c);
+
+/**
+ * rdma_conn_region_count -- number of regions the node exposes.
+ */
+unsigned rdma_conn_region_count(const struct rdma_conn *c);
+
+/**
+ * rdma_conn_region -- describe the @index-th region (0-based) in *@out.
+ * Return: 0; -EINVAL if @index is out of range.
+ */
+int rdma_conn_region(const struct rdma_conn *c, unsigned index,
+	struct rdma_region_info *out);
+
+/**
+ * rdma_post -- validate batch @b and start executing it on @c's node.
+ *
+ * Every operation is checked against its region first; on any error nothing
+ * executes. The local backend executes the whole batch inside this call.
+ * Return: 0 (the batch is in flight); -EINVAL for an empty batch;
+ * RDMA_E_NO_REGION or RDMA_E_BOUNDS; -EBUSY if a batch is already in flight
+ * on @c; RDMA_E_CONN if @c is broken; RDMA_E_INJECTED under an injected
+ * failure.
+ */
+int rdma_post(struct rdma_conn *c, struct rdma_batch *b);
+
+/**
+ * rdma_poll -- make progress on @c's batch without blocking.
+ * Return: 0 if it completed (results and read buffers are filled);
+ * -EINPROGRESS if not yet; -EINVAL if nothing is in flight; a negative code
+ * if it failed (the connection is then broken, see the top of this file).
+ */
+int rdma_poll(struct rdma_conn *c);
+
+/**
+ * rdma_wait -- poll @c (busy, as RDMA clients do) until its batch completes
+ * or the connection's timeout passes.
+ * Return: as rdma_poll(), or -ETIMEDOUT (connection broken) instead of
+ * -EINPROGRESS.
+ */
+int rdma_wait(struct rdma_conn *c);
+
+/**
+ * rdma_execute -- rdma_post() then rdma_wait(): one batch, one round trip.
+ */
+int rdma_execute(struct rdma_conn *c, struct rdma_batch *b);
+
+/* Faults a test can inject on a connection (its view of the node). */
+enum rdma_fault {
+	RDMA_FAULT_NONE,      /* normal operation */
+	RDMA_FAULT_FAIL,      /* every post fails at once with RDMA_E_INJECTED */
+	RDMA_FAULT_PARTITION, /* posts are accepted but never delivered: the
+	                       * wait times out and nothing executes */
+	RDMA_FAULT_DELAY,     /* each batch is delivered delay_us after its post */
+};
+
+/**
+ * rdma_conn_inject -- set the fault @c suffers from now on (@delay_us is used
+ * by RDMA_FAULT_DELAY only). Affects later posts, not a batch in flight.
+ * Return: 0; -EINVAL for an unknown fault.
+ */
+int rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault,
+	uint32_t delay_us);
+
+/*
+ * Per-thread transport counters. Each posted batch is charged to the
+ * thread that posts it. round_trips counts batches that completed with one
+ * exchange with the node (all of them, on every backend); wire_messages and
+ * provider_ops show what that exchange really cost.
+ */
+struct rdma_stats {
+	uint64_t batches;          /* batches posted (accepted by rdma_post) */
+	uint64_t round_trips;      /* batches completed */
+	uint64_t failed;           /* batches that completed with an error */
+	uint64_t ops[RDMA_OP_NTYPES]; /* operations posted, by type */
+	uint64_t bytes_read;       /* payload read */
+	uint64_t bytes_written;    /* payload written */
+	uint64_t shipped;          /* batches executed by the node (ofi) */
+	uint64_t wire_messages;    /* messages the client sent for batches */
+	uint64_t provider_ops;     /* RMA/atomic ops or work requests handed to
+	                            * the provider or NIC */
+};
+
+/**
+ * rdma_stats_read_thread -- the calling thread's counters into *@out.
+ * The transport also adds to pm/cost.h (PM_COST_ROUND_TRIP, REMOTE_*), so
+ * one pm_cost snapshot covers an operation end to end.
+ */
+void rdma_stats_read_thread(struct rdma_stats *out);
+
+/**
+ * rdma_stats_diff -- @out = @after - @before, field by field (may alias).
+ */
+void rdma_stats_diff(const struct rdma_stats *after,
+	const struct rdma_stats *before, struct rdma_stats *out);
+
+/**
+ * rdma_strerror -- a static description of 0, -errno, PM_E_* or RDMA_E_*.
+ */
+const char *rdma_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDMA_RDMA_H */
