@@ -85,6 +85,15 @@ int rdma__batch_check(const struct rdma_batch *b,
 /* Thread-local counters (conn.c); backends add what they pay. */
 extern __thread struct rdma_stats rdma__stats;
 
+/* Busy-wait hint for polling loops. */
+static inline void
+rdma__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 /* Monotonic clock in nanoseconds. */
 uint64_t rdma__now_ns(void);
 

@@ -24,10 +24,10 @@ struct rdma__exec_region {
  * @b must have passed rdma__batch_check(). READ copies into op->local, WRITE
  * copies from op->local, CAS/FAA are sequentially consistent 8-byte atomics
  * storing the old value in *op->result if not NULL, PERSIST is pm_persist()
- * of the range. Copies move aligned 8-byte words with atomic (relaxed)
- * accesses, so concurrent readers see whole words, never torn ones, and
- * every operation is release-ordered after the previous one: no later
- * effect is visible before an earlier one (x86-TSO makes that free).
+ * of the range. Copies move aligned 8-byte words with atomic (release
+ * store, acquire load) accesses, so concurrent readers see whole words,
+ * never torn ones, and every operation is ordered after the previous one:
+ * no later effect is visible before an earlier one.
  * Returns the number of persist operations executed.
  * Thread-safety: any thread; concurrent batches interleave per word.
  */

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdma/src/conn.c -- the backend-independent half of a connection: URI
+ * dispatch, region table, batch validation, fault injection, the in-flight
+ * state machine, timeouts and counters (core.h). Backends only connect,
+ * execute and report completion, so every backend gets the same checks and
+ * the same accounting.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pm/cost.h>
+
+#include "core.h"
+
+#define RDMA_DEFAULT_TIMEOUT_MS 5000
+
+static const struct {
+	const char *scheme;
+	const struct rdma__backend *backend;
+} schemes[] = {
+	{ "local:", &rdma__backend_local },
+	{ "ofi+tcp://", &rdma__backend_ofi_tcp },
+	{ "ofi+shm://", &rdma__backend_ofi_shm },
+	{ "verbs://", &rdma__backend_verbs },
+};
+
+void
+rdma_conn_config_init(struct rdma_conn_config *cfg)
+{
+	cfg->token = "";
+	cfg->timeout_ms = RDMA_DEFAULT_TIMEOUT_MS;
+}
+
+/* The part of c->uri after the scheme. */
+static const char *
+conn_target(const struct rdma_conn *c)
+{
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (schemes[i].backend == c->backend)
+			return c->uri + strlen(schemes[i].scheme);
+	return c->uri;
+}
+
+int
+rdma_conn_open(struct rdma_conn **out, const char *uri,
+	const struct rdma_conn_config *cfg)
+{
+	struct rdma_conn_config defaults;
+	struct rdma_conn *c;
+	int ret;
+
+	if (cfg == NULL) {
+		rdma_conn_config_init(&defaults);
+		cfg = &defaults;
+	}
+	if (out == NULL || uri == NULL || cfg->token == NULL ||
+	    strlen(cfg->token) > RDMA_TOKEN_MAX || cfg->timeout_ms == 0)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (strncmp(uri, schemes[i].scheme, strlen(schemes[i].scheme)) == 0)
+			c->backend = schemes[i].backend;
+	c->uri = strdup(uri);
+	if (c->backend == NULL || c->uri == NULL) {
+		ret = c->uri == NULL ? -ENOMEM : -EINVAL;
+		free(c->uri);
+		free(c);
+		return ret;
+	}
+	strcpy(c->token, cfg->token);
+	c->timeout_ms = cfg->timeout_ms;
+	if (conn_target(c)[0] == '\0')
+		ret = -EINVAL;
+	else
+		ret = c->backend->open(c, conn_target(c));
+	if (ret != 0) {
+		free(c->uri);
+		free(c);
+		return ret;
+	}
+	c->state = RDMA__IDLE;
+	*out = c;
+	return 0;
+}
+
+/* Bounded wait for a batch in flight before its buffers are released. */
+static void
+conn_drain(struct rdma_conn *c)
+{
+	if (c->state == RDMA__INFLIGHT || c->state == RDMA__DEFERRED)
+		(void)rdma_wait(c);
+}
+
+void
+rdma_conn_close(struct rdma_conn **cp)
+{
+	struct rdma_conn *c;
+
+	if (cp == NULL || *cp == NULL)
+		return;
+	c = *cp;
+	conn_drain(c);
+	if (c->be != NULL)
+		c->backend->close(c);
+	free(c->uri);
+	free(c);
+	*cp = NULL;
+}
+
+int
+rdma_conn_reconnect(struct rdma_conn *c)
+{
+	struct rdma_region_info old[RDMA__MAX_REGIONS];
+	unsigned nold = c->nregions;
+	int ret;
+
+	memcpy(old, c->regions, sizeof(old));
+	if (c->state == RDMA__INFLIGHT)
+		c->state = RDMA__BROKEN; /* abandoned, as documented */
+	if (c->be != NULL)
+		c->backend->close(c);
+	c->be = NULL;
+	c->batch = NULL;
+	c->state = RDMA__BROKEN;
+	ret = c->backend->open(c, conn_target(c));
+	if (ret != 0)
+		return ret;
+	if (c->nregions != nold || memcmp(old, c->regions, nold * sizeof(old[0])) != 0) {
+		/* Keep the old table: handles the caller holds stay meaningful. */
+		c->nregions = nold;
+		memcpy(c->regions, old, sizeof(old));
+		return RDMA_E_PROTO;
+	}
+	c->state = RDMA__IDLE;
+	return 0;
+}
+
+const char *
+rdma_conn_backend(const struct rdma_conn *c)
+{
+	return c->backend->name;
+}
+
+unsigned
+rdma_conn_region_count(const struct rdma_conn *c)
+{
+	return c->nregions;
+}
+
+int
+rdma_conn_region(const struct rdma_conn *c, unsigned index,
+	struct rdma_region_info *out)
+{
+	if (index >= c->nregions)
+		return -EINVAL;
+	*out = c->regions[index];
+	return 0;
+}
+
+int
+rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault, uint32_t delay_us)
+{
+	if (fault > RDMA_FAULT_DELAY)
+		return -EINVAL;
+	c->fault = fault;
+	c->delay_us = delay_us;
+	return 0;
+}
+
+/* Charge a posted batch to this thread's counters (rdma and pm/cost). */
+static void
+count_posted(const struct rdma_batch *b)
+{
+	static const enum pm_cost_counter cost_of[RDMA_OP_NTYPES] = {
+		[RDMA_OP_READ] = PM_COST_REMOTE_READ,
+		[RDMA_OP_WRITE] = PM_COST_REMOTE_WRITE,
+		[RDMA_OP_CAS] = PM_COST_REMOTE_ATOMIC,
+		[RDMA_OP_FAA] = PM_COST_REMOTE_ATOMIC,
+		[RDMA_OP_PERSIST] = PM_COST_REMOTE_PERSIST,
+	};
+
+	rdma__stats.batches++;
+	for (unsigned i = 0; i < b->n; i++) {
+		const struct rdma_op *op = &b->ops[i];
+
+		rdma__stats.ops[op->type]++;
+		if (op->type == RDMA_OP_READ)
+			rdma__stats.bytes_read += op->len;
+		else if (op->type == RDMA_OP_WRITE)
+			rdma__stats.bytes_written += op->len;
+		pm_cost_add(cost_of[op->type], 1);
+	}
+}
+
+/* The batch in flight failed: the connection is broken until reconnected. */
+static int
+conn_fail(struct rdma_conn *c, int err)
+{
+	c->state = RDMA__BROKEN;
+	c->batch = NULL;
+	rdma__stats.failed++;
+	return err;
+}
+
+int
+rdma_post(struct rdma_conn *c, struct rdma_batch *b)
+{
+	int ret;
+
+	switch (c->state) {
+	case RDMA__IDLE:
+		break;
+	case RDMA__BROKEN:
+		return RDMA_E_CONN;
+	default:
+		return -EBUSY;
+	}
+	if (c->fault == RDMA_FAULT_FAIL)
+		return RDMA_E_INJECTED;
+	ret = rdma__batch_check(b, c->regions, c->nregions);
+	if (ret != 0)
+		return ret;
+	count_posted(b);
+	c->batch = b;
+	c->post_ns = rdma__now_ns();
+	if (c->fault == RDMA_FAULT_PARTITION) {
+		c->state = RDMA__LOST;
+		return 0;
+	}
+	if (c->fault == RDMA_FAULT_DELAY && c->delay_us > 0) {
+		c->state = RDMA__DEFERRED;
+		return 0;
+	}
+	c->state = RDMA__INFLIGHT;
+	ret = c->backend->post(c, b);
+	return ret == 0 ? 0 : conn_fail(c, ret);
+}
+
+int
+rdma_poll(struct rdma_conn *c)
+{
+	int ret;
+
+	switch (c->state) {
+	case RDMA__IDLE:
+		return -EINVAL;
+	case RDMA__BROKEN:
+		return RDMA_E_CONN;
+	case RDMA__LOST:
+		return -EINPROGRESS;
+	case RDMA__DEFERRED:
+		if (rdma__now_ns() - c->post_ns < (uint64_t)c->delay_us * 1000)
+			return -EINPROGRESS;
+		c->state = RDMA__INFLIGHT;
+		ret = c->backend->post(c, c->batch);
+		if (ret != 0)
+			return conn_fail(c, ret);
+		break;
+	case RDMA__INFLIGHT:
+		break;
+	}
+	ret = c->backend->poll(c);
+	if (ret == -EINPROGRESS)
+		return ret;
+	if (ret != 0)
+		return conn_fail(c, ret);
+	c->state = RDMA__IDLE;
+	c->batch = NULL;
+	rdma__stats.round_trips++;
+	pm_cost_add(PM_COST_ROUND_TRIP, 1);
+	return 0;
+}
+
+int
+rdma_wait(struct rdma_conn *c)
+{
+	/* The limit runs from the post, plus any injected delay, so a wait
+	 * started late does not extend it. */
+	uint64_t limit = (uint64_t)c->timeout_ms * 1000000u +
+		(c->state == RDMA__DEFERRED ? (uint64_t)c->delay_us * 1000 : 0);
+
+	for (;;) {
+		int ret = rdma_poll(c);
+
+		if (ret != -EINPROGRESS)
+			return ret;
+		if (rdma__now_ns() - c->post_ns > limit)
+			return conn_fail(c, -ETIMEDOUT);
+		rdma__cpu_relax();
+	}
+}
+
+int
+rdma_execute(struct rdma_conn *c, struct rdma_batch *b)
+{
+	int ret = rdma_post(c, b);
+
+	return ret != 0 ? ret : rdma_wait(c);
+}

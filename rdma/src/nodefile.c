@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdma/src/nodefile.c -- writing and reading the node file (nodefile.h).
+ * Parsing uses inih (Debian libinih-dev) rather than a hand-written INI
+ * reader; every value is then checked here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ini.h>
+#include <xxhash.h>
+
+#include "nodefile.h"
+
+#define NODEFILE_VERSION 1
+
+uint64_t
+rdma__token_hash(const char *token, size_t len, uint64_t salt)
+{
+	return XXH3_64bits_withSeed(token, len, salt);
+}
+
+static const char *
+durability_word(enum pm_durability d)
+{
+	return pm_durability_name(d);
+}
+
+int
+rdma__nodefile_write(const char *path, const struct rdma__nodefile *nf)
+{
+	char tmp[PATH_MAX + 16];
+	char dir[PATH_MAX];
+	const char *dname = durability_word(nf->durability);
+	FILE *f;
+	int fd, ret = 0;
+
+	if (dname == NULL || nf->nregions == 0 || nf->nregions > RDMA__MAX_REGIONS)
+		return -EINVAL;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (f == NULL) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		return ret;
+	}
+	fprintf(f, "# memory node file: how local clients map this node's regions\n");
+	fprintf(f, "[node]\nversion = %d\npool = %s\ndurability = %s\n",
+		NODEFILE_VERSION, nf->pool, dname);
+	fprintf(f, "incarnation = %" PRIu64 "\nsalt = %" PRIu64 "\n",
+		nf->incarnation, nf->salt);
+	fprintf(f, "token_hash = %" PRIu64 "\nregions = %u\n", nf->token_hash,
+		nf->nregions);
+	for (unsigned i = 0; i < nf->nregions; i++)
+		fprintf(f, "[region.%u]\noffset = %" PRIu64 "\nlength = %" PRIu64 "\n",
+			i, nf->regions[i].offset, nf->regions[i].length);
+	if (fflush(f) != 0 || fsync(fd) != 0)
+		ret = -errno;
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(tmp, path) != 0)
+		ret = -errno;
+	if (ret != 0) {
+		unlink(tmp);
+		return ret;
+	}
+	/* Make the rename itself durable. */
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fsync(fd) != 0)
+			ret = -errno;
+		close(fd);
+	}
+	return ret;
+}
+
+/* Fields of [node], as bits of parse_state.seen. */
+enum {
+	SEEN_VERSION = 1u << 0,
+	SEEN_POOL = 1u << 1,
+	SEEN_DURABILITY = 1u << 2,
+	SEEN_INCARNATION = 1u << 3,
+	SEEN_SALT = 1u << 4,
+	SEEN_TOKEN_HASH = 1u << 5,
+	SEEN_REGIONS = 1u << 6,
+	SEEN_ALL = (1u << 7) - 1,
+};
+
+struct parse_state {
+	struct rdma__nodefile *nf;
+	unsigned seen;
+	unsigned region_seen[RDMA__MAX_REGIONS]; /* bit 0 offset, bit 1 length */
+};
+
+/* Strict decimal uint64: digits only, no sign, no overflow. */
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return (errno != 0 || *end != '\0') ? -1 : 0;
+}
+
+/* Marks @bit in *@seen; fails if it was already there. */
+static int
+mark_once(unsigned *seen, unsigned bit)
+{
+	if (*seen & bit)
+		return -1;
+	*seen |= bit;
+	return 0;
+}
+
+static int
+node_key(struct parse_state *st, const char *name, const char *value)
+{
+	struct rdma__nodefile *nf = st->nf;
+	uint64_t v;
+
+	if (strcmp(name, "pool") == 0) {
+		size_t n = strlen(value);
+
+		if (n == 0 || n >= sizeof(nf->pool) || value[0] != '/' ||
+		    mark_once(&st->seen, SEEN_POOL) != 0)
+			return -1;
+		memcpy(nf->pool, value, n + 1);
+		return 0;
+	}
+	if (strcmp(name, "durability") == 0) {
+		for (int d = PM_DURABILITY_PMEM; d <= PM_DURABILITY_NONE; d++)
+			if (strcmp(value, pm_durability_name((enum pm_durability)d)) == 0) {
+				nf->durability = (enum pm_durability)d;
+				return mark_once(&st->seen, SEEN_DURABILITY);
+			}
+		return -1;
+	}
+	if (parse_u64(value, &v) != 0)
+		return -1;
+	if (strcmp(name, "version") == 0)
+		return v == NODEFILE_VERSION ? mark_once(&st->seen, SEEN_VERSION) : -1;
+	if (strcmp(name, "incarnation") == 0) {
+		nf->incarnation = v;
+		return mark_once(&st->seen, SEEN_INCARNATION);
+	}
+	if (strcmp(name, "salt") == 0) {
+		nf->salt = v;
+		return mark_once(&st->seen, SEEN_SALT);
+	}
+	if (strcmp(name, "token_hash") == 0) {
+		nf->token_hash = v;
+		return mark_once(&st->seen, SEEN_TOKEN_HASH);
+	}
+	if (strcmp(name, "regions") == 0) {
+		if (v == 0 || v > RDMA__MAX_REGIONS)
+			return -1;
+		nf->nregions = (unsigned)v;
+		return mark_once(&st->seen, SEEN_REGIONS);
+	}
+	return -1;
+}
+
+static int
+region_key(struct parse_state *st, unsigned idx, const char *name, const char *value)
+{
+	uint64_t v;
+
+	if (parse_u64(value, &v) != 0)
+		return -1;
+	if (strcmp(name, "offset") == 0) {
+		if (v % 8 != 0)
+			return -1;
+		st->nf->regions[idx].offset = v;
+		return mark_once(&st->region_seen[idx], 1);
+	}
+	if (strcmp(name, "length") == 0) {
+		if (v == 0)
+			return -1;
+		st->nf->regions[idx].length = v;
+		return mark_once(&st->region_seen[idx], 2);
+	}
+	return -1;
+}
+
+/* inih handler: nonzero means "accepted". */
+static int
+on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_state *st = user;
+	uint64_t idx;
+
+	if (strcmp(section, "node") == 0)
+		return node_key(st, name, value) == 0;
+	if (strncmp(section, "region.", 7) == 0 && parse_u64(section + 7, &idx) == 0 &&
+	    idx < RDMA__MAX_REGIONS)
+		return region_key(st, (unsigned)idx, name, value) == 0;
+	return 0;
+}
+
+int
+rdma__nodefile_read(const char *path, struct rdma__nodefile *nf)
+{
+	struct parse_state st = { .nf = nf };
+	FILE *f;
+	int rc;
+
+	memset(nf, 0, sizeof(*nf));
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -errno;
+	rc = ini_parse_file(f, on_key, &st);
+	fclose(f);
+	if (rc != 0 || st.seen != SEEN_ALL)
+		return RDMA_E_PROTO;
+	for (unsigned i = 0; i < RDMA__MAX_REGIONS; i++) {
+		const uint64_t off = nf->regions[i].offset, len = nf->regions[i].length;
+
+		if (i >= nf->nregions) {
+			if (st.region_seen[i] != 0)
+				return RDMA_E_PROTO; /* a region beyond the count */
+			continue;
+		}
+		if (st.region_seen[i] != 3 || off > UINT64_MAX - len)
+			return RDMA_E_PROTO;
+	}
+	return 0;
+}

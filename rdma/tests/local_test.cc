@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rdma/tests/local_test.cc -- the backend-independent connection layer
+// (batches, checks, fault injection, counters) on the local backend, whose
+// node file is written here directly so no node or pool library is needed.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <pm/cost.h>
+#include <rdma/rdma.h>
+
+#include "pm/tests/test_util.h"
+
+extern "C" {
+#include "rdma/src/nodefile.h"
+}
+
+namespace {
+
+constexpr uint64_t kFileSize = 1 << 20;
+constexpr uint64_t kRegion0Off = 4096, kRegion0Len = 64 << 10;
+constexpr uint64_t kRegion1Off = 128 << 10, kRegion1Len = 4096;
+
+// A "node" made by hand: a zeroed file and its node file with two regions.
+class LocalNode {
+public:
+	explicit LocalNode(const std::string &name, const char *token = "secret")
+	    : path_(pmtest::TempPath(name))
+	{
+		unlink((path_ + ".node").c_str());
+		int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+		EXPECT_GE(fd, 0);
+		EXPECT_EQ(ftruncate(fd, kFileSize), 0);
+		close(fd);
+		nf_ = {};
+		snprintf(nf_.pool, sizeof(nf_.pool), "%s", path_.c_str());
+		nf_.durability = PM_DURABILITY_NONE;
+		nf_.incarnation = 1;
+		nf_.salt = 42;
+		nf_.token_hash = rdma__token_hash(token, strlen(token), nf_.salt);
+		nf_.nregions = 2;
+		nf_.regions[0].offset = kRegion0Off;
+		nf_.regions[0].length = kRegion0Len;
+		nf_.regions[1].offset = kRegion1Off;
+		nf_.regions[1].length = kRegion1Len;
+		Publish();
+	}
+	void Publish() { EXPECT_EQ(rdma__nodefile_write(NodeFile().c_str(), &nf_), 0); }
+	std::string Uri() const { return "local:" + path_; }
+	std::string NodeFile() const { return path_ + ".node"; }
+	const std::string &Path() const { return path_; }
+	rdma__nodefile &Nf() { return nf_; }
+
+	// The file's bytes, read through the file system (not the mapping).
+	std::string Bytes(uint64_t off, size_t len) const
+	{
+		std::string s(len, '\0');
+		int fd = open(path_.c_str(), O_RDONLY);
+		EXPECT_EQ(pread(fd, &s[0], len, off), (ssize_t)len);
+		close(fd);
+		return s;
+	}
+
+private:
+	std::string path_;
+	rdma__nodefile nf_;
+};
+
+rdma_conn *Open(const LocalNode &node, const char *token = "secret", unsigned timeout_ms = 5000)
+{
+	rdma_conn_config cfg;
+	rdma_conn_config_init(&cfg);
+	cfg.token = token;
+	cfg.timeout_ms = timeout_ms;
+	rdma_conn *c = nullptr;
+	EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), 0);
+	return c;
+}
+
+TEST(RdmaBatch, LimitsAndArguments)
+{
+	rdma_batch b;
+	rdma_batch_init(&b);
+	char buf[8];
+	uint64_t old;
+	EXPECT_EQ(rdma_batch_read(&b, 0, 0, buf, 0), -EINVAL);
+	EXPECT_EQ(rdma_batch_read(&b, 0, 0, nullptr, 8), -EINVAL);
+	EXPECT_EQ(rdma_batch_write(&b, 0, 0, nullptr, 8), -EINVAL);
+	EXPECT_EQ(rdma_batch_cas(&b, 0, 4, 0, 1, &old), -EINVAL);
+	EXPECT_EQ(rdma_batch_faa(&b, 0, 12, 1, &old), -EINVAL);
+	EXPECT_EQ(rdma_batch_persist(&b, 0, 0, 0), -EINVAL);
+	EXPECT_EQ(b.n, 0u);
+	for (unsigned i = 0; i < RDMA_BATCH_MAX_OPS; i++)
+		ASSERT_EQ(rdma_batch_persist(&b, 0, 0, 1u << 30), 0);
+	EXPECT_EQ(rdma_batch_faa(&b, 0, 0, 1, &old), -E2BIG);
+
+	static char big[RDMA_BATCH_MAX_BYTES];
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_write(&b, 0, 0, big, RDMA_BATCH_MAX_BYTES - 8), 0);
+	ASSERT_EQ(rdma_batch_cas(&b, 0, 0, 0, 1, &old), 0);
+	EXPECT_EQ(rdma_batch_read(&b, 0, 0, buf, 1), -E2BIG);
+	EXPECT_EQ(b.bytes, RDMA_BATCH_MAX_BYTES);
+}
+
+TEST(RdmaLocal, OpenErrors)
+{
+	LocalNode node("open_errors");
+	rdma_conn *c = nullptr;
+	EXPECT_EQ(rdma_conn_open(&c, "nosuch:/x", nullptr), -EINVAL);
+	EXPECT_EQ(rdma_conn_open(&c, "local:", nullptr), -EINVAL);
+	EXPECT_EQ(rdma_conn_open(&c, ("local:" + node.Path() + "-missing").c_str(), nullptr), -ENOENT);
+
+	rdma_conn_config cfg;
+	rdma_conn_config_init(&cfg);
+	cfg.token = "wrong";
+	EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), RDMA_E_AUTH);
+	std::string long_token(RDMA_TOKEN_MAX + 1, 'x');
+	cfg.token = long_token.c_str();
+	EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), -EINVAL);
+	EXPECT_EQ(c, nullptr);
+
+	// A node file whose region lies beyond the pool file.
+	node.Nf().regions[1].offset = kFileSize - 8;
+	node.Publish();
+	cfg.token = "secret";
+	EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), RDMA_E_PROTO);
+}
+
+TEST(RdmaLocal, MalformedNodeFilesAreRejected)
+{
+	LocalNode node("malformed");
+	std::string good;
+	{
+		std::ifstream in(node.NodeFile());
+		good.assign(std::istreambuf_iterator<char>(in), {});
+	}
+	auto replace = [&](const std::string &from, const std::string &to) {
+		std::string s = good;
+		size_t at = s.find(from);
+		EXPECT_NE(at, std::string::npos) << from;
+		s.replace(at, from.size(), to);
+		return s;
+	};
+	const std::vector<std::string> bad = {
+		"",
+		"garbage without sections",
+		replace("version = 1", "version = 2"),
+		replace("durability = none", "durability = maybe"),
+		replace("regions = 2", "regions = 3"),
+		replace("regions = 2", "regions = 1"),     // region.1 beyond the count
+		replace("regions = 2", "regions = 17"),
+		replace("offset = 4096", "offset = 4097"), // misaligned
+		replace("offset = 4096", "offset = -4096"),
+		replace("length = 4096", "length = 0"),
+		replace("length = 4096", "length = 18446744073709551615"),
+		replace("salt = 42", "salt = 42\nsalt = 43"),
+		replace("[region.1]", "[region.99]"),
+		replace("[node]", "[node]\nextra = 1"),
+		good.substr(0, good.size() / 2),
+	};
+	for (size_t i = 0; i < bad.size(); i++) {
+		std::ofstream(node.NodeFile(), std::ios::trunc) << bad[i];
+		rdma__nodefile nf;
+		EXPECT_EQ(rdma__nodefile_read(node.NodeFile().c_str(), &nf), RDMA_E_PROTO) << i;
+		rdma_conn *c = nullptr;
+		rdma_conn_config cfg;
+		rdma_conn_config_init(&cfg);
+		cfg.token = "secret";
+		EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), RDMA_E_PROTO) << i;
+	}
+	std::ofstream(node.NodeFile(), std::ios::trunc) << good;
+	rdma__nodefile nf;
+	EXPECT_EQ(rdma__nodefile_read(node.NodeFile().c_str(), &nf), 0);
+	EXPECT_EQ(nf.regions[1].length, kRegion1Len);
+}
+
+TEST(RdmaLocal, EveryOperationAndItsCounters)
+{
+	LocalNode node("ops");
+	rdma_conn *c = Open(node);
+	ASSERT_NE(c, nullptr);
+	EXPECT_STREQ(rdma_conn_backend(c), "local");
+	ASSERT_EQ(rdma_conn_region_count(c), 2u);
+	rdma_region_info info;
+	ASSERT_EQ(rdma_conn_region(c, 1, &info), 0);
+	EXPECT_EQ(info.id, 1u);
+	EXPECT_EQ(info.length, kRegion1Len);
+	EXPECT_EQ(rdma_conn_region(c, 2, &info), -EINVAL);
+
+	rdma_stats s0, s1, d;
+	pm_cost c0, c1, cd;
+	rdma_stats_read_thread(&s0);
+	pm_cost_read_thread(&c0);
+
+	const char msg[] = "hello, memory node";
+	char back[sizeof(msg)] = {};
+	uint64_t old_cas = 7, old_cas2 = 7, old_faa = 7, word = 0;
+	rdma_batch b;
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_write(&b, 0, 100, msg, sizeof(msg)), 0);
+	ASSERT_EQ(rdma_batch_persist(&b, 0, 100, sizeof(msg)), 0);
+	ASSERT_EQ(rdma_batch_cas(&b, 1, 0, 0, 5, &old_cas), 0);   // succeeds
+	ASSERT_EQ(rdma_batch_cas(&b, 1, 0, 0, 9, &old_cas2), 0);  // fails: word is 5
+	ASSERT_EQ(rdma_batch_faa(&b, 1, 0, 10, &old_faa), 0);
+	ASSERT_EQ(rdma_batch_read(&b, 0, 100, back, sizeof(back)), 0);
+	ASSERT_EQ(rdma_batch_read(&b, 1, 0, &word, 8), 0);
+	ASSERT_EQ(rdma_execute(c, &b), 0);
+	EXPECT_STREQ(back, msg);
+	EXPECT_EQ(old_cas, 0u);
+	EXPECT_EQ(old_cas2, 5u);
+	EXPECT_EQ(old_faa, 5u);
+	EXPECT_EQ(word, 15u);
+	EXPECT_EQ(node.Bytes(kRegion0Off + 100, sizeof(msg)), std::string(msg, sizeof(msg)));
+
+	rdma_stats_read_thread(&s1);
+	rdma_stats_diff(&s1, &s0, &d);
+	EXPECT_EQ(d.batches, 1u);
+	EXPECT_EQ(d.round_trips, 1u);
+	EXPECT_EQ(d.failed, 0u);
+	EXPECT_EQ(d.ops[RDMA_OP_READ], 2u);
+	EXPECT_EQ(d.ops[RDMA_OP_WRITE], 1u);
+	EXPECT_EQ(d.ops[RDMA_OP_CAS], 2u);
+	EXPECT_EQ(d.ops[RDMA_OP_FAA], 1u);
+	EXPECT_EQ(d.ops[RDMA_OP_PERSIST], 1u);
+	EXPECT_EQ(d.bytes_read, sizeof(msg) + 8);
+	EXPECT_EQ(d.bytes_written, sizeof(msg));
+	EXPECT_EQ(d.shipped + d.wire_messages + d.provider_ops, 0u);
+	pm_cost_read_thread(&c1);
+	pm_cost_diff(&c1, &c0, &cd);
+	EXPECT_EQ(cd.n[PM_COST_ROUND_TRIP], 1u);
+	EXPECT_EQ(cd.n[PM_COST_REMOTE_READ], 2u);
+	EXPECT_EQ(cd.n[PM_COST_REMOTE_WRITE], 1u);
+	EXPECT_EQ(cd.n[PM_COST_REMOTE_ATOMIC], 3u);
+	EXPECT_EQ(cd.n[PM_COST_REMOTE_PERSIST], 1u);
+	EXPECT_EQ(cd.n[PM_COST_FENCE], 1u); // the persist's own fence
+	rdma_conn_close(&c);
+	EXPECT_EQ(c, nullptr);
+	rdma_conn_close(&c); // NULL is a no-op
+}
+
+TEST(RdmaLocal, RejectedBatchHasNoEffect)
+{
+	LocalNode node("rejected");
+	rdma_conn *c = Open(node);
+	ASSERT_NE(c, nullptr);
+	const std::string before = node.Bytes(0, kFileSize);
+	const char data[16] = "must not appear";
+	struct Case {
+		uint32_t region;
+		uint64_t off;
+		uint32_t len;
+		int want;
+	} cases[] = {
+		{ 0, kRegion0Len, 1, RDMA_E_BOUNDS },
+		{ 0, kRegion0Len - 8, 9, RDMA_E_BOUNDS },
+		{ 0, UINT64_MAX - 4, 16, RDMA_E_BOUNDS },
+		{ 1, kRegion1Len, 8, RDMA_E_BOUNDS },
+		{ 2, 0, 8, RDMA_E_NO_REGION },
+		{ UINT32_MAX, 0, 8, RDMA_E_NO_REGION },
+	};
+	for (const Case &k : cases) {
+		rdma_batch b;
+		rdma_batch_init(&b);
+		ASSERT_EQ(rdma_batch_write(&b, 0, 0, data, sizeof(data)), 0); // valid
+		ASSERT_EQ(rdma_batch_write(&b, k.region, k.off, data, k.len), 0);
+		EXPECT_EQ(rdma_post(c, &b), k.want);
+		EXPECT_EQ(rdma_poll(c), -EINVAL); // nothing in flight
+	}
+	rdma_batch empty;
+	rdma_batch_init(&empty);
+	EXPECT_EQ(rdma_post(c, &empty), -EINVAL);
+	EXPECT_EQ(node.Bytes(0, kFileSize), before);
+	rdma_stats s;
+	rdma_stats_read_thread(&s);
+	rdma_conn_close(&c);
+}
+
+TEST(RdmaLocal, InjectedFaults)
+{
+	LocalNode node("faults");
+	rdma_conn *c = Open(node, "secret", 100);
+	ASSERT_NE(c, nullptr);
+	uint64_t one = 1, got = 0;
+	rdma_batch b;
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_write(&b, 1, 0, &one, 8), 0);
+
+	EXPECT_EQ(rdma_conn_inject(c, (rdma_fault)99, 0), -EINVAL);
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_FAIL, 0), 0);
+	EXPECT_EQ(rdma_post(c, &b), RDMA_E_INJECTED);
+
+	// Partition: accepted, never delivered, times out, connection broken.
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_PARTITION, 0), 0);
+	ASSERT_EQ(rdma_post(c, &b), 0);
+	EXPECT_EQ(rdma_poll(c), -EINPROGRESS);
+	EXPECT_EQ(rdma_post(c, &b), -EBUSY);
+	EXPECT_EQ(rdma_wait(c), -ETIMEDOUT);
+	EXPECT_EQ(rdma_post(c, &b), RDMA_E_CONN);
+	EXPECT_EQ(node.Bytes(kRegion1Off, 8), std::string(8, '\0'));
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_NONE, 0), 0);
+	ASSERT_EQ(rdma_conn_reconnect(c), 0);
+
+	// Delay: nothing happens until the delay has passed, then it executes.
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_DELAY, 2000000), 0);
+	ASSERT_EQ(rdma_post(c, &b), 0);
+	EXPECT_EQ(rdma_poll(c), -EINPROGRESS);
+	EXPECT_EQ(node.Bytes(kRegion1Off, 8), std::string(8, '\0'));
+	EXPECT_EQ(rdma_wait(c), 0); // the timeout (100 ms) runs after the delay
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_read(&b, 1, 0, &got, 8), 0);
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_NONE, 0), 0);
+	ASSERT_EQ(rdma_execute(c, &b), 0);
+	EXPECT_EQ(got, 1u);
+	rdma_conn_close(&c);
+}
+
+TEST(RdmaLocal, ReconnectRefusesAChangedRegionTable)
+{
+	LocalNode node("reconnect");
+	rdma_conn *c = Open(node);
+	ASSERT_NE(c, nullptr);
+	node.Nf().regions[1].length = 2048;
+	node.Publish();
+	EXPECT_EQ(rdma_conn_reconnect(c), RDMA_E_PROTO);
+	rdma_region_info info;
+	ASSERT_EQ(rdma_conn_region(c, 1, &info), 0);
+	EXPECT_EQ(info.length, kRegion1Len); // the old table stays
+	uint64_t v = 0;
+	rdma_batch b;
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_read(&b, 1, 0, &v, 8), 0);
+	EXPECT_EQ(rdma_post(c, &b), RDMA_E_CONN);
+	node.Nf().regions[1].length = kRegion1Len;
+	node.Publish();
+	EXPECT_EQ(rdma_conn_reconnect(c), 0);
+	EXPECT_EQ(rdma_execute(c, &b), 0);
+	rdma_conn_close(&c);
+}
+
+// The ordering contract under concurrency: a writer publishes buffer
+// version v and then CASes the metadata word from v-1 to v in ONE batch;
+// readers read metadata then buffer in one batch and must never see the
+// metadata ahead of the buffer. Run under TSan by CI (tag concurrency).
+TEST(RdmaLocal, OrderedBatchesUnderConcurrency)
+{
+	LocalNode node("ordering");
+	constexpr unsigned kWords = 64, kVersions = 3000, kReaders = 3;
+	std::atomic<bool> stop{false};
+	std::atomic<unsigned> violations{0}, reads{0};
+
+	std::vector<std::thread> readers;
+	for (unsigned r = 0; r < kReaders; r++)
+		readers.emplace_back([&] {
+			rdma_conn *c = Open(node);
+			uint64_t meta = 0, buf[kWords];
+			while (!stop.load()) {
+				rdma_batch b;
+				rdma_batch_init(&b);
+				rdma_batch_read(&b, 1, 0, &meta, 8);
+				rdma_batch_read(&b, 0, 0, buf, sizeof(buf));
+				if (rdma_execute(c, &b) != 0) {
+					violations++;
+					break;
+				}
+				for (uint64_t w : buf)
+					if (w < meta)
+						violations++;
+				reads++;
+			}
+			rdma_conn_close(&c);
+		});
+	rdma_conn *w = Open(node);
+	uint64_t buf[kWords];
+	for (uint64_t v = 1; v <= kVersions; v++) {
+		for (uint64_t &x : buf)
+			x = v;
+		uint64_t old = 0;
+		rdma_batch b;
+		rdma_batch_init(&b);
+		ASSERT_EQ(rdma_batch_write(&b, 0, 0, buf, sizeof(buf)), 0);
+		ASSERT_EQ(rdma_batch_cas(&b, 1, 0, v - 1, v, &old), 0);
+		ASSERT_EQ(rdma_execute(w, &b), 0);
+		ASSERT_EQ(old, v - 1);
+	}
+	stop = true;
+	for (auto &t : readers)
+		t.join();
+	rdma_conn_close(&w);
+	EXPECT_EQ(violations.load(), 0u);
+	EXPECT_GT(reads.load(), 0u);
+}
+
+// Separate processes, each with its own mapping, share the node: their
+// fetch-and-adds on one word lose nothing.
+TEST(RdmaLocal, ProcessesShareTheNode)
+{
+	LocalNode node("processes");
+	constexpr int kProcs = 4, kAdds = 5000;
+	std::vector<pid_t> kids;
+	for (int p = 0; p < kProcs; p++) {
+		pid_t pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			rdma_conn *c = nullptr;
+			rdma_conn_config cfg;
+			rdma_conn_config_init(&cfg);
+			cfg.token = "secret";
+			if (rdma_conn_open(&c, node.Uri().c_str(), &cfg) != 0)
+				_exit(2);
+			for (int i = 0; i < kAdds; i++) {
+				rdma_batch b;
+				rdma_batch_init(&b);
+				rdma_batch_faa(&b, 1, 8, 1, nullptr);
+				if (rdma_execute(c, &b) != 0)
+					_exit(3);
+			}
+			rdma_conn_close(&c);
+			_exit(0);
+		}
+		kids.push_back(pid);
+	}
+	for (pid_t pid : kids) {
+		int st = 0;
+		ASSERT_EQ(waitpid(pid, &st, 0), pid);
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+	}
+	uint64_t total;
+	std::string bytes = node.Bytes(kRegion1Off + 8, 8);
+	memcpy(&total, bytes.data(), 8);
+	EXPECT_EQ(total, (uint64_t)kProcs * kAdds);
+}
+
+TEST(RdmaError, Strings)
+{
+	for (int code = RDMA_E_LAST; code <= RDMA_E_BASE - 1; code++)
+		EXPECT_STRNE(rdma_strerror(code), "unknown error");
+	EXPECT_STREQ(rdma_strerror(RDMA_E_BOUNDS), "access outside the region");
+	EXPECT_NE(std::string(rdma_strerror(-ENOENT)).size(), 0u);
+	EXPECT_STREQ(rdma_strerror(1), "unknown error");
+}
+
+} // namespace
