@@ -32,9 +32,13 @@
  *                     of data delivered over TCP is done on the memory node).
  *                     Either way one round trip; the counters say which.
  *   verbs://H:P       rdma-core RC queue pair: the batch is one chained list
- *                     of work requests; persist is a read after the writes on
- *                     the same queue pair, and operations after a read-type
- *                     operation are fenced. Needs an RDMA device.
+ *                     of work requests posted with one doorbell; persist is an
+ *                     8-byte read after the writes on the same queue pair
+ *                     (librpma's method: durable where the pool is on a DAX
+ *                     mapping of an ADR/eADR platform with DDIO off for it).
+ *                     A write or atomic after a read, persist or atomic, and
+ *                     a read or persist after an atomic, carry the fence flag.
+ *                     Needs an RDMA device.
  *
  * Errors. Functions return 0 or a negative code: -errno or RDMA_E_*. Every
  * access is checked against its region before anything is executed, so a
@@ -161,7 +165,9 @@ int rdma_batch_faa(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * rdma_batch_persist -- append "make [@offset, @offset + @len) of @region
  * durable": every earlier operation of the batch on that range is in the
  * node's persistence domain before any later operation takes effect.
- * (Writes of earlier, completed batches to the range are covered too.)
+ * Writes of earlier, completed batches of this connection to the range are
+ * covered too (on local and ofi also other connections' completed writes;
+ * on verbs only this queue pair's).
  * Return: as rdma_batch_read() (no buffer).
  */
 int rdma_batch_persist(struct rdma_batch *b, uint32_t region, uint64_t offset,
