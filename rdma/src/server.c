@@ -20,7 +20,7 @@
 #define SERVER_LOG_LINE_MAX 512
 
 /* count -- add @n to a shared counter. Relaxed: the counters are
- * statistics that order nothing, read by rdma_node_status() snapshots. */
+ * statistics that order nothing, read by rdma_node_get_status() snapshots. */
 static void
 count(uint64_t *c, uint64_t n)
 {

@@ -97,7 +97,7 @@ vs_device_present(void)
 static void
 vs_count_bad(struct verbs_server *s)
 {
-	/* Relaxed: a statistic, read by rdma_node_status without ordering. */
+	/* Relaxed: a statistic, read by rdma_node_get_status without ordering. */
 	if (s->env->counters != NULL)
 		__atomic_fetch_add(&s->env->counters->bad_messages, 1,
 			__ATOMIC_RELAXED);

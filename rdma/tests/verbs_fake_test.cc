@@ -36,12 +36,7 @@
 
 #include <gtest/gtest.h>
 
-// rdma/node.h declares a function and a struct both named rdma_node_status,
-// which -Wshadow rejects in C++ (reported to the lead).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
 #include <rdma/node.h>
-#pragma GCC diagnostic pop
 #include <rdma/rdma.h>
 
 #include "pm/tests/test_util.h"
@@ -723,7 +718,7 @@ protected:
 	struct rdma_node_status Status()
 	{
 		struct rdma_node_status st;
-		rdma_node_status(node_, &st);
+		rdma_node_get_status(node_, &st);
 		return st;
 	}
 

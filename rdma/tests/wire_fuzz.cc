@@ -19,12 +19,7 @@
 #include <cstring>
 #include <vector>
 
-// g++ -Wshadow: the function rdma_node_status "hides the constructor" of
-// struct rdma_node_status (a C header, harmless in C).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
 #include <rdma/node.h>
-#pragma GCC diagnostic pop
 #include <rdma/rdma.h>
 
 extern "C" {

@@ -168,9 +168,9 @@ struct rdma_node_status {
 };
 
 /**
- * rdma_node_status -- fill *@out. Thread-safety: any thread, while serving.
+ * rdma_node_get_status -- fill *@out. Thread-safety: any thread, while serving.
  */
-void rdma_node_status(const struct rdma_node *n, struct rdma_node_status *out);
+void rdma_node_get_status(const struct rdma_node *n, struct rdma_node_status *out);
 
 /**
  * rdma_node_status_query -- ask the node serving at control address
