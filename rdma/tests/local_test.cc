@@ -324,6 +324,40 @@ TEST(RdmaLocal, InjectedFaults)
 	rdma_conn_close(&c);
 }
 
+// A replicated operation posts to every node first and then waits: batches
+// to several nodes are in flight at once, each one round trip.
+TEST(RdmaLocal, BatchesToSeveralNodesInFlightAtOnce)
+{
+	LocalNode n1("several1"), n2("several2"), n3("several3");
+	rdma_conn *c[3] = { Open(n1), Open(n2), Open(n3) };
+	uint64_t v = 77, old[3] = { 1, 1, 1 };
+	rdma_batch b[3];
+	rdma_stats s0, s1, d;
+	rdma_stats_read_thread(&s0);
+	for (int i = 0; i < 3; i++) {
+		ASSERT_NE(c[i], nullptr);
+		// A delay keeps each batch in flight until all are posted.
+		ASSERT_EQ(rdma_conn_inject(c[i], RDMA_FAULT_DELAY, 2000000), 0);
+		rdma_batch_init(&b[i]);
+		ASSERT_EQ(rdma_batch_write(&b[i], 0, 64, &v, 8), 0);
+		ASSERT_EQ(rdma_batch_cas(&b[i], 1, 0, 0, 5, &old[i]), 0);
+		ASSERT_EQ(rdma_post(c[i], &b[i]), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(rdma_poll(c[i]), -EINPROGRESS) << i;
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(rdma_wait(c[i]), 0) << i;
+		EXPECT_EQ(old[i], 0u) << i;
+	}
+	rdma_stats_read_thread(&s1);
+	rdma_stats_diff(&s1, &s0, &d);
+	EXPECT_EQ(d.batches, 3u);
+	EXPECT_EQ(d.round_trips, 3u); // one per node, not one per operation
+	EXPECT_EQ(n2.Bytes(kRegion0Off + 64, 8), std::string((const char *)&v, 8));
+	for (rdma_conn *&x : c)
+		rdma_conn_close(&x);
+}
+
 TEST(RdmaLocal, ReconnectRefusesAChangedRegionTable)
 {
 	LocalNode node("reconnect");
@@ -356,7 +390,7 @@ TEST(RdmaLocal, OrderedBatchesUnderConcurrency)
 	LocalNode node("ordering");
 	constexpr unsigned kWords = 64, kVersions = 3000, kReaders = 3;
 	std::atomic<bool> stop{false};
-	std::atomic<unsigned> violations{0}, reads{0};
+	std::atomic<unsigned> violations{0}, reads{0}, ready{0};
 
 	std::vector<std::thread> readers;
 	for (unsigned r = 0; r < kReaders; r++)
@@ -375,12 +409,17 @@ TEST(RdmaLocal, OrderedBatchesUnderConcurrency)
 				for (uint64_t w : buf)
 					if (w < meta)
 						violations++;
-				reads++;
+				if (reads++ == 0)
+					ready++;
 			}
 			rdma_conn_close(&c);
 		});
 	rdma_conn *w = Open(node);
 	uint64_t buf[kWords];
+	// Start writing only once a reader runs, so reads overlap the writes
+	// however the threads are scheduled.
+	while (ready.load() == 0)
+		std::this_thread::yield();
 	for (uint64_t v = 1; v <= kVersions; v++) {
 		for (uint64_t &x : buf)
 			x = v;
