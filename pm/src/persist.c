@@ -57,6 +57,18 @@ pm_durability_name(enum pm_durability mode)
 	return NULL;
 }
 
+/* pm_durability_parse -- the inverse of pm_durability_name */
+int
+pm_durability_parse(const char *name, enum pm_durability *out)
+{
+	for (int m = PM_DURABILITY_AUTO; m <= PM_DURABILITY_NONE; m++)
+		if (strcmp(name, pm_durability_name((enum pm_durability)m)) == 0) {
+			*out = (enum pm_durability)m;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 /* pm_regions_write_begin -- enter a seqlock write section (lock held) */
 static void
 pm_regions_write_begin(void)

@@ -140,6 +140,16 @@ TEST(Persist, DurabilityNames)
 	EXPECT_STREQ(pm_durability_name(PM_DURABILITY_MSYNC), "msync");
 	EXPECT_STREQ(pm_durability_name(static_cast<pm_durability>(99)), nullptr);
 	EXPECT_EQ(pm_durability_resolve(&before_dummy, 8, static_cast<pm_durability>(99)), -EINVAL);
+	for (pm_durability m : { PM_DURABILITY_AUTO, PM_DURABILITY_PMEM, PM_DURABILITY_MSYNC,
+		     PM_DURABILITY_NONE }) {
+		pm_durability got = static_cast<pm_durability>(99);
+		EXPECT_EQ(pm_durability_parse(pm_durability_name(m), &got), 0);
+		EXPECT_EQ(got, m);
+	}
+	pm_durability untouched = PM_DURABILITY_NONE;
+	for (const char *bad : { "", "PMEM", "pmem ", "fsync" })
+		EXPECT_EQ(pm_durability_parse(bad, &untouched), -EINVAL) << bad;
+	EXPECT_EQ(untouched, PM_DURABILITY_NONE);
 }
 
 TEST(Cost, TotalsIncludeExitedThreads)

@@ -341,15 +341,7 @@ opt_set(struct node_opts *o, unsigned bit, const char *value, char *err, size_t 
 		o->regions[o->nregions++] = v;
 		break;
 	case OPT_DURABILITY:
-		if (strcmp(value, "auto") == 0)
-			o->durability = PM_DURABILITY_AUTO;
-		else if (strcmp(value, "pmem") == 0)
-			o->durability = PM_DURABILITY_PMEM;
-		else if (strcmp(value, "msync") == 0)
-			o->durability = PM_DURABILITY_MSYNC;
-		else if (strcmp(value, "none") == 0)
-			o->durability = PM_DURABILITY_NONE;
-		else
+		if (pm_durability_parse(value, &o->durability) != 0)
 			goto bad;
 		break;
 	case OPT_LISTEN:

@@ -26,18 +26,12 @@ rdma__token_hash(const char *token, size_t len, uint64_t salt)
 	return XXH3_64bits_withSeed(token, len, salt);
 }
 
-static const char *
-durability_word(enum pm_durability d)
-{
-	return pm_durability_name(d);
-}
-
 int
 rdma__nodefile_write(const char *path, const struct rdma__nodefile *nf)
 {
 	char tmp[PATH_MAX + 16];
 	char dir[PATH_MAX];
-	const char *dname = durability_word(nf->durability);
+	const char *dname = pm_durability_name(nf->durability);
 	FILE *f;
 	int fd, ret = 0;
 
@@ -143,12 +137,11 @@ node_key(struct parse_state *st, const char *name, const char *value)
 		return 0;
 	}
 	if (strcmp(name, "durability") == 0) {
-		for (int d = PM_DURABILITY_PMEM; d <= PM_DURABILITY_NONE; d++)
-			if (strcmp(value, pm_durability_name((enum pm_durability)d)) == 0) {
-				nf->durability = (enum pm_durability)d;
-				return mark_once(&st->seen, SEEN_DURABILITY);
-			}
-		return -1;
+		/* A node records the mode it resolved to, never "auto". */
+		if (pm_durability_parse(value, &nf->durability) != 0 ||
+		    nf->durability == PM_DURABILITY_AUTO)
+			return -1;
+		return mark_once(&st->seen, SEEN_DURABILITY);
 	}
 	if (parse_u64(value, &v) != 0)
 		return -1;

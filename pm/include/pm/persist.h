@@ -61,6 +61,14 @@ enum pm_durability {
 const char *pm_durability_name(enum pm_durability mode);
 
 /**
+ * pm_durability_parse -- the mode named @name ("auto", "pmem", "msync" or
+ * "none", as pm_durability_name() prints them) into *@out.
+ * Return: 0; -EINVAL for any other string (*@out unchanged).
+ * Thread-safety: pure function.
+ */
+int pm_durability_parse(const char *name, enum pm_durability *out);
+
+/**
  * pm_region_add -- register [@base, @base + @len) with durability @mode.
  * @mode: PM_DURABILITY_PMEM, _MSYNC or _NONE (AUTO is resolved by the caller,
  *        see pm_durability_resolve()).
