@@ -11,8 +11,11 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include <rdma/node.h>
 
 namespace rdmatest {
 
@@ -103,6 +106,34 @@ private:
 	pid_t pid_ = -1;
 	int port_ = 0;
 };
+
+// The config of an in-process test node: a pool at @path (created if
+// missing) with two regions of @region0 and @region1 bytes and cluster token
+// @token. @path and @token must outlive the config.
+inline rdma_node_config TwoRegionNodeConfig(const std::string &path, uint64_t region0,
+	uint64_t region1, const char *token)
+{
+	rdma_node_config cfg;
+	rdma_node_config_init(&cfg);
+	cfg.pool_path = path.c_str();
+	cfg.flags = RDMA_NODE_CREATE;
+	cfg.nregions = 2;
+	cfg.region_size[0] = region0;
+	cfg.region_size[1] = region1;
+	cfg.token = token;
+	return cfg;
+}
+
+// Serving @backends on @host, control port chosen by the kernel.
+inline rdma_node_serve_config ServeConfig(const char *host, unsigned backends)
+{
+	rdma_node_serve_config cfg;
+	rdma_node_serve_config_init(&cfg);
+	cfg.host = host;
+	cfg.port = 0;
+	cfg.backends = backends;
+	return cfg;
+}
 
 } // namespace rdmatest
 

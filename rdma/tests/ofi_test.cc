@@ -25,6 +25,7 @@
 #include <rdma/rdma.h>
 
 #include "pm/tests/test_util.h"
+#include "rdma/tests/node_proc.h"
 
 extern "C" {
 #include "rdma/src/control.h"
@@ -68,26 +69,18 @@ public:
 
 	int Open(bool create)
 	{
-		rdma_node_config cfg;
-		rdma_node_config_init(&cfg);
-		cfg.pool_path = path_.c_str();
+		rdma_node_config cfg = rdmatest::TwoRegionNodeConfig(path_, kRegion0, kRegion1, kToken);
 		cfg.flags = create ? RDMA_NODE_CREATE : 0;
-		cfg.nregions = 2;
-		cfg.region_size[0] = kRegion0;
-		cfg.region_size[1] = kRegion1;
 		cfg.durability = PM_DURABILITY_MSYNC;
-		cfg.token = kToken;
 		cfg.log = LogToStderr;
 		return rdma_node_open(&node_, &cfg);
 	}
 
 	int Serve(uint16_t port = 0)
 	{
-		rdma_node_serve_config cfg;
-		rdma_node_serve_config_init(&cfg);
-		cfg.host = "127.0.0.1";
+		rdma_node_serve_config cfg =
+			rdmatest::ServeConfig("127.0.0.1", RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM);
 		cfg.port = port;
-		cfg.backends = RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM;
 		int ret = rdma_node_serve(node_, &cfg);
 		if (ret == 0)
 			port_ = rdma_node_port(node_);

@@ -40,6 +40,7 @@
 #include <rdma/rdma.h>
 
 #include "pm/tests/test_util.h"
+#include "rdma/tests/node_proc.h"
 #include "rdma/src/verbs_wr.h"
 
 // ---------------------------------------------------------------------------
@@ -667,20 +668,9 @@ protected:
 
 	void StartNode(bool expect_ok = true)
 	{
-		rdma_node_config cfg;
-		rdma_node_config_init(&cfg);
-		cfg.pool_path = path_.c_str();
-		cfg.flags = RDMA_NODE_CREATE;
-		cfg.nregions = 2;
-		cfg.region_size[0] = kRegion0;
-		cfg.region_size[1] = kRegion1;
-		cfg.token = kToken;
+		rdma_node_config cfg = rdmatest::TwoRegionNodeConfig(path_, kRegion0, kRegion1, kToken);
 		ASSERT_EQ(0, rdma_node_open(&node_, &cfg));
-		rdma_node_serve_config scfg;
-		rdma_node_serve_config_init(&scfg);
-		scfg.host = "127.0.0.1";
-		scfg.port = 0;
-		scfg.backends = RDMA_NODE_SERVE_VERBS;
+		rdma_node_serve_config scfg = rdmatest::ServeConfig("127.0.0.1", RDMA_NODE_SERVE_VERBS);
 		int ret = rdma_node_serve(node_, &scfg);
 		if (!expect_ok) {
 			EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << rdma_strerror(ret);

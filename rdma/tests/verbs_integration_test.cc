@@ -27,6 +27,7 @@
 #include <rdma/rdma.h>
 
 #include "pm/tests/test_util.h"
+#include "rdma/tests/node_proc.h"
 
 namespace {
 
@@ -105,15 +106,7 @@ const char *TestHost()
 
 rdma_node_config NodeConfig(const std::string &path)
 {
-	rdma_node_config cfg;
-	rdma_node_config_init(&cfg);
-	cfg.pool_path = path.c_str();
-	cfg.flags = RDMA_NODE_CREATE;
-	cfg.nregions = 2;
-	cfg.region_size[0] = kRegion0;
-	cfg.region_size[1] = kRegion1;
-	cfg.token = kToken;
-	return cfg;
+	return rdmatest::TwoRegionNodeConfig(path, kRegion0, kRegion1, kToken);
 }
 
 // Runs here, device or not: the client must fail cleanly and leak nothing
@@ -145,11 +138,7 @@ TEST(VerbsNoDevice, NodeServeVerbsOnly)
 	rdma_node *n = nullptr;
 	ASSERT_EQ(0, rdma_node_open(&n, &cfg));
 
-	rdma_node_serve_config scfg;
-	rdma_node_serve_config_init(&scfg);
-	scfg.host = TestHost();
-	scfg.port = 0;
-	scfg.backends = RDMA_NODE_SERVE_VERBS;
+	rdma_node_serve_config scfg = rdmatest::ServeConfig(TestHost(), RDMA_NODE_SERVE_VERBS);
 	int ret = rdma_node_serve(n, &scfg);
 	struct rdma_node_status st;
 	if (DeviceCount() == 0) {
@@ -172,11 +161,7 @@ protected:
 		path_ = pmtest::TempPath("verbs_it.pool");
 		rdma_node_config cfg = NodeConfig(path_);
 		ASSERT_EQ(0, rdma_node_open(&node_, &cfg));
-		rdma_node_serve_config scfg;
-		rdma_node_serve_config_init(&scfg);
-		scfg.host = TestHost();
-		scfg.port = 0;
-		scfg.backends = RDMA_NODE_SERVE_VERBS;
+		rdma_node_serve_config scfg = rdmatest::ServeConfig(TestHost(), RDMA_NODE_SERVE_VERBS);
 		int ret = rdma_node_serve(node_, &scfg);
 		ASSERT_EQ(0, ret) << rdma_strerror(ret) << " (node host " << TestHost()
 				  << "; set RDMA_VERBS_TEST_HOST to the RDMA netdev's address)";
