@@ -23,6 +23,7 @@ static const struct {
 	{ "local:", &rdma__backend_local },
 	{ "ofi+tcp://", &rdma__backend_ofi_tcp },
 	{ "ofi+shm://", &rdma__backend_ofi_shm },
+	{ "ofi+verbs://", &rdma__backend_ofi_verbs },
 	{ "verbs://", &rdma__backend_verbs },
 };
 

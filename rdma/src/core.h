@@ -43,6 +43,7 @@ struct rdma__backend {
 extern const struct rdma__backend rdma__backend_local;
 extern const struct rdma__backend rdma__backend_ofi_tcp;
 extern const struct rdma__backend rdma__backend_ofi_shm;
+extern const struct rdma__backend rdma__backend_ofi_verbs;
 extern const struct rdma__backend rdma__backend_verbs;
 
 enum rdma__conn_state {

@@ -120,7 +120,7 @@ struct node_server {
 	struct rdma__server_env env; /* must outlive the server: it keeps it */
 };
 
-enum { NODE_NSERVERS = 3 };
+enum { NODE_NSERVERS = 4 };
 
 /* One control connection. */
 struct node_client {
@@ -1148,6 +1148,7 @@ node_start_servers(struct rdma_node *n, unsigned backends)
 {
 	const struct rdma__server *all[NODE_NSERVERS] = {
 		&rdma__server_ofi_tcp, &rdma__server_ofi_shm, &rdma__server_verbs,
+		&rdma__server_ofi_verbs,
 	};
 	int first_err = 0;
 
@@ -1221,7 +1222,7 @@ rdma_node_serve(struct rdma_node *n, const struct rdma_node_serve_config *cfg)
 	host = cfg->host != NULL && cfg->host[0] != '\0' ? cfg->host : "127.0.0.1";
 	if (strlen(host) > NODE_HOST_MAX ||
 	    (cfg->backends & ~(unsigned)(RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM |
-		RDMA_NODE_SERVE_VERBS)) != 0)
+		RDMA_NODE_SERVE_VERBS | RDMA_NODE_SERVE_OFI_VERBS)) != 0)
 		return -EINVAL;
 	if (cfg->max_clients > NODE_MAX_CLIENTS_LIMIT)
 		return -EINVAL;

@@ -165,7 +165,7 @@ print_help(void)
 "\n"
 "A memory node: a persistent pool whose regions clients reach locally\n"
 "(local:PATH, through the node file PATH.node) or remotely (ofi+tcp://,\n"
-"ofi+shm://, verbs:// at the control address).\n"
+"ofi+shm://, ofi+verbs://, verbs:// at the control address).\n"
 "\n"
 "serve options:\n"
 "  --pool PATH          node pool file (required)\n"
@@ -177,7 +177,8 @@ print_help(void)
 "  --durability MODE    auto, pmem, msync or none (default auto)\n"
 "  --listen HOST        control and data address (default 127.0.0.1)\n"
 "  --port N             control port (default %d; 0 = any free port)\n"
-"  --backends LIST      comma-separated tcp, shm, verbs, or none for the\n"
+"  --backends LIST      comma-separated tcp, shm, verbs (rdma-core), ofi-verbs\n"
+"                       (libfabric verbs;ofi_rxm), or none for the\n"
 "                       control port only (default tcp,shm)\n"
 "  --token T            cluster token clients must present\n"
 "  --token-file F       read the token from the first line of F\n"
@@ -256,7 +257,18 @@ parse_uint(const char *s, uint64_t max, uint64_t *out)
 	return errno != 0 || *end != '\0' || *out > max ? -1 : 0;
 }
 
-/* parse_backends -- "tcp,shm,verbs" or "none" */
+/* The names --backends and the log use for RDMA_NODE_SERVE_* flags. */
+static const struct {
+	const char *name;
+	unsigned flag;
+} backend_names[] = {
+	{ "tcp", RDMA_NODE_SERVE_TCP },
+	{ "shm", RDMA_NODE_SERVE_SHM },
+	{ "verbs", RDMA_NODE_SERVE_VERBS },
+	{ "ofi-verbs", RDMA_NODE_SERVE_OFI_VERBS },
+};
+
+/* parse_backends -- "tcp,shm,verbs,ofi-verbs" (any subset) or "none" */
 static int
 parse_backends(const char *s, unsigned *out)
 {
@@ -270,14 +282,14 @@ parse_backends(const char *s, unsigned *out)
 	if (snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf) || buf[0] == '\0')
 		return -1;
 	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "tcp") == 0)
-			b |= RDMA_NODE_SERVE_TCP;
-		else if (strcmp(tok, "shm") == 0)
-			b |= RDMA_NODE_SERVE_SHM;
-		else if (strcmp(tok, "verbs") == 0)
-			b |= RDMA_NODE_SERVE_VERBS;
-		else
+		unsigned i;
+
+		for (i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
+			if (strcmp(tok, backend_names[i].name) == 0)
+				break;
+		if (i == sizeof(backend_names) / sizeof(backend_names[0]))
 			return -1;
+		b |= backend_names[i].flag;
 	}
 	if (b == 0)
 		return -1;
@@ -775,11 +787,15 @@ serve_exit_code(int ret)
 static const char *
 backends_text(unsigned b, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%s%s%s%s", b & RDMA_NODE_SERVE_TCP ? "tcp " : "",
-		b & RDMA_NODE_SERVE_SHM ? "shm " : "", b & RDMA_NODE_SERVE_VERBS ? "verbs " : "",
-		b == 0 ? "none (control port only) " : "");
-	if (buf[0] != '\0')
-		buf[strlen(buf) - 1] = '\0';
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
+		if ((b & backend_names[i].flag) && len < cap)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s",
+				len > 0 ? " " : "", backend_names[i].name);
+	if (b == 0)
+		snprintf(buf, cap, "none (control port only)");
 	return buf;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rdma/src/ofi.c -- the libfabric client backends "ofi+tcp" (tcp;ofi_rxm)
- * and "ofi+shm" (shm).
+ * rdma/src/ofi.c -- the libfabric client backends "ofi+tcp" (tcp;ofi_rxm),
+ * "ofi+shm" (shm) and "ofi+verbs" (verbs;ofi_rxm).
  *
  * Two ways to run a batch, each one round trip:
  *
@@ -33,13 +33,21 @@
  *     "write buffer, CAS metadata" must be shipped there, or the CAS could
  *     overtake the write. shm grants full ordering, so on shm such a batch
  *     goes as RMA.
+ *   - verbs;ofi_rxm is treated like tcp: it takes the RMA path for what its
+ *     granted order covers, and a persist is shipped to the node's CPU. (A
+ *     read after the writes on the same queue pair would also flush on an
+ *     ADR/eADR target with DDIO off, as the raw "verbs" backend does, but
+ *     ofi_rxm runs atomics as messages its peer executes in software, and
+ *     hides which queue pair carries what, so that guarantee is not ours to
+ *     rely on through it.)
  * Writes are posted with FI_DELIVERY_COMPLETE, so a completed write has
  * been placed in the node's memory (not merely sent) when the batch reports
  * completion; reads and fetching atomics complete only when their data is
  * back, which implies the same.
  *
  * Buffers. The caller's read and write buffers are used directly (we do not
- * accept FI_MR_LOCAL, so they need no registration) and compare/operand
+ * accept FI_MR_LOCAL, so they need no registration; over verbs, ofi_rxm
+ * registers them itself, per operation) and compare/operand
  * values are read from the batch itself, which the caller leaves alone while
  * it is in flight. One registered bounce buffer per connection holds the
  * outgoing BATCH_REQ and the incoming BATCH_REP; a receive into it is always
@@ -537,7 +545,7 @@ ofi_fix_wildcard(const struct ofi_conn *oc, struct rdma_wire_welcome *w)
 	struct sockaddr_storage peer;
 	socklen_t pl = sizeof(peer);
 
-	if (oc->prov != RDMA__OFI_TCP ||
+	if (!rdma__ofi_prov_ip(oc->prov) ||
 			getpeername(oc->ctl_fd, (struct sockaddr *)&peer, &pl) != 0)
 		return;
 	if (w->addr_len == sizeof(struct sockaddr_in) &&
@@ -591,10 +599,10 @@ ofi_attempt(struct rdma_conn *c, const char *host, uint16_t port,
 	oc->prov = prov;
 	oc->ctl_fd = -1;
 
-	/* tcp: bind where the route to the node starts, so the address we
-	 * announce is one the node can answer */
+	/* tcp, verbs: bind where the route to the node starts, so the
+	 * address we announce is one the node can answer */
 	ret = rdma__ofi_open(&oc->ofi, prov,
-		prov == RDMA__OFI_TCP &&
+		rdma__ofi_prov_ip(prov) &&
 		rdma__ofi_route_source(host, src, sizeof(src)) == 0 ? src : NULL,
 		0);
 	if (ret != 0)
@@ -614,8 +622,7 @@ ofi_attempt(struct rdma_conn *c, const char *host, uint16_t port,
 	oc->bounce_desc = fi_mr_desc(oc->bounce_mr);
 
 	memset(&hello, 0, sizeof(hello));
-	hello.backend = prov == RDMA__OFI_SHM ? RDMA_WIRE_BACKEND_OFI_SHM :
-		RDMA_WIRE_BACKEND_OFI_TCP;
+	hello.backend = rdma__ofi_wire_backend(prov);
 	hello.token_len = (uint16_t)token_len;
 	memcpy(hello.token, c->token, token_len);
 	hello.addr_len = (uint16_t)oc->ofi.name_len;
@@ -806,7 +813,7 @@ ofi_conn_open(struct rdma_conn *c, const char *target, enum rdma__ofi_prov prov)
 }
 
 /*
- * ofi_tcp_open / ofi_shm_open -- open on one provider.
+ * ofi_tcp_open / ofi_shm_open / ofi_verbs_open -- open on one provider.
  */
 static int
 ofi_tcp_open(struct rdma_conn *c, const char *target)
@@ -820,9 +827,18 @@ ofi_shm_open(struct rdma_conn *c, const char *target)
 	return ofi_conn_open(c, target, RDMA__OFI_SHM);
 }
 
+static int
+ofi_verbs_open(struct rdma_conn *c, const char *target)
+{
+	return ofi_conn_open(c, target, RDMA__OFI_VERBS);
+}
+
 const struct rdma__backend rdma__backend_ofi_tcp = {
 	"ofi+tcp", ofi_tcp_open, ofi_conn_close, ofi_conn_post, ofi_conn_poll,
 };
 const struct rdma__backend rdma__backend_ofi_shm = {
 	"ofi+shm", ofi_shm_open, ofi_conn_close, ofi_conn_post, ofi_conn_poll,
+};
+const struct rdma__backend rdma__backend_ofi_verbs = {
+	"ofi+verbs", ofi_verbs_open, ofi_conn_close, ofi_conn_post, ofi_conn_poll,
 };

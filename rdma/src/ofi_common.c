@@ -74,7 +74,14 @@ static struct rdma__ofi_local *ofi_locals;
 static const char *
 ofi_prov_name(enum rdma__ofi_prov prov)
 {
-	return prov == RDMA__OFI_SHM ? "shm" : "tcp;ofi_rxm";
+	switch (prov) {
+	case RDMA__OFI_SHM:
+		return "shm";
+	case RDMA__OFI_VERBS:
+		return "verbs;ofi_rxm";
+	default:
+		return "tcp;ofi_rxm";
+	}
 }
 
 /*
@@ -283,9 +290,10 @@ ofi_getinfo_order(enum rdma__ofi_prov prov, const char *host, uint64_t caps,
 
 	if (h == NULL)
 		return -FI_ENOMEM;
-	/* tcp binds to host with port 0, i.e. an ephemeral port; shm names
-	 * its endpoints itself (pid and index, unique in the process) */
-	if (prov == RDMA__OFI_TCP && host != NULL) {
+	/* tcp and verbs bind to host with port 0, i.e. an ephemeral port;
+	 * shm names its endpoints itself (pid and index, unique in the
+	 * process) */
+	if (rdma__ofi_prov_ip(prov) && host != NULL) {
 		node = host;
 		service = "0";
 		flags = FI_SOURCE;

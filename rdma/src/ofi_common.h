@@ -3,8 +3,9 @@
  * rdma/src/ofi_common.h -- the libfabric plumbing that the ofi client backend
  * (ofi.c) and the ofi server of the memory node (ofi_server.c) share: one
  * reliable-datagram endpoint with its fabric, domain, address vector and
- * completion queue, opened on provider "tcp;ofi_rxm" or "shm" with the
- * message ordering the provider grants. Not installed.
+ * completion queue, opened on provider "tcp;ofi_rxm", "shm" or
+ * "verbs;ofi_rxm" with the message ordering the provider grants. Not
+ * installed.
  *
  * Ordering. We ask for every ordering bit (RMA and atomic, read and write,
  * send); a provider that refuses that is asked again without the
@@ -14,7 +15,8 @@
  * libfabric 1.17: shm grants everything; tcp;ofi_rxm with FI_ATOMIC grants
  * RMA_RAR, RMA_RAW, RMA_WAW, ATOMIC_RAR, ATOMIC_RAW, ATOMIC_WAW, RAS, WAS,
  * SAS -- no write-after-read, and no ordering between an RMA operation and
- * an atomic one.
+ * an atomic one. verbs;ofi_rxm has not been measured (no device here); it
+ * goes through the same negotiation, so whatever it grants is what is used.
  *
  * Thread-safety: the domain is opened FI_THREAD_SAFE, so a server may insert
  * addresses from its control thread while its progress thread reads the
@@ -40,9 +42,39 @@
 #include "wire.h"
 
 enum rdma__ofi_prov {
-	RDMA__OFI_TCP, /* "tcp;ofi_rxm": reliable datagrams over TCP sockets */
-	RDMA__OFI_SHM, /* "shm": shared-memory queues (and CMA) on one host */
+	RDMA__OFI_TCP,   /* "tcp;ofi_rxm": reliable datagrams over TCP sockets */
+	RDMA__OFI_SHM,   /* "shm": shared-memory queues (and CMA) on one host */
+	RDMA__OFI_VERBS, /* "verbs;ofi_rxm": reliable datagrams over RDMA RC
+	                  * queue pairs (needs an RDMA device) */
 };
+
+/*
+ * rdma__ofi_prov_ip -- whether @prov's endpoints are named by IP socket
+ * addresses (tcp, and verbs through IPoIB/RoCE addressing), so that they
+ * bind to a host and are reached at the node's control address; shm names
+ * its endpoints itself.
+ */
+static inline bool
+rdma__ofi_prov_ip(enum rdma__ofi_prov prov)
+{
+	return prov != RDMA__OFI_SHM;
+}
+
+/*
+ * rdma__ofi_wire_backend -- the backend a HELLO over @prov names.
+ */
+static inline enum rdma_wire_backend
+rdma__ofi_wire_backend(enum rdma__ofi_prov prov)
+{
+	switch (prov) {
+	case RDMA__OFI_SHM:
+		return RDMA_WIRE_BACKEND_OFI_SHM;
+	case RDMA__OFI_VERBS:
+		return RDMA_WIRE_BACKEND_OFI_VERBS;
+	default:
+		return RDMA_WIRE_BACKEND_OFI_TCP;
+	}
+}
 
 /* Everything one endpoint needs; zero it before rdma__ofi_open. */
 struct rdma__ofi {
@@ -87,8 +119,8 @@ struct rdma__ofi_comp {
 
 /**
  * rdma__ofi_open -- open an endpoint on @prov into *@o.
- * @host: tcp only: the local address to bind (the port is ephemeral); NULL
- *        lets the provider choose. Ignored for shm.
+ * @host: tcp and verbs: the local address to bind (the port is
+ *        ephemeral); NULL lets the provider choose. Ignored for shm.
  * @flags: RDMA__OFI_*. Servers ask for both: they answer whoever sent a
  *        request, and a remote access is a sign of life for their
  *        progress loop (it produces no completion).
@@ -116,7 +148,8 @@ void rdma__ofi_close(struct rdma__ofi *o);
  * plausible address for @o's provider: a NUL-terminated string for shm, a
  * sockaddr_in or sockaddr_in6 of the right length and family for tcp. The
  * providers parse these bytes without bounds, so nothing unchecked reaches
- * them. Return: 0; RDMA_E_PROTO.
+ * them (verbs;ofi_rxm names its endpoints by sockaddr too). Return: 0;
+ * RDMA_E_PROTO.
  */
 int rdma__ofi_addr_check(const struct rdma__ofi *o, const void *addr, size_t len);
 

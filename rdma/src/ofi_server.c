@@ -393,7 +393,7 @@ ofi_server_start(enum rdma__ofi_prov prov, const char *name, void **state,
 	atomic_init(&s->poke, false);
 
 	ret = rdma__ofi_open(&s->ofi, prov,
-		prov == RDMA__OFI_TCP ? env->host : NULL,
+		rdma__ofi_prov_ip(prov) ? env->host : NULL,
 		RDMA__OFI_SOURCE | RDMA__OFI_RMA_EVENTS);
 	if (ret != 0) {
 		rdma__log(env, RDMA_NODE_LOG_WARN, "%s: cannot open: %s", name,
@@ -495,7 +495,7 @@ ofi_server_admit(void *state, const struct rdma_wire_hello *hello,
 }
 
 /*
- * ofi_tcp_start / ofi_shm_start -- start on one provider.
+ * ofi_tcp_start / ofi_shm_start / ofi_verbs_start -- start on one provider.
  */
 static int
 ofi_tcp_start(void **state, const struct rdma__server_env *env)
@@ -509,6 +509,12 @@ ofi_shm_start(void **state, const struct rdma__server_env *env)
 	return ofi_server_start(RDMA__OFI_SHM, "ofi+shm", state, env);
 }
 
+static int
+ofi_verbs_start(void **state, const struct rdma__server_env *env)
+{
+	return ofi_server_start(RDMA__OFI_VERBS, "ofi+verbs", state, env);
+}
+
 const struct rdma__server rdma__server_ofi_tcp = {
 	"ofi+tcp", RDMA_NODE_SERVE_TCP, RDMA_WIRE_BACKEND_OFI_TCP,
 	ofi_tcp_start, ofi_server_admit, ofi_server_stop,
@@ -516,4 +522,8 @@ const struct rdma__server rdma__server_ofi_tcp = {
 const struct rdma__server rdma__server_ofi_shm = {
 	"ofi+shm", RDMA_NODE_SERVE_SHM, RDMA_WIRE_BACKEND_OFI_SHM,
 	ofi_shm_start, ofi_server_admit, ofi_server_stop,
+};
+const struct rdma__server rdma__server_ofi_verbs = {
+	"ofi+verbs", RDMA_NODE_SERVE_OFI_VERBS, RDMA_WIRE_BACKEND_OFI_VERBS,
+	ofi_verbs_start, ofi_server_admit, ofi_server_stop,
 };

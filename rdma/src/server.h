@@ -56,6 +56,7 @@ struct rdma__server {
 
 extern const struct rdma__server rdma__server_ofi_tcp;
 extern const struct rdma__server rdma__server_ofi_shm;
+extern const struct rdma__server rdma__server_ofi_verbs;
 extern const struct rdma__server rdma__server_verbs;
 
 /**

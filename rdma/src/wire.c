@@ -202,7 +202,7 @@ rdma_wire_header_decode(const void *buf, size_t len, struct rdma_wire_header *h)
 static bool
 backend_known(uint8_t b)
 {
-	return b >= RDMA_WIRE_BACKEND_OFI_TCP && b <= RDMA_WIRE_BACKEND_VERBS;
+	return b >= RDMA_WIRE_BACKEND_OFI_TCP && b <= RDMA_WIRE_BACKEND_OFI_VERBS;
 }
 
 int

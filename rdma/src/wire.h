@@ -67,6 +67,7 @@ enum rdma_wire_backend {
 	RDMA_WIRE_BACKEND_OFI_TCP = 1,
 	RDMA_WIRE_BACKEND_OFI_SHM = 2,
 	RDMA_WIRE_BACKEND_VERBS = 3,
+	RDMA_WIRE_BACKEND_OFI_VERBS = 4,
 };
 
 struct rdma_wire_header {

@@ -2,7 +2,11 @@
 // rdma/tests/node_proc.cc -- dmkv-node child processes for tests.
 #include "rdma/tests/node_proc.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -314,6 +318,58 @@ std::string NodeProcess::StderrTail(size_t n) const
 {
 	std::string s = ReadFile(log_);
 	return s.size() > n ? s.substr(s.size() - n) : s;
+}
+
+namespace {
+
+// The IPv4 address of the netdev behind the first RDMA port that has one
+// (RoCE and Soft-RoCE list it in sysfs), or "" if there is none.
+std::string RdmaNetdevAddress()
+{
+	glob_t g;
+	std::string found;
+
+	if (glob("/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/0", 0, nullptr, &g) != 0)
+		return found;
+	ifaddrs *ifs = nullptr;
+	if (getifaddrs(&ifs) != 0) {
+		globfree(&g);
+		return found;
+	}
+	for (size_t i = 0; i < g.gl_pathc && found.empty(); i++) {
+		std::ifstream f(g.gl_pathv[i]);
+		std::string netdev;
+		if (!std::getline(f, netdev) || netdev.empty())
+			continue;
+		for (ifaddrs *a = ifs; a != nullptr; a = a->ifa_next) {
+			if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET ||
+			    netdev != a->ifa_name)
+				continue;
+			char buf[INET_ADDRSTRLEN];
+			auto *sin = reinterpret_cast<sockaddr_in *>(a->ifa_addr);
+			if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) != nullptr) {
+				found = buf;
+				break;
+			}
+		}
+	}
+	freeifaddrs(ifs);
+	globfree(&g);
+	return found;
+}
+
+} // namespace
+
+const char *RdmaTestHost()
+{
+	static const std::string host = [] {
+		const char *h = getenv("RDMA_VERBS_TEST_HOST");
+		if (h != nullptr && h[0] != '\0')
+			return std::string(h);
+		std::string a = RdmaNetdevAddress();
+		return a.empty() ? std::string("127.0.0.1") : a;
+	}();
+	return host.c_str();
 }
 
 } // namespace rdmatest

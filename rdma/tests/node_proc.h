@@ -125,6 +125,12 @@ inline rdma_node_config TwoRegionNodeConfig(const std::string &path, uint64_t re
 }
 
 // Serving @backends on @host, control port chosen by the kernel.
+// Where a node under test serves RDMA (verbs, ofi+verbs):
+// $RDMA_VERBS_TEST_HOST if set, else the IPv4 address of the netdev behind
+// the first RoCE/Soft-RoCE port (sysfs; rdma_cm cannot bind loopback to a
+// device), else 127.0.0.1.
+const char *RdmaTestHost();
+
 inline rdma_node_serve_config ServeConfig(const char *host, unsigned backends)
 {
 	rdma_node_serve_config cfg;

@@ -597,7 +597,7 @@ TEST_F(NodeServe, HelloRefusals)
 	std::memcpy(hello.token, "s3cret", 6);
 	hello.token_len = 6;
 	for (uint8_t backend : {RDMA_WIRE_BACKEND_OFI_TCP, RDMA_WIRE_BACKEND_OFI_SHM,
-		     RDMA_WIRE_BACKEND_VERBS}) {
+		     RDMA_WIRE_BACKEND_VERBS, RDMA_WIRE_BACKEND_OFI_VERBS}) {
 		hello.backend = backend;
 		EXPECT_EQ(rdma__control_hello("127.0.0.1", port_, kTimeoutMs, &hello, &welcome,
 				  &fd), RDMA_E_NO_DEVICE) << "backend " << int(backend);
@@ -608,12 +608,12 @@ TEST_F(NodeServe, HelloRefusals)
 		RDMA_E_AUTH);
 
 	struct rdma_node_status st = NodeStatus();
-	EXPECT_EQ(st.clients_refused, 5u);
+	EXPECT_EQ(st.clients_refused, 6u);
 	EXPECT_EQ(st.clients_admitted, 0u);
 	EXPECT_EQ(st.bad_messages, 0u);
 	std::string text;
 	ASSERT_EQ(Status(&text), 0);
-	EXPECT_NE(text.find("clients_refused 5\n"), std::string::npos) << text;
+	EXPECT_NE(text.find("clients_refused 6\n"), std::string::npos) << text;
 	EXPECT_TRUE(nc_->log.Has("refused: wrong token"));
 	EXPECT_TRUE(nc_->log.Has("is not served here"));
 }
@@ -809,24 +809,30 @@ TEST_F(NodeServe, PortInUse)
 	EXPECT_EQ(rdma_node_serve(node_, &sc), 0);
 }
 
-// No RDMA device here: a node asked only for verbs cannot serve, and leaves
-// nothing behind (the port is free again).
+// No RDMA device here: a node asked only for verbs (rdma-core, or libfabric
+// verbs;ofi_rxm, or both) cannot serve, and leaves nothing behind (the port
+// is free again).
 TEST_F(NodeServe, NoBackendAvailable)
 {
-	int ret = Serve(RDMA_NODE_SERVE_VERBS);
-	if (ret == 0)
-		GTEST_SKIP() << "this machine has an RDMA device";
-	EXPECT_EQ(ret, RDMA_E_NO_DEVICE);
-	EXPECT_EQ(rdma_node_port(node_), 0);
-	EXPECT_TRUE(nc_->log.Has("verbs"));
+	for (unsigned backends : {RDMA_NODE_SERVE_VERBS, RDMA_NODE_SERVE_OFI_VERBS,
+		     RDMA_NODE_SERVE_VERBS | RDMA_NODE_SERVE_OFI_VERBS}) {
+		int ret = Serve(backends);
+		if (ret == 0)
+			GTEST_SKIP() << "this machine has an RDMA device";
+		EXPECT_EQ(ret, RDMA_E_NO_DEVICE) << backends;
+		EXPECT_EQ(rdma_node_port(node_), 0);
+	}
+	EXPECT_TRUE(nc_->log.Has("not serving verbs")) << nc_->log.All();
+	EXPECT_TRUE(nc_->log.Has("not serving ofi+verbs")) << nc_->log.All();
 	EXPECT_EQ(Serve(), 0) << "the node can still serve afterwards";
 }
 
 // Serving the fabric backends this machine has (libfabric tcp and shm): the
-// status lists them and a HELLO for verbs is still refused.
+// status lists them and a HELLO for a verbs backend it lacks is refused.
 TEST_F(NodeServe, FabricBackendsListed)
 {
-	int ret = Serve(RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM | RDMA_NODE_SERVE_VERBS);
+	int ret = Serve(RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM | RDMA_NODE_SERVE_VERBS |
+		RDMA_NODE_SERVE_OFI_VERBS);
 	if (ret == RDMA_E_NO_DEVICE)
 		GTEST_SKIP() << "no libfabric provider here";
 	ASSERT_EQ(ret, 0) << nc_->log.All();
@@ -837,17 +843,27 @@ TEST_F(NodeServe, FabricBackendsListed)
 	if (st.backends & RDMA_NODE_SERVE_TCP) {
 		EXPECT_NE(text.find("backends ofi+tcp"), std::string::npos) << text;
 	}
-	if (!(st.backends & RDMA_NODE_SERVE_VERBS)) {
-		EXPECT_TRUE(nc_->log.Has("not serving verbs")) << nc_->log.All();
+	const struct {
+		unsigned flag;
+		uint8_t wire;
+		const char *name;
+	} rdma_backends[] = {
+		{ RDMA_NODE_SERVE_VERBS, RDMA_WIRE_BACKEND_VERBS, "verbs" },
+		{ RDMA_NODE_SERVE_OFI_VERBS, RDMA_WIRE_BACKEND_OFI_VERBS, "ofi+verbs" },
+	};
+	for (const auto &b : rdma_backends) {
+		if (st.backends & b.flag)
+			continue;
+		EXPECT_TRUE(nc_->log.Has(std::string("not serving ") + b.name)) << nc_->log.All();
 		rdma_wire_hello hello;
 		std::memset(&hello, 0, sizeof(hello));
-		hello.backend = RDMA_WIRE_BACKEND_VERBS;
+		hello.backend = b.wire;
 		std::memcpy(hello.token, "s3cret", 6);
 		hello.token_len = 6;
 		rdma_wire_welcome welcome;
 		int fd = -1;
 		EXPECT_EQ(rdma__control_hello("127.0.0.1", port_, kTimeoutMs, &hello, &welcome,
-				  &fd), RDMA_E_NO_DEVICE);
+				  &fd), RDMA_E_NO_DEVICE) << b.name;
 	}
 }
 

@@ -8,8 +8,6 @@
 // The node binds to $RDMA_VERBS_TEST_HOST if set, else to the IPv4 address
 // of the netdev of the first RoCE/Soft-RoCE port (sysfs), else 127.0.0.1.
 #include <arpa/inet.h>
-#include <glob.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +15,6 @@
 
 #include <infiniband/verbs.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -43,56 +40,6 @@ int DeviceCount()
 		return 0;
 	ibv_free_device_list(list);
 	return n;
-}
-
-// The IPv4 address of the netdev behind the first RDMA port that has one
-// (RoCE and Soft-RoCE list it in sysfs), or "" if there is none.
-std::string RdmaNetdevAddress()
-{
-	glob_t g;
-	std::string found;
-
-	if (glob("/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/0", 0, nullptr, &g) != 0)
-		return found;
-	ifaddrs *ifs = nullptr;
-	if (getifaddrs(&ifs) != 0) {
-		globfree(&g);
-		return found;
-	}
-	for (size_t i = 0; i < g.gl_pathc && found.empty(); i++) {
-		std::ifstream f(g.gl_pathv[i]);
-		std::string netdev;
-		if (!std::getline(f, netdev) || netdev.empty())
-			continue;
-		for (ifaddrs *a = ifs; a != nullptr; a = a->ifa_next) {
-			if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET ||
-			    netdev != a->ifa_name)
-				continue;
-			char buf[INET_ADDRSTRLEN];
-			auto *sin = reinterpret_cast<sockaddr_in *>(a->ifa_addr);
-			if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) != nullptr) {
-				found = buf;
-				break;
-			}
-		}
-	}
-	freeifaddrs(ifs);
-	globfree(&g);
-	return found;
-}
-
-// Where the node serves: $RDMA_VERBS_TEST_HOST, else the RDMA netdev's
-// address (rdma_cm cannot bind loopback to a device), else loopback.
-const char *TestHost()
-{
-	static const std::string host = [] {
-		const char *h = getenv("RDMA_VERBS_TEST_HOST");
-		if (h != nullptr && h[0] != '\0')
-			return std::string(h);
-		std::string a = RdmaNetdevAddress();
-		return a.empty() ? std::string("127.0.0.1") : a;
-	}();
-	return host.c_str();
 }
 
 #define SKIP_WITHOUT_DEVICE()                                                  \
@@ -138,7 +85,7 @@ TEST(VerbsNoDevice, NodeServeVerbsOnly)
 	rdma_node *n = nullptr;
 	ASSERT_EQ(0, rdma_node_open(&n, &cfg));
 
-	rdma_node_serve_config scfg = rdmatest::ServeConfig(TestHost(), RDMA_NODE_SERVE_VERBS);
+	rdma_node_serve_config scfg = rdmatest::ServeConfig(rdmatest::RdmaTestHost(), RDMA_NODE_SERVE_VERBS);
 	int ret = rdma_node_serve(n, &scfg);
 	struct rdma_node_status st;
 	if (DeviceCount() == 0) {
@@ -161,13 +108,13 @@ protected:
 		path_ = pmtest::TempPath("verbs_it.pool");
 		rdma_node_config cfg = NodeConfig(path_);
 		ASSERT_EQ(0, rdma_node_open(&node_, &cfg));
-		rdma_node_serve_config scfg = rdmatest::ServeConfig(TestHost(), RDMA_NODE_SERVE_VERBS);
+		rdma_node_serve_config scfg = rdmatest::ServeConfig(rdmatest::RdmaTestHost(), RDMA_NODE_SERVE_VERBS);
 		int ret = rdma_node_serve(node_, &scfg);
-		ASSERT_EQ(0, ret) << rdma_strerror(ret) << " (node host " << TestHost()
+		ASSERT_EQ(0, ret) << rdma_strerror(ret) << " (node host " << rdmatest::RdmaTestHost()
 				  << "; set RDMA_VERBS_TEST_HOST to the RDMA netdev's address)";
 		for (unsigned i = 0; i < 2; i++)
 			ASSERT_EQ(0, rdma_node_region(node_, i, &info_[i], &mem_[i]));
-		uri_ = std::string("verbs://") + TestHost() + ":" +
+		uri_ = std::string("verbs://") + rdmatest::RdmaTestHost() + ":" +
 			std::to_string(rdma_node_port(node_));
 		ASSERT_EQ(0, Open(&c_, kToken));
 	}

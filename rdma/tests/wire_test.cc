@@ -279,7 +279,7 @@ TEST(WireHeader, RoundTripAndCorruption)
 TEST(WireHello, RoundTripBoundaries)
 {
 	for (uint8_t backend : {RDMA_WIRE_BACKEND_OFI_TCP, RDMA_WIRE_BACKEND_OFI_SHM,
-		     RDMA_WIRE_BACKEND_VERBS}) {
+		     RDMA_WIRE_BACKEND_VERBS, RDMA_WIRE_BACKEND_OFI_VERBS}) {
 		for (size_t tl : {size_t{0}, size_t{1}, size_t{RDMA_TOKEN_MAX}}) {
 			for (size_t al : {size_t{0}, size_t{3}, size_t{RDMA_WIRE_ADDR_MAX}}) {
 				rdma_wire_hello m = MakeHello(backend, tl, al);
@@ -324,7 +324,7 @@ TEST(WireHello, RejectsBadFields)
 		return rdma_wire_hello_decode(b.data(), b.size(), &d);
 	};
 	ASSERT_EQ(decode(body), 0);
-	for (uint8_t backend : {0, 4, 255}) {
+	for (uint8_t backend : {0, 5, 255}) {
 		Bytes b = body;
 		b[0] = backend;
 		EXPECT_EQ(decode(b), RDMA_E_PROTO);

@@ -9,7 +9,7 @@
  * "<pool path>.node" that local clients (URI "local:<pool path>") read to map
  * the regions themselves: the CXL model needs no server at all. Serving
  * starts the control listener and the fabric servers that remote clients
- * ("ofi+tcp://", "ofi+shm://", "verbs://") use.
+ * ("ofi+tcp://", "ofi+shm://", "ofi+verbs://", "verbs://") use.
  *
  * The daemon dmkv-node (rdma/node_main.c) is a command-line front end to this
  * header; programs may embed a node instead (the KV store's embedded default
@@ -48,6 +48,7 @@ extern "C" {
 #define RDMA_NODE_SERVE_TCP (1u << 0)   /* libfabric tcp;ofi_rxm */
 #define RDMA_NODE_SERVE_SHM (1u << 1)   /* libfabric shm (same host) */
 #define RDMA_NODE_SERVE_VERBS (1u << 2) /* rdma-core RC, where a device exists */
+#define RDMA_NODE_SERVE_OFI_VERBS (1u << 3) /* libfabric verbs;ofi_rxm, where a device exists */
 
 enum rdma_node_log_level {
 	RDMA_NODE_LOG_ERROR,

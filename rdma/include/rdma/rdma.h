@@ -25,7 +25,8 @@
  *                     caller. This is the CXL shared-memory model; no daemon
  *                     has to run (see rdma/node.h for how the file is made).
  *   ofi+tcp://H:P     a memory-node daemon at control address H:P, data over
- *   ofi+shm://H:P     libfabric (tcp;ofi_rxm or shm). Batches without persist
+ *   ofi+shm://H:P     libfabric (tcp;ofi_rxm, shm, or verbs;ofi_rxm where an
+ *   ofi+verbs://H:P   RDMA device exists). Batches without persist
  *                     whose ordering the provider guarantees go out as RMA and
  *                     atomic operations; any other batch is shipped in one
  *                     message and executed in order by the node (persistence
@@ -223,7 +224,7 @@ void rdma_conn_close(struct rdma_conn **c);
 int rdma_conn_reconnect(struct rdma_conn *c);
 
 /**
- * rdma_conn_backend -- "local", "ofi+tcp", "ofi+shm" or "verbs".
+ * rdma_conn_backend -- "local", "ofi+tcp", "ofi+shm", "ofi+verbs" or "verbs".
  */
 const char *rdma_conn_backend(const struct rdma_conn *c);
 
