@@ -32,6 +32,7 @@ rdma_conn_config_init(struct rdma_conn_config *cfg)
 {
 	cfg->token = "";
 	cfg->timeout_ms = RDMA_DEFAULT_TIMEOUT_MS;
+	cfg->max_provider_ops = 0;
 }
 
 /* The part of c->uri after the scheme. */
@@ -74,6 +75,7 @@ rdma_conn_open(struct rdma_conn **out, const char *uri,
 	}
 	strcpy(c->token, cfg->token);
 	c->timeout_ms = cfg->timeout_ms;
+	c->max_provider_ops = cfg->max_provider_ops;
 	if (conn_target(c)[0] == '\0')
 		ret = -EINVAL;
 	else

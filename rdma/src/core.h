@@ -63,6 +63,7 @@ struct rdma_conn {
 	char *uri;                    /* as given to rdma_conn_open */
 	char token[RDMA_TOKEN_MAX + 1];
 	unsigned timeout_ms;
+	unsigned max_provider_ops;    /* rdma_conn_config's; 0 = the default */
 	unsigned nregions;
 	struct rdma_region_info regions[RDMA__MAX_REGIONS];
 	enum rdma__conn_state state;

@@ -16,8 +16,11 @@
  *
  * A batch takes the RMA path only when the provider itself guarantees the
  * batch's order, i.e. when the msg_order granted at endpoint open covers
- * every ordered pair of its operations (rdma__ofi_order_covers), and the
- * batch has no persist. Everything else is shipped, because:
+ * every ordered pair of its operations (rdma__ofi_order_covers), the
+ * batch has no persist, and it is no longer than the connection's
+ * max_provider_ops (by default 1 on tcp and shm, whose RMA operations
+ * complete one after another, so that a longer batch costs one message
+ * instead of n sequential exchanges). Everything else is shipped, because:
  *   - Persistence of data that arrived over TCP (or through shm) can only be
  *     done by the node's CPU: the provider copies the bytes into the region
  *     with ordinary stores, and only a flush on the node (pm_persist) makes
@@ -126,6 +129,7 @@ struct ofi_conn {
 	bool recv_posted;
 	bool broken;
 	bool same_process;          /* the node runs in this process */
+	unsigned max_rma;           /* most ops of a batch on the RMA path */
 	size_t node_name_len;
 	uint8_t node_name[RDMA_WIRE_ADDR_MAX]; /* as the node announced it */
 	/* what the node may still write into our memory: provider operations
@@ -160,6 +164,8 @@ struct ofi_conn {
 static bool
 ofi_batch_rma_ok(const struct ofi_conn *oc, const struct rdma_batch *b)
 {
+	if (b->n > oc->max_rma)
+		return false;
 	for (unsigned i = 0; i < b->n; i++) {
 		unsigned t = b->ops[i].type;
 
@@ -598,6 +604,10 @@ ofi_attempt(struct rdma_conn *c, const char *host, uint16_t port,
 		return -ENOMEM;
 	oc->prov = prov;
 	oc->ctl_fd = -1;
+	/* libfabric's tcp and shm run a batch's RMA one operation at a
+	 * time, so past one operation shipping is cheaper (rdma.h) */
+	oc->max_rma = c->max_provider_ops != 0 ? c->max_provider_ops :
+		prov == RDMA__OFI_VERBS ? RDMA_BATCH_MAX_OPS : 1;
 
 	/* tcp, verbs: bind where the route to the node starts, so the
 	 * address we announce is one the node can answer */

@@ -147,12 +147,17 @@ pid_t SpawnChild(const std::vector<std::string> &args, const std::string &log,
 	return Spawn(argv, log);
 }
 
+// Children let the provider's granted order alone choose the path
+// (max_provider_ops = RDMA_BATCH_MAX_OPS), so that "write, CAS" goes as
+// provider operations where the order allows it (shm) and the ordering
+// check covers that path too; by default it would be shipped.
 rdma_conn *ChildConnect(const std::string &uri, unsigned timeout_ms = 10000)
 {
 	rdma_conn_config cfg;
 	rdma_conn_config_init(&cfg);
 	cfg.token = kToken;
 	cfg.timeout_ms = timeout_ms;
+	cfg.max_provider_ops = RDMA_BATCH_MAX_OPS;
 	rdma_conn *c = nullptr;
 	int ret = rdma_conn_open(&c, uri.c_str(), &cfg);
 	if (ret != 0) {

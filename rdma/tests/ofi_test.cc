@@ -128,13 +128,19 @@ private:
 	uint16_t port_ = 0;
 };
 
+// Tests of the order-driven path choice lift the batch-length limit
+// (max_provider_ops = RDMA_BATCH_MAX_OPS), so that the provider's granted
+// order alone decides; the others run with the defaults users get.
+constexpr unsigned kByOrder = RDMA_BATCH_MAX_OPS;
+
 rdma_conn *Connect(const std::string &uri, const char *token = kToken,
-	unsigned timeout_ms = 5000)
+	unsigned timeout_ms = 5000, unsigned max_provider_ops = 0)
 {
 	rdma_conn_config cfg;
 	rdma_conn_config_init(&cfg);
 	cfg.token = token;
 	cfg.timeout_ms = timeout_ms;
+	cfg.max_provider_ops = max_provider_ops;
 	rdma_conn *c = nullptr;
 	int ret = rdma_conn_open(&c, uri.c_str(), &cfg);
 	EXPECT_EQ(ret, 0) << uri << ": " << rdma_strerror(ret);
@@ -425,7 +431,7 @@ TEST_P(OfiTest, WritePersistCasPersistIsOneShippedRoundTrip)
 
 TEST_P(OfiTest, ReadOnlyBatchGoesToTheProvider)
 {
-	rdma_conn *c = Connect(Uri());
+	rdma_conn *c = Connect(Uri(), kToken, 5000, kByOrder);
 	ASSERT_NE(c, nullptr);
 	uint64_t meta = 0;
 	std::vector<uint8_t> buf(4096);
@@ -441,6 +447,42 @@ TEST_P(OfiTest, ReadOnlyBatchGoesToTheProvider)
 	rdma_conn_close(&c);
 }
 
+// By default a batch of more than one operation is shipped on tcp and shm
+// (their RMA operations complete one after another), even where the granted
+// order would allow provider operations; one operation still goes to the
+// provider; verbs;ofi_rxm hands up to RDMA_BATCH_MAX_OPS to it.
+TEST_P(OfiTest, DefaultShipsMultiOperationBatches)
+{
+	rdma_conn *c = Connect(Uri());
+	ASSERT_NE(c, nullptr);
+	std::vector<uint8_t> src(4096, 0x3c), dst(4096);
+	rdma_batch b;
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_write(&b, 0, 20480, src.data(), 4096), 0);
+	rdma_stats d = Spent([&] { ASSERT_EQ(rdma_execute(c, &b), 0); });
+	EXPECT_EQ(d.provider_ops, 1u);
+	EXPECT_EQ(d.shipped, 0u);
+
+	uint64_t words[8] = {};
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_read(&b, 0, 20480, dst.data(), 4096), 0);
+	for (unsigned i = 0; i < 7; i++)
+		ASSERT_EQ(rdma_batch_read(&b, 0, 20480 + 8 * i, &words[i], 8), 0);
+	d = Spent([&] { ASSERT_EQ(rdma_execute(c, &b), 0); });
+	EXPECT_EQ(src, dst);
+	for (unsigned i = 0; i < 7; i++)
+		EXPECT_EQ(words[i], 0x3c3c3c3c3c3c3c3cull) << i;
+	EXPECT_EQ(d.round_trips, 1u);
+	if (Prov() == RDMA__OFI_VERBS) {
+		EXPECT_EQ(d.provider_ops, 8u);
+	} else {
+		EXPECT_EQ(d.shipped, 1u);
+		EXPECT_EQ(d.wire_messages, 1u);
+		EXPECT_EQ(d.provider_ops, 0u);
+	}
+	rdma_conn_close(&c);
+}
+
 // "Write buffer, CAS metadata" without persist: provider operations only
 // where the granted order covers write-then-atomic (shm), else shipped
 // (tcp;ofi_rxm orders RMA and atomics only among themselves).
@@ -452,7 +494,7 @@ TEST_P(OfiTest, WriteThenCasPathFollowsGrantedOrder)
 		rdma__ofi_order_str(order, names, sizeof(names)));
 	bool rma = rdma__ofi_order_covers(order, RDMA_OP_WRITE, RDMA_OP_CAS);
 
-	rdma_conn *c = Connect(Uri());
+	rdma_conn *c = Connect(Uri(), kToken, 5000, kByOrder);
 	ASSERT_NE(c, nullptr);
 	std::vector<uint64_t> buf(512, 7);
 	uint64_t old = 1;

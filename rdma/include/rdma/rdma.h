@@ -184,6 +184,18 @@ struct rdma_region_info {
 struct rdma_conn_config {
 	const char *token;     /* cluster token; default "" (nodes without token) */
 	unsigned timeout_ms;   /* rdma_wait and connect limit; default 5000 */
+	/*
+	 * ofi backends: the most operations a batch may hand to the provider
+	 * as separate RMA and atomic operations; a longer batch is shipped in
+	 * one message even where the provider could keep its order. 0 (the
+	 * default) = the provider's own limit: 1 for tcp;ofi_rxm and shm,
+	 * where libfabric 1.17 completes a batch's operations one after
+	 * another (8 reads cost 9x one read on tcp, while a shipped batch of
+	 * 8 costs 1.5-3.5x: benchmarks/results/rdma_report.md), and
+	 * RDMA_BATCH_MAX_OPS for verbs;ofi_rxm, where the NIC pipelines
+	 * them. Other backends ignore it.
+	 */
+	unsigned max_provider_ops;
 };
 
 /**
