@@ -27,8 +27,10 @@
  *   ofi+tcp://H:P     a memory-node daemon at control address H:P, data over
  *   ofi+shm://H:P     libfabric (tcp;ofi_rxm, shm, or verbs;ofi_rxm where an
  *   ofi+verbs://H:P   RDMA device exists). Batches without persist
- *                     whose ordering the provider guarantees go out as RMA and
- *                     atomic operations; any other batch is shipped in one
+ *                     whose ordering the provider guarantees, of at most
+ *                     max_provider_ops operations (rdma_conn_config), go
+ *                     out as RMA and atomic operations; any other batch is
+ *                     shipped in one
  *                     message and executed in order by the node (persistence
  *                     of data delivered over TCP is done on the memory node).
  *                     Either way one round trip; the counters say which.
