@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * reclaim/reclaim.h -- safe memory reclamation for lock-free code: QSense
+ * (a QSBR fast path with a Cadence fallback) and the schemes it is measured
+ * against, behind one interface.
+ *
+ * A lock-free structure unlinks a node while other threads may still be
+ * reading it; the node may be freed only once no thread can hold a reference.
+ * The structure tells this library three things, and the scheme chosen for
+ * the domain decides when a retired node is freed:
+ *
+ *     reclaim_op_begin(t);                    before each operation
+ *     p = load(&x->next);                     for each node it will access:
+ *     reclaim_protect(t, slot, p);            publish a hazard pointer, then
+ *     if (p != load(&x->next)) goto retry;    validate (only if the scheme
+ *                                             reclaim_needs_validation())
+ *     ... unlink n ...; reclaim_retire(t, n, free_fn, ctx);
+ *     reclaim_op_end(t);                      after each operation
+ *
+ * Between reclaim_op_end() and the next reclaim_op_begin() the thread holds
+ * no reference to any node of the domain (that is its quiescent state).
+ *
+ * Schemes (thesis ch. 6, ../shared/seeds/003, sect. 6.3-6.5):
+ *   RECLAIM_NONE       leaky: nothing is freed before reclaim_domain_destroy().
+ *   RECLAIM_QSBR       quiescent-state-based reclamation, three epochs and
+ *                      limbo lists (sect. 6.3.1); a quiescent state every Q
+ *                      operations. Not robust: one stalled thread stops all
+ *                      reclamation.
+ *   RECLAIM_EBR        epoch-based reclamation: op_begin announces the global
+ *                      epoch (one fence), op_end leaves it.
+ *   RECLAIM_HP         Michael's hazard pointers: a fence after every
+ *                      reclaim_protect(), a scan every R retires.
+ *   RECLAIM_CADENCE    hazard pointers without the per-node fence
+ *                      (Alg. 6.3): rooster threads, one pinned per CPU, wake
+ *                      every T and force context switches, which drain the
+ *                      workers' store buffers; a retired node is freed only
+ *                      once every rooster has woken after it was retired (the
+ *                      thesis's "older than T + epsilon", made independent of
+ *                      oversleeping) and no hazard pointer names it.
+ *   RECLAIM_QSENSE     QSBR while every thread is active, Cadence while one
+ *                      is not (Alg. 6.5/6.6): a thread whose retired list
+ *                      reaches C raises the shared fallback flag; presence
+ *                      flags, reset by a rooster, bring the fast path back
+ *                      once every thread has been seen again. Hazard
+ *                      pointers and timestamps are kept in both modes.
+ *   RECLAIM_URCU_QSBR  liburcu's QSBR flavour (urcu-qsbr), the external
+ *                      baseline: quiescent state every Q operations,
+ *                      retire by call_rcu. liburcu has one QSBR domain per
+ *                      process, so every domain of this scheme shares it.
+ *
+ * Beyond the thesis (its stated limits, sect. 6.5.2):
+ *   - Dynamic membership: threads register and unregister while others run.
+ *     A thread that unregisters hands its retired nodes to the domain, and
+ *     they are freed by the others' later scans or by destroy.
+ *   - Eviction: a registered thread whose OS thread no longer exists (it
+ *     exited or was killed without unregistering) is evicted when a grace
+ *     period or a presence check finds it lagging: its slot stops counting
+ *     for epochs and presence, its hazard pointers are cleared, and its
+ *     retired nodes are adopted by the evicting thread. A live thread is
+ *     never evicted (it could still hold references); a stalled live thread
+ *     is what the Cadence fallback is for. reclaim_thread_offline() lets a
+ *     live thread that is about to block say so explicitly.
+ *
+ * Memory bounds (Prop. 6.6.3 and 6.6.5), with N registered threads, K hazard
+ * slots per thread, R retires between scans, Q operations per quiescent
+ * state, m the most nodes one operation retires, and Y the most nodes one
+ * thread retires while the roosters complete one round (about T + epsilon):
+ * Cadence keeps at most N(K + Y + R) retired nodes; QSense, with a legal
+ * C > max(mQ, NK + Y, (K + Y + R)/2), keeps at most 2NC.
+ * reclaim_bound() computes both.
+ *
+ * Errors: functions that can fail return 0 (or a documented non-negative
+ * value) on success and -errno on failure. The library never prints, aborts
+ * or exits; it only allocates in reclaim_domain_create(),
+ * reclaim_thread_register() and when a thread's retired list grows.
+ */
+#ifndef RECLAIM_RECLAIM_H
+#define RECLAIM_RECLAIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum reclaim_scheme {
+	RECLAIM_NONE,
+	RECLAIM_QSBR,
+	RECLAIM_EBR,
+	RECLAIM_HP,
+	RECLAIM_CADENCE,
+	RECLAIM_QSENSE,
+	RECLAIM_URCU_QSBR,
+	RECLAIM_NSCHEMES
+};
+
+/* Hard upper limit on hazard slots per thread (K). */
+#define RECLAIM_MAX_HAZARDS 128
+
+/* What a retired node is handed to once it is safe: free(node) by default,
+ * or a pool's or slab's own release function. Called exactly once per
+ * retired node, on whichever registered thread frees it (RECLAIM_URCU_QSBR:
+ * liburcu's call_rcu thread), or in reclaim_domain_destroy(); it must not
+ * call back into the domain. */
+typedef void (*reclaim_free_fn)(void *node, void *ctx);
+
+/*
+ * Domain parameters. Fill with reclaim_config_default() and change what you
+ * need; a zero field means "the default" where noted.
+ */
+struct reclaim_config {
+	enum reclaim_scheme scheme;
+	/* Registry slots: the most threads registered at once (default 128,
+	 * at most 4096). */
+	unsigned max_threads;
+	/* K: hazard slots per thread (default 8, at most RECLAIM_MAX_HAZARDS).
+	 * The list needs 2, the BST 6, the skip list 2 * levels + 3. */
+	unsigned hazards_per_thread;
+	/* Q: operations between quiescent states (QSBR, QSense, urcu;
+	 * default 64). */
+	unsigned quiescence_threshold;
+	/* R: retires between hazard scans (HP, Cadence, QSense fallback) and
+	 * between EBR epoch attempts (default 0 = max(64, 2 * K * H), as in
+	 * the thesis's code's R = 100 + 2 * K * nthreads, where H is the most
+	 * threads registered at once so far: the registry's high-water mark,
+	 * so that a domain sized for 128 threads but used by 4 scans as
+	 * often as one sized for 4). */
+	unsigned scan_threshold;
+	/* C: retired-list length that switches QSense to the fallback
+	 * (default 0 = 4 * R + K * H, H as for R). See reclaim_bound() for
+	 * when C is legal. */
+	unsigned fallback_threshold;
+	/* T: rooster sleep interval in microseconds (Cadence, QSense;
+	 * default 10000). */
+	unsigned rooster_interval_us;
+	/* epsilon: clock tolerance in microseconds added to a node's age
+	 * before the rooster check (default 1000). */
+	unsigned epsilon_us;
+	/* How long a grace period or presence check waits on a lagging
+	 * thread before checking whether its OS thread still exists, in
+	 * milliseconds (default 100). */
+	unsigned liveness_check_ms;
+};
+
+/**
+ * reclaim_config_default -- fill @cfg with the defaults for @scheme.
+ * Thread-safety: any thread; writes only @cfg.
+ */
+void reclaim_config_default(struct reclaim_config *cfg, enum reclaim_scheme scheme);
+
+/**
+ * reclaim_scheme_name -- the scheme's short name ("none", "qsbr", "ebr",
+ * "hp", "cadence", "qsense", "urcu-qsbr"), or "?" for an unknown value.
+ * Return: a static string. Thread-safety: any thread.
+ */
+const char *reclaim_scheme_name(enum reclaim_scheme scheme);
+
+/**
+ * reclaim_scheme_parse -- the inverse of reclaim_scheme_name().
+ * Return: 0 and *@out set, or -EINVAL for an unknown name.
+ * Thread-safety: any thread.
+ */
+int reclaim_scheme_parse(const char *name, enum reclaim_scheme *out);
+
+struct reclaim_bound {
+	/* Prop. 6.6.3: most retired nodes Cadence keeps, N(K + Y + R). */
+	uint64_t cadence;
+	/* Prop. 6.6.5: most retired nodes QSense keeps, 2NC, valid only
+	 * when c_legal. */
+	uint64_t qsense;
+	/* The smallest legal C: max(mQ, NK + Y, (K + Y + R)/2) + 1. */
+	uint64_t c_min;
+	bool c_legal;
+};
+
+#if defined(__cplusplus) && defined(__GNUC__)
+/* In C++ the function below hides struct reclaim_bound's implicit
+ * constructor, which -Wshadow reports; callers write "struct reclaim_bound". */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
+/**
+ * reclaim_bound -- the memory bounds of @cfg (defaults resolved) for
+ * @nthreads threads, operations that retire at most @per_op nodes (m), and
+ * at most @young nodes retired by one thread during one rooster round (Y).
+ * Return: 0, or -EINVAL if @cfg is invalid.
+ * Thread-safety: any thread; pure.
+ */
+int reclaim_bound(const struct reclaim_config *cfg, unsigned nthreads,
+	unsigned per_op, uint64_t young, struct reclaim_bound *out);
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+struct reclaim_domain;
+
+/**
+ * reclaim_domain_create -- a reclamation domain with @cfg (copied).
+ * Cadence and QSense start one rooster thread per CPU the process may run on
+ * (sched_getaffinity), each pinned to its CPU; they run until destroy.
+ * Return: 0 and *@out, or -EINVAL (bad parameter), -ENOMEM, or the error of
+ * thread creation/pinning (-EAGAIN, -EPERM...).
+ * Thread-safety: any thread.
+ */
+int reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **out);
+
+/**
+ * reclaim_domain_destroy -- stop the roosters, free every retired node not
+ * yet freed (with its free function) and the domain. A registered thread
+ * whose OS thread no longer exists is evicted first (except under
+ * RECLAIM_URCU_QSBR, whose threads must unregister). RECLAIM_URCU_QSBR waits
+ * for liburcu's pending callbacks (urcu_qsbr_barrier(), which needs a grace
+ * period of every thread registered with liburcu).
+ * Return: 0, or -EBUSY (nothing freed) while a live thread is still
+ * registered. NULL is a no-op returning 0.
+ * Thread-safety: no thread may use the domain concurrently.
+ */
+int reclaim_domain_destroy(struct reclaim_domain *d);
+
+/**
+ * reclaim_domain_config -- the domain's parameters, defaults resolved (R and
+ * C left at 0 are resolved for the registry's current high-water mark).
+ * Thread-safety: any thread.
+ */
+void reclaim_domain_config(const struct reclaim_domain *d, struct reclaim_config *out);
+
+/*
+ * A registered thread's handle. The fields are exposed only for the inline
+ * fast paths below; their meaning is internal and may change.
+ */
+struct reclaim_thread {
+	void **reclaim__hp;           /* this thread's K hazard slots (accessed
+	                               * with __atomic builtins, so that C++
+	                               * includes this header too) */
+	unsigned reclaim__hp_mode;    /* RECLAIM__HP_* */
+	unsigned reclaim__ops_left;   /* operations until the next quiescent state */
+	unsigned reclaim__on_begin;   /* nonzero: op_begin has work (EBR) */
+	unsigned reclaim__on_end;     /* nonzero: op_end has work besides counting */
+	uint64_t reclaim__fences;     /* HP: fenced publications (owner-written,
+	                               * relaxed, read by reclaim_domain_stats) */
+};
+
+enum {
+	RECLAIM__HP_OFF,       /* the scheme keeps no hazard pointers */
+	RECLAIM__HP_PUBLISH,   /* publish without a fence (Cadence, QSense) */
+	RECLAIM__HP_FENCED,    /* publish, then a full fence (HP) */
+};
+
+/**
+ * reclaim_thread_register -- join @d. The caller's OS thread is recorded for
+ * eviction. A thread may be registered in several domains at once but only
+ * once in each.
+ * Return: 0 and *@out (owned by the caller until unregister), -ENOSPC when
+ * max_threads are registered, -EEXIST if already registered in @d, -ENOMEM.
+ * Thread-safety: any thread, concurrently with everything else on @d.
+ */
+int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out);
+
+/**
+ * reclaim_thread_unregister -- leave the domain. The thread must be between
+ * operations. Its retired nodes go to the domain (freed later by others, or
+ * by destroy); its hazard slots are cleared; @t is freed.
+ * Return: 0, or -ESRCH if @t was evicted (its handle is freed all the same).
+ * Thread-safety: only the thread that registered @t.
+ */
+int reclaim_thread_unregister(struct reclaim_thread *t);
+
+/**
+ * reclaim_thread_offline -- declare an extended quiescent state (the thread
+ * is about to block and holds no references); grace periods and presence
+ * checks stop waiting for it, and its hazard pointers are cleared.
+ * reclaim_thread_online() ends it. reclaim_drain() may be called while
+ * offline. Under RECLAIM_URCU_QSBR this is liburcu's per-thread state, so
+ * it holds for every domain of that scheme the thread is registered in.
+ * Thread-safety: only @t's thread, between operations.
+ */
+void reclaim_thread_offline(struct reclaim_thread *t);
+
+/**
+ * reclaim_thread_online -- end an extended quiescent state.
+ * Thread-safety: only @t's thread.
+ */
+void reclaim_thread_online(struct reclaim_thread *t);
+
+/* Slow path of reclaim_op_begin(); not for direct use. */
+void reclaim__op_begin_slow(struct reclaim_thread *t);
+/* Slow path of reclaim_op_end(); not for direct use. */
+void reclaim__op_end_slow(struct reclaim_thread *t);
+
+/**
+ * reclaim_op_begin -- the thread starts an operation on the domain's nodes.
+ * Ordering: for EBR, a full fence between announcing the epoch and the
+ * operation's first load; otherwise nothing.
+ * Thread-safety: only @t's thread.
+ */
+static inline void
+reclaim_op_begin(struct reclaim_thread *t)
+{
+	if (t->reclaim__on_begin)
+		reclaim__op_begin_slow(t);
+}
+
+/**
+ * reclaim_op_end -- the thread finished an operation and holds no reference
+ * to any node. Every Q-th call declares a quiescent state (QSBR, QSense,
+ * urcu), which may free nodes retired by this thread; EBR leaves its epoch.
+ * Thread-safety: only @t's thread.
+ */
+static inline void
+reclaim_op_end(struct reclaim_thread *t)
+{
+	if (t->reclaim__on_end || --t->reclaim__ops_left == 0)
+		reclaim__op_end_slow(t);
+}
+
+/**
+ * reclaim_protect -- publish @p in hazard slot @slot (< K) of @t; NULL clears
+ * it. Under HP the store is followed by a full fence; under Cadence and
+ * QSense it is a plain release store (made visible by the roosters); the
+ * other schemes keep no hazard pointers and this does nothing.
+ * The caller must then check that @p is still reachable (see
+ * reclaim_needs_validation()) before dereferencing it, and must have held a
+ * protected or otherwise safe reference to whatever it loaded @p from.
+ * Thread-safety: only @t's thread, inside an operation.
+ */
+static inline void
+reclaim_protect(struct reclaim_thread *t, unsigned slot, const void *p)
+{
+	if (t->reclaim__hp_mode == RECLAIM__HP_OFF)
+		return;
+	if (t->reclaim__hp_mode == RECLAIM__HP_FENCED) {
+		/* A seq_cst exchange is the store-load fence Michael's
+		 * scheme needs (xchg on x86), and ThreadSanitizer models it. */
+		(void)__atomic_exchange_n(&t->reclaim__hp[slot], (void *)p,
+			__ATOMIC_SEQ_CST);
+		/* Owner-only counter: a plain load and store, no lock prefix. */
+		__atomic_store_n(&t->reclaim__fences,
+			__atomic_load_n(&t->reclaim__fences, __ATOMIC_RELAXED) + 1,
+			__ATOMIC_RELAXED);
+	} else
+		__atomic_store_n(&t->reclaim__hp[slot], (void *)p, __ATOMIC_RELEASE);
+}
+
+/**
+ * reclaim_needs_validation -- true if the scheme relies on hazard pointers,
+ * so that a structure must re-check reachability after reclaim_protect().
+ * Under the epoch schemes the check is unnecessary and may be skipped.
+ * Thread-safety: only @t's thread.
+ */
+static inline bool
+reclaim_needs_validation(const struct reclaim_thread *t)
+{
+	return t->reclaim__hp_mode != RECLAIM__HP_OFF;
+}
+
+/**
+ * reclaim_retire -- @node was unlinked by this thread and is unreachable to
+ * operations that start from now on; hand it to @fn(@node, @ctx) (NULL @fn:
+ * free(@node)) once no thread can hold a reference. May free nodes retired
+ * earlier, on this thread, before returning. If the retired list cannot
+ * grow (out of memory), @node is leaked and stays counted in pending:
+ * freeing it early would be unsafe.
+ * Thread-safety: only @t's thread (inside or outside an operation). Each
+ * node is retired once.
+ */
+void reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *ctx);
+
+/**
+ * reclaim_drain -- try now, regardless of thresholds, to free what this
+ * thread retired (a quiescent state and a scan where the scheme has them).
+ * Never waits for other threads.
+ * Return: how many of this thread's retired nodes are still waiting.
+ * Thread-safety: only @t's thread, between operations.
+ */
+size_t reclaim_drain(struct reclaim_thread *t);
+
+enum reclaim_mode {
+	RECLAIM_MODE_FAST,      /* QSense on QSBR (and every non-QSense scheme) */
+	RECLAIM_MODE_FALLBACK,  /* QSense on Cadence */
+};
+
+/**
+ * reclaim_domain_mode -- QSense's current path (the shared fallback flag).
+ * Thread-safety: any thread; a relaxed snapshot.
+ */
+enum reclaim_mode reclaim_domain_mode(const struct reclaim_domain *d);
+
+struct reclaim_stats {
+	uint64_t retired;          /* nodes handed to reclaim_retire() */
+	uint64_t freed;            /* nodes handed to their free function */
+	uint64_t pending;          /* retired - freed, at the snapshot */
+	uint64_t pending_max;      /* highest pending, sampled by each thread at
+	                            * every R-th of its retires (before that
+	                            * retire's scan, the peak of HP/Cadence) */
+	uint64_t quiescent_states; /* quiescent states declared */
+	uint64_t epochs;           /* global epoch advances (QSBR, EBR, QSense) */
+	uint64_t scans;            /* hazard-pointer scans */
+	uint64_t fences;           /* full fences issued by protect / op_begin */
+	uint64_t to_fallback;      /* QSense switches fast -> fallback */
+	uint64_t to_fast;          /* QSense switches fallback -> fast */
+	uint64_t rooster_wakeups;  /* rooster wake-ups, all CPUs */
+	uint64_t registered;       /* threads registered now */
+	uint64_t evicted;          /* threads evicted so far */
+	enum reclaim_mode mode;
+};
+
+/**
+ * reclaim_domain_stats -- a snapshot of the domain's counters (sums over
+ * every thread that ever registered, including unregistered and evicted
+ * ones). Counters are deterministic functions of the operations performed,
+ * except where the schedule decides (epochs, scans, switches, wake-ups).
+ * Thread-safety: any thread; the fields are read one by one (relaxed), so
+ * a snapshot taken while threads run is approximate.
+ */
+void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECLAIM_RECLAIM_H */

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// reclaim/tests/reclaim_bound_test.cc -- robustness: one registered thread
+// stalls (blocked, not offline) while the others retire.
+//   - QSBR stops freeing altogether: pending grows by exactly what is retired.
+//   - QSense switches to its fallback and stays within 2NC (Prop. 6.6.5);
+//     Cadence stays within N(K + Y + R) (Prop. 6.6.3).
+//   - When the thread resumes, QSense returns to the fast path and pending
+//     drops back.
+//
+// The workers retire at most one node per sleep of S, so during one rooster
+// round a thread retires at most Y = ceil(round / S) + 1 nodes (oversleeping
+// only lowers that). A node becomes old enough once every rooster has woken
+// later than its retirement plus epsilon, i.e. within T + epsilon plus the
+// roosters' oversleep, which the thesis assumes bounded by epsilon: the
+// round is T + 2 epsilon.
+#include <cmath>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "reclaim_test_util.h"
+
+using namespace reclaimtest;
+
+namespace {
+
+constexpr unsigned kWorkers = 3;
+constexpr unsigned kThreads = kWorkers + 1; // N: the stalled one counts
+constexpr auto kSleep = std::chrono::microseconds(500); // S
+
+// Retiring threads, each replacing the node of its own slot and retiring
+// the old one, one per operation (m = 1).
+class Workers {
+public:
+	Workers(reclaim_domain *d, unsigned n) : d_(d), slot_(n)
+	{
+		for (unsigned i = 0; i < n; i++) {
+			slot_[i].store(NewNode(i));
+			th_.emplace_back([this, i] { Run(i); });
+		}
+	}
+	~Workers() { Stop(); }
+
+	// Throttled (one retire per S) or as fast as possible.
+	void SetThrottle(bool on) { throttle_ = on; }
+	void SetRetiring(bool on) { retiring_ = on; }
+	uint64_t retires() const { return retires_.load(); }
+	// Stop, drain every worker's list, unregister.
+	void Stop()
+	{
+		stop_ = true;
+		for (auto &t : th_)
+			if (t.joinable())
+				t.join();
+		for (auto &s : slot_)
+			if (Node *n = s.exchange(nullptr))
+				PoisonFree(n, &freed_);
+	}
+	bool drained() const { return undrained_.load() == 0; }
+
+private:
+	void Run(unsigned i)
+	{
+		reclaim_thread *t;
+		ASSERT_EQ(reclaim_thread_register(d_, &t), 0);
+		while (!stop_) {
+			reclaim_op_begin(t);
+			Node *p;
+			do {
+				p = slot_[i].load();
+				reclaim_protect(t, 0, p);
+			} while (reclaim_needs_validation(t) && slot_[i].load() != p);
+			if (!NodeIntact(p))
+				ADD_FAILURE() << "read a freed node";
+			if (retiring_) {
+				slot_[i].store(NewNode(i));
+				reclaim_retire(t, p, PoisonFree, &freed_);
+				retires_++;
+			}
+			reclaim_protect(t, 0, nullptr);
+			reclaim_op_end(t);
+			if (throttle_)
+				std::this_thread::sleep_for(kSleep);
+			else
+				std::this_thread::yield();
+		}
+		if (!WaitFor([&] { return reclaim_drain(t) == 0; }))
+			undrained_++;
+		EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	}
+
+	reclaim_domain *d_;
+	std::vector<std::atomic<Node *>> slot_;
+	std::vector<std::thread> th_;
+	std::atomic<bool> stop_{false};
+	std::atomic<bool> throttle_{true};
+	std::atomic<bool> retiring_{true};
+	std::atomic<uint64_t> retires_{0};
+	std::atomic<uint64_t> freed_{0};
+	std::atomic<unsigned> undrained_{0};
+};
+
+reclaim_config BoundConfig(reclaim_scheme scheme, uint64_t *young)
+{
+	reclaim_config cfg = TestConfig(scheme);
+	cfg.hazards_per_thread = 4;
+	cfg.quiescence_threshold = 1;
+	cfg.scan_threshold = 16;
+	cfg.rooster_interval_us = 1000;
+	cfg.epsilon_us = 2000;
+	double round_us = cfg.rooster_interval_us + 2.0 * cfg.epsilon_us;
+	*young = (uint64_t)std::ceil(round_us / (double)kSleep.count()) + 1;
+	return cfg;
+}
+
+// Samples stats.pending every millisecond until @retires retires were done
+// by the workers; returns the largest sample.
+uint64_t MaxPendingOver(reclaim_domain *d, Workers &w, uint64_t retires)
+{
+	uint64_t max = 0;
+	uint64_t target = w.retires() + retires;
+	bool done = WaitFor([&] {
+		max = std::max(max, Stats(d).pending);
+		return w.retires() >= target;
+	}, 60.0);
+	EXPECT_TRUE(done) << "workers stopped retiring";
+	return max;
+}
+
+TEST(Robustness, QsbrStopsFreeingWhileAThreadStalls)
+{
+	uint64_t young;
+	reclaim_config cfg = BoundConfig(RECLAIM_QSBR, &young);
+	reclaim_domain *d;
+	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	// Stalled from before the first retire: no node is ever two epochs
+	// old while it stays (the epoch moves one step at most).
+	StalledThread stalled(d);
+	ASSERT_EQ(stalled.register_ret(), 0);
+	{
+		Workers w(d, kWorkers);
+		uint64_t last = 0;
+		auto until = std::chrono::steady_clock::now() +
+			std::chrono::milliseconds(4 * cfg.liveness_check_ms);
+		// At least four liveness periods and 600 retires.
+		ASSERT_TRUE(WaitFor([&] {
+			reclaim_stats st = Stats(d);
+			EXPECT_EQ(st.freed, 0u);
+			EXPECT_EQ(st.pending, st.retired);
+			EXPECT_GE(st.pending, last) << "pending went down";
+			last = st.pending;
+			return w.retires() >= 600 &&
+				std::chrono::steady_clock::now() > until;
+		}, 60.0));
+		reclaim_stats st = Stats(d);
+		EXPECT_EQ(st.freed, 0u);
+		EXPECT_GE(st.pending, 600u);
+		EXPECT_LE(st.epochs, 1u);
+		EXPECT_EQ(st.evicted, 0u) << "a live stalled thread was evicted";
+
+		stalled.Resume();
+		w.SetThrottle(false);
+		EXPECT_TRUE(WaitFor([&] { return Stats(d).freed > 0; }))
+			<< "nothing freed after the stalled thread resumed";
+		w.SetRetiring(false);
+		w.Stop();
+		EXPECT_TRUE(w.drained());
+	}
+	stalled.Stop();
+	reclaim_stats st = Stats(d);
+	EXPECT_EQ(st.pending, 0u);
+	EXPECT_EQ(st.evicted, 0u);
+	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+}
+
+TEST(Robustness, QsenseFallsBackWithinItsBoundAndRecovers)
+{
+	uint64_t young;
+	reclaim_config cfg = BoundConfig(RECLAIM_QSENSE, &young);
+	struct reclaim_bound b;
+	// The smallest legal C.
+	ASSERT_EQ(reclaim_bound(&cfg, kThreads, 1, young, &b), 0);
+	cfg.fallback_threshold = (unsigned)b.c_min;
+	ASSERT_EQ(reclaim_bound(&cfg, kThreads, 1, young, &b), 0);
+	ASSERT_TRUE(b.c_legal);
+	reclaim_domain *d;
+	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	StalledThread stalled(d);
+	ASSERT_EQ(stalled.register_ret(), 0);
+	{
+		Workers w(d, kWorkers);
+		EXPECT_TRUE(WaitFor([&] {
+			return reclaim_domain_mode(d) == RECLAIM_MODE_FALLBACK;
+		})) << "never switched to the fallback";
+		// Well past 2NC retires: unbounded growth would show.
+		uint64_t max = MaxPendingOver(d, w, 3 * b.qsense);
+		reclaim_stats st = Stats(d);
+		std::printf("qsense: C %u, pending max %llu sampled, %llu by "
+			"retires; 2NC %llu\n", cfg.fallback_threshold,
+			(unsigned long long)max, (unsigned long long)st.pending_max,
+			(unsigned long long)b.qsense);
+		EXPECT_LE(max, b.qsense) << "2NC with C = " << cfg.fallback_threshold;
+		EXPECT_LE(st.pending_max, b.qsense);
+		EXPECT_GT(st.retired, 3 * b.qsense);
+		EXPECT_GE(st.to_fallback, 1u);
+		EXPECT_GT(st.scans, 0u);
+		EXPECT_EQ(st.mode, RECLAIM_MODE_FALLBACK);
+		EXPECT_EQ(st.evicted, 0u) << "a live stalled thread was evicted";
+
+		stalled.Resume();
+		w.SetThrottle(false);
+		EXPECT_TRUE(WaitFor([&] {
+			return reclaim_domain_mode(d) == RECLAIM_MODE_FAST;
+		})) << "never returned to the fast path";
+		EXPECT_GE(Stats(d).to_fast, 1u);
+		w.SetRetiring(false);
+		w.Stop();
+		EXPECT_TRUE(w.drained());
+	}
+	stalled.Stop();
+	EXPECT_EQ(Stats(d).pending, 0u);
+	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+}
+
+TEST(Robustness, CadenceStaysWithinItsBound)
+{
+	uint64_t young;
+	reclaim_config cfg = BoundConfig(RECLAIM_CADENCE, &young);
+	struct reclaim_bound b;
+	ASSERT_EQ(reclaim_bound(&cfg, kThreads, 1, young, &b), 0);
+	reclaim_domain *d;
+	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	StalledThread stalled(d);
+	ASSERT_EQ(stalled.register_ret(), 0);
+	{
+		Workers w(d, kWorkers);
+		uint64_t max = MaxPendingOver(d, w, 3 * b.cadence);
+		reclaim_stats st = Stats(d);
+		std::printf("cadence: Y %llu, pending max %llu sampled, %llu by "
+			"retires; N(K + Y + R) %llu\n", (unsigned long long)young,
+			(unsigned long long)max, (unsigned long long)st.pending_max,
+			(unsigned long long)b.cadence);
+		EXPECT_LE(max, b.cadence) << "N(K + Y + R) with Y = " << young;
+		EXPECT_LE(st.pending_max, b.cadence);
+		EXPECT_GT(st.freed, 0u);
+		w.SetRetiring(false);
+		w.Stop();
+		EXPECT_TRUE(w.drained());
+	}
+	stalled.Stop();
+	EXPECT_EQ(Stats(d).pending, 0u);
+	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+}
+
+} // namespace
