@@ -81,7 +81,6 @@ protected:
 TEST_P(NmBstCleanup, OneCasCutsOffATaggedPath)
 {
 	const Case c = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(c.scheme);
 	const unsigned L = c.length;
 	Env env;
 	ASSERT_EQ(env.Create({ Kind::kNmBst, c.scheme }), 0);

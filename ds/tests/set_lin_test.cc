@@ -77,7 +77,6 @@ class SetLin : public ::testing::TestWithParam<Param> {};
 TEST_P(SetLin, ShortHistoriesAreLinearizable)
 {
 	const Param p = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(p.scheme);
 	Env env;
 	ASSERT_EQ(env.Create(p), 0);
 	std::vector<uint64_t> initial;

@@ -105,7 +105,6 @@ class SetStress : public ::testing::TestWithParam<Param> {};
 TEST_P(SetStress, MixedOperations)
 {
 	const Param p = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(p.scheme);
 	Env env;
 	ASSERT_EQ(env.Create(p), 0);
 	uint64_t inserts = 0, removes = 0;

@@ -42,7 +42,6 @@ class SetSeq : public ::testing::TestWithParam<Param> {};
 TEST_P(SetSeq, MatchesStdSet)
 {
 	const Param p = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(p.scheme);
 	Env env;
 	ASSERT_EQ(env.Create(p), 0);
 	uint64_t inserted = 0, removed = 0;
@@ -105,7 +104,6 @@ TEST_P(SetSeq, MatchesStdSet)
 TEST_P(SetSeq, DestroyFreesLinkedNodes)
 {
 	const Param p = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(p.scheme);
 	Env env;
 	ASSERT_EQ(env.Create(p), 0);
 	{
@@ -126,7 +124,6 @@ TEST_P(SetSeq, DestroyFreesLinkedNodes)
 TEST_P(SetSeq, KeyRangeEdges)
 {
 	const Param p = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(p.scheme);
 	Env env;
 	ASSERT_EQ(env.Create(p), 0);
 	Registration reg(env.d);
@@ -160,7 +157,6 @@ TEST_P(SetSeq, KeyRangeEdges)
 TEST_P(SetSeq, SortedInsertions)
 {
 	const Param p = GetParam();
-	SETTEST_SKIP_IF_UNCHECKABLE(p.scheme);
 	Env env;
 	ASSERT_EQ(env.Create(p), 0);
 	Registration reg(env.d);

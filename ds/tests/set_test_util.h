@@ -27,6 +27,10 @@
 #include <ds/skiplist.h>
 #include <reclaim/reclaim.h>
 
+// Also the TSan suppression for liburcu's own code (not instrumented), so
+// the urcu-qsbr scheme runs under TSan here too.
+#include "reclaim/tests/reclaim_test_util.h"
+
 namespace settest {
 
 enum class Kind { kHmList, kSkipList, kNmBst };
@@ -365,28 +369,6 @@ constexpr unsigned kSlowdown = 2;
 #else
 constexpr unsigned kSlowdown = 1;
 #endif
-
-// Under ThreadSanitizer the urcu-qsbr scheme cannot be checked: liburcu is
-// not instrumented, so TSan does not see the happens-before edge from a
-// retiring thread to liburcu's call_rcu thread, and reports a race in
-// reclaim/'s callback (reclaim/src/urcu.c) on every run. That is outside
-// the sets, so the tests skip the scheme there (it runs everywhere else).
-inline bool SkippedUnderTsan(reclaim_scheme s)
-{
-#if defined(__SANITIZE_THREAD__)
-	return s == RECLAIM_URCU_QSBR;
-#else
-	(void)s;
-	return false;
-#endif
-}
-
-#define SETTEST_SKIP_IF_UNCHECKABLE(scheme)                                   \
-	do {                                                                  \
-		if (settest::SkippedUnderTsan(scheme))                        \
-			GTEST_SKIP() << "urcu-qsbr under ThreadSanitizer: liburcu " \
-				"is not instrumented (see set_test_util.h)";  \
-	} while (0)
 
 }  // namespace settest
 

@@ -176,9 +176,9 @@ reclaim_max3(uint64_t a, uint64_t b, uint64_t c)
 	return m > c ? m : c;
 }
 
-/* reclaim_bound -- Prop. 6.6.3 and 6.6.5 for @cfg */
+/* reclaim_bound_compute -- Prop. 6.6.3 and 6.6.5 for @cfg */
 int
-reclaim_bound(const struct reclaim_config *cfg, unsigned nthreads,
+reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 	unsigned per_op, uint64_t young, struct reclaim_bound *out)
 {
 	if (reclaim_config_check(cfg) != 0 || out == NULL)

@@ -179,9 +179,9 @@ TEST(Robustness, QsenseFallsBackWithinItsBoundAndRecovers)
 	reclaim_config cfg = BoundConfig(RECLAIM_QSENSE, &young);
 	struct reclaim_bound b;
 	// The smallest legal C.
-	ASSERT_EQ(reclaim_bound(&cfg, kThreads, 1, young, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, kThreads, 1, young, &b), 0);
 	cfg.fallback_threshold = (unsigned)b.c_min;
-	ASSERT_EQ(reclaim_bound(&cfg, kThreads, 1, young, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, kThreads, 1, young, &b), 0);
 	ASSERT_TRUE(b.c_legal);
 	reclaim_domain *d;
 	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
@@ -227,7 +227,7 @@ TEST(Robustness, CadenceStaysWithinItsBound)
 	uint64_t young;
 	reclaim_config cfg = BoundConfig(RECLAIM_CADENCE, &young);
 	struct reclaim_bound b;
-	ASSERT_EQ(reclaim_bound(&cfg, kThreads, 1, young, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, kThreads, 1, young, &b), 0);
 	reclaim_domain *d;
 	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
 	StalledThread stalled(d);

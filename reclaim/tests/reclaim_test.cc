@@ -47,7 +47,7 @@ TEST(ReclaimConfig, InvalidIsRejected)
 		EXPECT_EQ(reclaim_domain_create(&cfg, &d), -EINVAL) << "case " << i;
 		EXPECT_EQ(d, nullptr);
 		struct reclaim_bound b;
-		EXPECT_EQ(reclaim_bound(&cfg, 4, 1, 10, &b), -EINVAL) << "case " << i;
+		EXPECT_EQ(reclaim_bound_compute(&cfg, 4, 1, 10, &b), -EINVAL) << "case " << i;
 	}
 	// The limits themselves are fine.
 	reclaim_config cfg;
@@ -85,23 +85,23 @@ TEST(ReclaimBound, Formulas)
 	cfg.fallback_threshold = 100;
 	struct reclaim_bound b;
 	// N = 4, K = 2, R = 50, C = 100, Q = 10, m = 3, Y = 20.
-	ASSERT_EQ(reclaim_bound(&cfg, 4, 3, 20, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, 4, 3, 20, &b), 0);
 	EXPECT_EQ(b.cadence, 4u * (2 + 20 + 50));
 	EXPECT_EQ(b.qsense, 2u * 4 * 100);
 	// max(mQ = 30, NK + Y = 28, (K + Y + R) / 2 = 36) + 1
 	EXPECT_EQ(b.c_min, 37u);
 	EXPECT_TRUE(b.c_legal);
 	cfg.fallback_threshold = 36;
-	ASSERT_EQ(reclaim_bound(&cfg, 4, 3, 20, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, 4, 3, 20, &b), 0);
 	EXPECT_FALSE(b.c_legal);
 	EXPECT_EQ(b.qsense, 2u * 4 * 36);
 
 	// Defaults: R = max(64, 2KN), C = 4R + KN.
 	reclaim_config_default(&cfg, RECLAIM_QSENSE);
-	ASSERT_EQ(reclaim_bound(&cfg, 2, 1, 0, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, 2, 1, 0, &b), 0);
 	EXPECT_EQ(b.cadence, 2u * (8 + 0 + 64));
 	EXPECT_EQ(b.qsense, 2u * 2 * (4 * 64 + 16));
-	ASSERT_EQ(reclaim_bound(&cfg, 16, 1, 0, &b), 0);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, 16, 1, 0, &b), 0);
 	EXPECT_EQ(b.cadence, 16u * (8 + 256));
 	EXPECT_EQ(b.qsense, 2u * 16 * (4 * 256 + 128));
 	EXPECT_EQ(b.c_min, (8u + 256) / 2 + 1); // > NK = 128 and mQ = 64

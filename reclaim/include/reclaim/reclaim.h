@@ -67,7 +67,7 @@
  * thread retires while the roosters complete one round (about T + epsilon):
  * Cadence keeps at most N(K + Y + R) retired nodes; QSense, with a legal
  * C > max(mQ, NK + Y, (K + Y + R)/2), keeps at most 2NC.
- * reclaim_bound() computes both.
+ * reclaim_bound_compute() computes both.
  *
  * Errors: functions that can fail return 0 (or a documented non-negative
  * value) on success and -errno on failure. The library never prints, aborts
@@ -116,7 +116,8 @@ struct reclaim_config {
 	 * at most 4096). */
 	unsigned max_threads;
 	/* K: hazard slots per thread (default 8, at most RECLAIM_MAX_HAZARDS).
-	 * The list needs 2, the BST 6, the skip list 2 * levels + 3. */
+	 * The sets of ds/ say what they need (DS_HMLIST_HAZARDS,
+	 * DS_NMBST_HAZARDS, DS_SKIPLIST_HAZARDS(levels)). */
 	unsigned hazards_per_thread;
 	/* Q: operations between quiescent states (QSBR, QSense, urcu;
 	 * default 64). */
@@ -129,7 +130,7 @@ struct reclaim_config {
 	 * often as one sized for 4). */
 	unsigned scan_threshold;
 	/* C: retired-list length that switches QSense to the fallback
-	 * (default 0 = 4 * R + K * H, H as for R). See reclaim_bound() for
+	 * (default 0 = 4 * R + K * H, H as for R). See reclaim_bound_compute() for
 	 * when C is legal. */
 	unsigned fallback_threshold;
 	/* T: rooster sleep interval in microseconds (Cadence, QSense;
@@ -175,24 +176,15 @@ struct reclaim_bound {
 	bool c_legal;
 };
 
-#if defined(__cplusplus) && defined(__GNUC__)
-/* In C++ the function below hides struct reclaim_bound's implicit
- * constructor, which -Wshadow reports; callers write "struct reclaim_bound". */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
-#endif
 /**
- * reclaim_bound -- the memory bounds of @cfg (defaults resolved) for
+ * reclaim_bound_compute -- the memory bounds of @cfg (defaults resolved) for
  * @nthreads threads, operations that retire at most @per_op nodes (m), and
  * at most @young nodes retired by one thread during one rooster round (Y).
  * Return: 0, or -EINVAL if @cfg is invalid.
  * Thread-safety: any thread; pure.
  */
-int reclaim_bound(const struct reclaim_config *cfg, unsigned nthreads,
+int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 	unsigned per_op, uint64_t young, struct reclaim_bound *out);
-#if defined(__cplusplus) && defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
 
 struct reclaim_domain;
 
