@@ -13,21 +13,42 @@
  *   ACTIVE --evictor CAS--> EVICTING --> EVICTED
  *
  * Grace periods, presence checks and eviction consider ACTIVE slots only.
- * Skipping a slot that is still CLAIMED is safe for the same reason coming
- * online is (qsbr.c): the newcomer's references are to nodes reachable after
- * it published its epoch word or hazard pointers.
+ * A registering thread therefore publishes ACTIVE first (seq_cst) and only
+ * then joins the scheme (QSBR and QSense: announces the global epoch, with a
+ * full fence, before its first read of a node). A grace period that still
+ * saw the slot CLAIMED read it before that fence, so it read G before the
+ * newcomer read any node either, and every node it lets be freed was
+ * unlinked before the newcomer could reach it (the online argument of
+ * qsbr.c). Joining first and publishing ACTIVE after would leave the ACTIVE
+ * store free to wait in the store buffer while the newcomer already reads
+ * nodes, unseen by grace periods. Hazard-pointer scans ignore sw: they read
+ * every slot below hwm, which the claim raised before any publication.
  *
  * Eviction. A slot is evicted only when its owner's OS thread no longer
- * exists: /proc/self/task/TID is gone, is a zombie, or belongs to a newer
- * thread (another start time, field 22 of its stat). A dead thread holds no
- * references, so its hazard pointers can be cleared and its epoch word
- * ignored; its retired nodes may still be referenced by live threads, so they
- * go to the orphan piles and get the normal treatment from whoever adopts
- * them. The CAS on sw (with the generation) makes one evictor win and fails
- * if the slot changed owner since the liveness check.
+ * exists: its entry in /proc/self/task is gone, is a zombie, or belongs to a
+ * newer thread (another start time, field 22 of its stat). The directory is
+ * opened once, at create, and looked up relative to that fd, so that a later
+ * chroot or unmount of /proc cannot make every thread look gone; if it could
+ * not be opened nothing is ever evicted, and a missing entry is believed
+ * only while the caller's own entry is there (reclaim_owner_dead()). A dead
+ * thread holds no references, so its hazard pointers can be cleared and its
+ * epoch word ignored; its retired nodes may still be referenced by live
+ * threads, so they go to the orphan piles and get the normal treatment from
+ * whoever adopts them. The CAS on sw (with the generation) makes one evictor
+ * win and fails if the slot changed owner since the liveness check.
+ *
+ * Stale handles. A handle is its slot, so after an eviction and a new claim
+ * the old handle names the new owner's slot. Were a live thread ever evicted
+ * (only a wrong liveness verdict could do it), its unregister and the slow
+ * paths behind the inline calls check that the slot is ACTIVE and owned by
+ * the calling thread (owner, pthread_self() at register; only the thread
+ * that registered may use a handle), and do nothing otherwise: unregister
+ * returns -ESRCH. The inline fast paths cannot check that cheaply, which is
+ * why reclaim.h forbids using an evicted handle for anything but unregister.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +57,7 @@
 #include <unistd.h>
 
 #include "reclaim_internal.h"
+#include "reclaim_testing.h"
 
 #define RECLAIM_MAX_THREADS 4096
 #define RECLAIM_MIN_SCAN 64
@@ -115,22 +137,6 @@ reclaim_scheme_parse(const char *name, enum reclaim_scheme *out)
 	return -EINVAL;
 }
 
-/* reclaim_config_check -- 0 if @cfg is usable, else -EINVAL */
-static int
-reclaim_config_check(const struct reclaim_config *cfg)
-{
-	if (cfg == NULL || (unsigned)cfg->scheme >= RECLAIM_NSCHEMES)
-		return -EINVAL;
-	if (cfg->max_threads == 0 || cfg->max_threads > RECLAIM_MAX_THREADS)
-		return -EINVAL;
-	if (cfg->hazards_per_thread == 0 ||
-			cfg->hazards_per_thread > RECLAIM_MAX_HAZARDS)
-		return -EINVAL;
-	if (cfg->quiescence_threshold == 0 || cfg->rooster_interval_us == 0)
-		return -EINVAL;
-	return 0;
-}
-
 /* reclaim_r_for -- R for @h threads (the documented default when 0) */
 static uint64_t
 reclaim_r_for(const struct reclaim_config *cfg, uint64_t h)
@@ -151,11 +157,34 @@ reclaim_c_for(const struct reclaim_config *cfg, uint64_t h)
 	return 4 * reclaim_r_for(cfg, h) + (uint64_t)cfg->hazards_per_thread * h;
 }
 
+/* reclaim_config_check -- 0 if @cfg is usable, else -EINVAL */
+static int
+reclaim_config_check(const struct reclaim_config *cfg)
+{
+	if (cfg == NULL || (unsigned)cfg->scheme >= RECLAIM_NSCHEMES)
+		return -EINVAL;
+	if (cfg->max_threads == 0 || cfg->max_threads > RECLAIM_MAX_THREADS)
+		return -EINVAL;
+	if (cfg->hazards_per_thread == 0 ||
+			cfg->hazards_per_thread > RECLAIM_MAX_HAZARDS)
+		return -EINVAL;
+	if (cfg->quiescence_threshold == 0 || cfg->rooster_interval_us == 0)
+		return -EINVAL;
+	/* R and C are unsigned at run time, derived for the high-water mark,
+	 * which never exceeds max_threads; both only grow with it. Refuse
+	 * what would wrap rather than run with a tiny C (and a bound that
+	 * does not describe the domain). */
+	if (reclaim_r_for(cfg, cfg->max_threads) > UINT_MAX ||
+			reclaim_c_for(cfg, cfg->max_threads) > UINT_MAX)
+		return -EINVAL;
+	return 0;
+}
+
 /* reclaim__scan_threshold -- R for the current high-water mark */
 unsigned
 reclaim__scan_threshold(const struct reclaim_domain *d)
 {
-	/* hwm <= 4096 and K <= 128 keep this within 32 bits. */
+	/* Within 32 bits: reclaim_config_check(). */
 	return (unsigned)reclaim_r_for(&d->cfg,
 		atomic_load_explicit(&d->hwm, memory_order_relaxed));
 }
@@ -164,6 +193,7 @@ reclaim__scan_threshold(const struct reclaim_domain *d)
 unsigned
 reclaim__fallback_threshold(const struct reclaim_domain *d)
 {
+	/* Within 32 bits: reclaim_config_check(). */
 	return (unsigned)reclaim_c_for(&d->cfg,
 		atomic_load_explicit(&d->hwm, memory_order_relaxed));
 }
@@ -210,6 +240,8 @@ reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **
 	if (d == NULL)
 		return -ENOMEM;
 	memset(d, 0, sizeof(*d));
+	/* Opened now, while /proc is surely there (domain.c top). */
+	d->task_dir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	d->cfg = *cfg;
 	d->scheme = reclaim_schemes[cfg->scheme];
 	d->eps_ns = (uint64_t)cfg->epsilon_us * 1000;
@@ -259,10 +291,24 @@ reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **
 err_mutex:
 	pthread_mutex_destroy(&d->orphan_lock);
 err_free:
+	if (d->task_dir >= 0)
+		close(d->task_dir);
 	free(d->hazards);
 	free(d->slots);
 	free(d);
 	return ret;
+}
+
+/* reclaim_task_open -- open "TID/stat" under @d's task directory; an fd
+ * or -errno */
+static int
+reclaim_task_open(const struct reclaim_domain *d, int tid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "%d/stat", tid);
+	int fd = openat(d->task_dir, path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /*
@@ -270,15 +316,14 @@ err_free:
  * thread @tid of this process.
  */
 static int
-reclaim_task_stat(int tid, char *state, uint64_t *start)
+reclaim_task_stat(const struct reclaim_domain *d, int tid, char *state,
+	uint64_t *start)
 {
-	char path[64];
 	char buf[1024];
+	int fd = reclaim_task_open(d, tid);
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	int err = n < 0 ? -errno : 0;
 	close(fd);
@@ -304,37 +349,49 @@ reclaim_task_stat(int tid, char *state, uint64_t *start)
 
 /*
  * reclaim_owner_dead -- true only if the OS thread that registered @s is
- * certainly gone. Any doubt (no start time recorded, /proc unreadable)
- * answers false: evicting a live thread would free nodes it still reads.
+ * certainly gone. Any doubt answers false: evicting a live thread would free
+ * nodes it still reads. A missing entry is taken for a death only if the
+ * caller's own entry can be found the same way, which tells "the thread is
+ * gone" from "this directory does not list our threads" (an fd inherited
+ * across fork(), a test's empty directory).
  */
 static bool
 reclaim_owner_dead(const struct reclaim__slot *s)
 {
+	const struct reclaim_domain *d = s->d;
 	uint64_t start = atomic_load_explicit(&s->start, memory_order_relaxed);
 	uint64_t now_start;
 	char state;
 
-	if (start == 0)
+	if (start == 0 || d->task_dir < 0)
 		return false;
-	int ret = reclaim_task_stat(atomic_load_explicit(&s->tid,
+	int ret = reclaim_task_stat(d, atomic_load_explicit(&s->tid,
 		memory_order_relaxed), &state, &now_start);
-	if (ret == -ENOENT || ret == -ESRCH)
+	if (ret == -ENOENT || ret == -ESRCH) {
+		int self = reclaim_task_open(d, gettid());
+
+		if (self < 0)
+			return false;
+		close(self);
 		return true;
+	}
 	if (ret != 0)
 		return false;
 	return state == 'Z' || state == 'X' || now_start != start;
 }
 
 /*
- * reclaim_evict -- evict slot @s, last read as @sw (ACTIVE), whose owner is
- * dead. Returns true if @s no longer counts for that owner (evicted here or
- * by a concurrent evictor).
+ * reclaim_evict -- evict slot @s, last read as @sw, whose owner is dead.
+ * @sw is ACTIVE, or (destroy) CLAIMED or LEAVING: the owner died registering
+ * or unregistering. Returns true if @s no longer counts for that owner
+ * (evicted here, or changed since @sw was read).
  */
 static bool
 reclaim_evict(struct reclaim__slot *s, uint64_t sw)
 {
 	struct reclaim_domain *d = s->d;
 	uint64_t gen = RECLAIM__SW_GEN(sw);
+	unsigned state = RECLAIM__SW_STATE(sw);
 
 	/* Acquire: pairs with the dead owner's release of ACTIVE, so its
 	 * set-up (hazard array, list) is visible here. */
@@ -342,15 +399,20 @@ reclaim_evict(struct reclaim__slot *s, uint64_t sw)
 			RECLAIM__SW(gen, RECLAIM__EVICTING),
 			memory_order_acq_rel, memory_order_acquire))
 		return RECLAIM__SW_GEN(sw) != gen ||
-			RECLAIM__SW_STATE(sw) != RECLAIM__ACTIVE;
+			RECLAIM__SW_STATE(sw) != state;
 	reclaim__clear_hazards(s);
 	/* Release: the grace period that skips this slot from now on also
 	 * sees the cleared hazards. */
 	atomic_store_explicit(&s->epoch, 0, memory_order_release);
 	atomic_store_explicit(&s->present, 0, memory_order_relaxed);
 	reclaim__hand_over(s);
-	atomic_fetch_add_explicit(&d->evicted, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&d->nregistered, 1, memory_order_relaxed);
+	/* nregistered counts a thread from just before its ACTIVE store to
+	 * just before its FREE store: one that died CLAIMED was never
+	 * counted (nor was it a registered thread to count as evicted). */
+	if (state != RECLAIM__CLAIMED) {
+		atomic_fetch_add_explicit(&d->evicted, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&d->nregistered, 1, memory_order_relaxed);
+	}
 	/* Release: the next owner that claims the slot (acquire CAS) sees
 	 * it emptied. */
 	atomic_store_explicit(&s->sw, RECLAIM__SW(gen, RECLAIM__EVICTED),
@@ -425,6 +487,8 @@ reclaim_domain_destroy(struct reclaim_domain *d)
 		reclaim__pile_free(p);
 	}
 	pthread_mutex_destroy(&d->orphan_lock);
+	if (d->task_dir >= 0)
+		close(d->task_dir);
 	free(d->hazards);
 	free(d->slots);
 	free(d);
@@ -465,9 +529,10 @@ reclaim_self_registered(struct reclaim_domain *d, int tid, uint64_t start)
 	return false;
 }
 
-/* reclaim_claim -- a FREE or EVICTED slot, now CLAIMED, or NULL */
+/* reclaim_claim -- a FREE or EVICTED slot, now CLAIMED and recorded as
+ * the calling thread's (@tid, @start), or NULL */
 static struct reclaim__slot *
-reclaim_claim(struct reclaim_domain *d)
+reclaim_claim(struct reclaim_domain *d, int tid, uint64_t start)
 {
 	for (unsigned i = 0; i < d->cfg.max_threads; i++) {
 		struct reclaim__slot *s = &d->slots[i];
@@ -482,10 +547,16 @@ reclaim_claim(struct reclaim_domain *d)
 				RECLAIM__SW(RECLAIM__SW_GEN(sw) + 1, RECLAIM__CLAIMED),
 				memory_order_acquire, memory_order_relaxed))
 			continue;
+		/* First thing after the claim, so that destroy judges a
+		 * thread that dies registering by its own identity. */
+		atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
+		atomic_store_explicit(&s->start, start, memory_order_relaxed);
+		atomic_store_explicit(&s->owner, (uintptr_t)pthread_self(),
+			memory_order_relaxed);
 		unsigned hwm = atomic_load_explicit(&d->hwm, memory_order_relaxed);
 		/* seq_cst: a scan that starts after any of this thread's
-		 * later publications (epoch word, hazard pointer) sees the
-		 * slot below hwm. */
+		 * later publications (epoch word, hazard pointer), each
+		 * followed by a seq_cst fence, sees the slot below hwm. */
 		while (hwm < i + 1 && !atomic_compare_exchange_weak_explicit(
 				&d->hwm, &hwm, i + 1, memory_order_seq_cst,
 				memory_order_relaxed))
@@ -493,6 +564,22 @@ reclaim_claim(struct reclaim_domain *d)
 		return s;
 	}
 	return NULL;
+}
+
+/*
+ * reclaim_mine -- true if @s is ACTIVE and registered by the calling
+ * thread, i.e. the caller's handle still names its own registration (see
+ * "Stale handles" above). Relaxed: the owner field of a slot the caller
+ * registered was written by the caller itself; any other value, however
+ * old, differs from pthread_self() of a live caller.
+ */
+static bool
+reclaim_mine(const struct reclaim__slot *s)
+{
+	return RECLAIM__SW_STATE(atomic_load_explicit(&s->sw,
+			memory_order_relaxed)) == RECLAIM__ACTIVE &&
+		atomic_load_explicit(&s->owner, memory_order_relaxed) ==
+			(uintptr_t)pthread_self();
 }
 
 /* reclaim_thread_register -- claim a slot for the calling thread */
@@ -505,11 +592,11 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 	char state;
 
 	/* Unknown start time (no /proc): the slot is never evicted. */
-	if (reclaim_task_stat(tid, &state, &start) != 0)
+	if (reclaim_task_stat(d, tid, &state, &start) != 0)
 		start = 0;
 	if (reclaim_self_registered(d, tid, start))
 		return -EEXIST;
-	struct reclaim__slot *s = reclaim_claim(d);
+	struct reclaim__slot *s = reclaim_claim(d, tid, start);
 	if (s == NULL)
 		return -ENOSPC;
 	uint64_t gen = RECLAIM__SW_GEN(atomic_load_explicit(&s->sw,
@@ -535,19 +622,21 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 	s->pub.reclaim__ops_left = d->cfg.quiescence_threshold;
 	s->pub.reclaim__on_begin = sch->on_begin;
 	s->pub.reclaim__on_end = sch->on_end;
-	atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
-	atomic_store_explicit(&s->start, start, memory_order_relaxed);
 	atomic_store_explicit(&s->present, 1, memory_order_relaxed);
 	s->retires = 0;
 	s->prev_mode = RECLAIM_MODE_FAST;
 	s->offline = false;
 	reclaim__lag_clear(s);
+	atomic_fetch_add_explicit(&d->nregistered, 1, memory_order_relaxed);
+	/* ACTIVE before joining (top of this file). The epoch word is still
+	 * inactive (0, or left inactive by the last owner), so until the
+	 * join the slot holds up nothing. Release: a scanner that sees
+	 * ACTIVE sees tid, start and the set-up; seq_cst: ordered before
+	 * the join's announcement and fence in every thread's view. */
+	atomic_store_explicit(&s->sw, RECLAIM__SW(gen, RECLAIM__ACTIVE),
+		memory_order_seq_cst);
 	if (sch->join)
 		sch->join(s);
-	atomic_fetch_add_explicit(&d->nregistered, 1, memory_order_relaxed);
-	/* Release: a scanner that sees ACTIVE sees tid and start. */
-	atomic_store_explicit(&s->sw, RECLAIM__SW(gen, RECLAIM__ACTIVE),
-		memory_order_release);
 	*out = &s->pub;
 	return 0;
 }
@@ -559,15 +648,24 @@ reclaim_thread_unregister(struct reclaim_thread *t)
 	struct reclaim__slot *s = reclaim__slot_of(t);
 	struct reclaim_domain *d = s->d;
 	uint64_t sw = atomic_load_explicit(&s->sw, memory_order_acquire);
+	bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) ==
+		(uintptr_t)pthread_self();
 
 	for (;;) {
 		uint64_t gen = RECLAIM__SW_GEN(sw);
 
 		switch (RECLAIM__SW_STATE(sw)) {
 		case RECLAIM__ACTIVE:
+			/* Another thread's registration: ours was evicted
+			 * and the slot claimed again. */
+			if (!own)
+				return -ESRCH;
+			/* Release: this thread's reads of nodes happen
+			 * before the frees of a grace period that reads
+			 * LEAVING (acquire) and skips the slot. */
 			if (atomic_compare_exchange_weak_explicit(&s->sw, &sw,
 					RECLAIM__SW(gen, RECLAIM__LEAVING),
-					memory_order_acquire, memory_order_acquire))
+					memory_order_acq_rel, memory_order_acquire))
 				goto leave;
 			continue;
 		case RECLAIM__EVICTING:
@@ -577,14 +675,20 @@ reclaim_thread_unregister(struct reclaim_thread *t)
 			sw = atomic_load_explicit(&s->sw, memory_order_acquire);
 			continue;
 		case RECLAIM__EVICTED:
-			/* Release: like the FREE store below. */
+			/* Release: like the FREE store below. Whichever
+			 * registration was evicted, it is not the caller's
+			 * current one. */
 			if (atomic_compare_exchange_weak_explicit(&s->sw, &sw,
 					RECLAIM__SW(gen, RECLAIM__FREE),
 					memory_order_release, memory_order_acquire))
 				return -ESRCH;
 			continue;
 		default:
-			return -EINVAL;
+			/* FREE, CLAIMED, LEAVING: the slot is between owners
+			 * or being claimed or left by another thread, after
+			 * the caller's registration was evicted (or it
+			 * unregistered already). */
+			return -ESRCH;
 		}
 	}
 leave:
@@ -607,6 +711,8 @@ reclaim_thread_offline(struct reclaim_thread *t)
 {
 	struct reclaim__slot *s = reclaim__slot_of(t);
 
+	if (!reclaim_mine(s))
+		return;
 	reclaim__clear_hazards(s);
 	s->offline = true;
 	if (s->d->scheme->offline)
@@ -619,6 +725,8 @@ reclaim_thread_online(struct reclaim_thread *t)
 {
 	struct reclaim__slot *s = reclaim__slot_of(t);
 
+	if (!reclaim_mine(s))
+		return;
 	s->offline = false;
 	if (s->d->scheme->online)
 		s->d->scheme->online(s);
@@ -630,7 +738,8 @@ reclaim__op_begin_slow(struct reclaim_thread *t)
 {
 	struct reclaim__slot *s = reclaim__slot_of(t);
 
-	s->d->scheme->op_begin(s);
+	if (reclaim_mine(s))
+		s->d->scheme->op_begin(s);
 }
 
 /* reclaim__op_end_slow -- every Q-th op_end, or every one with on_end */
@@ -641,10 +750,13 @@ reclaim__op_end_slow(struct reclaim_thread *t)
 	const struct reclaim__scheme *sch = s->d->scheme;
 
 	/* With on_end the hook counts operations itself (the inline test
-	 * short-circuits before the decrement). */
+	 * short-circuits before the decrement). Reset even for a stale
+	 * handle: its fast path brought the count to 0, and left there it
+	 * would wrap on the slot owner's next call and silence that
+	 * thread's quiescent states for 2^32 operations. */
 	if (!sch->on_end)
 		t->reclaim__ops_left = s->d->cfg.quiescence_threshold;
-	if (sch->op_end)
+	if (sch->op_end && reclaim_mine(s))
 		sch->op_end(s);
 }
 
@@ -693,9 +805,26 @@ reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *c
 	const struct reclaim__scheme *sch = d->scheme;
 	struct reclaim__entry e = { .node = node, .fn = fn, .ctx = ctx };
 
+	/* A stale handle (top of this file): the node is leaked, as it
+	 * cannot be known whom it is safe from. */
+	if (!reclaim_mine(s))
+		return;
 	/* Both are read after the caller's unlink: a reader that still
 	 * holds the node started before this point (epoch) or published
-	 * its hazard pointer before it (clock). */
+	 * its hazard pointer before it (clock).
+	 *
+	 * The tag must not be stale, i.e. older than G at the unlink: the
+	 * node would be freed one epoch early. It is not. A reader q that
+	 * holds the node read G (e_q) before its announcement and fence,
+	 * and read the link before the unlink; the tag only needs to be
+	 * >= e_q (epoch.c). The caller's unlink is a locked RMW on x86-64
+	 * (a CAS), a full barrier, so this load executes after the unlink
+	 * is visible to all and reads the latest G in the single global
+	 * order of stores (TSO), which is >= e_q as G only grows. In C11
+	 * terms the caller's unlink must be a seq_cst RMW, or be followed
+	 * by a seq_cst fence (reclaim.h, reclaim_retire()). The clock:
+	 * vDSO clock_gettime() orders its TSC read after earlier
+	 * instructions, so the stamp is taken after the unlink too. */
 	if (sch->uses_clock)
 		e.stamp = reclaim__now();
 	if (sch->uses_epoch)
@@ -726,6 +855,8 @@ reclaim_drain(struct reclaim_thread *t)
 {
 	struct reclaim__slot *s = reclaim__slot_of(t);
 
+	if (!reclaim_mine(s))
+		return 0;
 	if (s->d->scheme->drain)
 		return s->d->scheme->drain(s);
 	return reclaim__ret_len(s);
@@ -768,10 +899,38 @@ reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out)
 	for (unsigned i = 0; i < d->nroosters; i++)
 		out->rooster_wakeups += atomic_load_explicit(
 			&d->roosters[i].wakeups, memory_order_relaxed);
+	out->roosters = d->nroosters;
 	out->pending_max = atomic_load_explicit(&d->pending_max,
 		memory_order_relaxed);
 	out->registered = atomic_load_explicit(&d->nregistered,
 		memory_order_relaxed);
 	out->evicted = atomic_load_explicit(&d->evicted, memory_order_relaxed);
 	out->mode = reclaim_domain_mode(d);
+}
+
+/* reclaim__test_task_dir -- look threads up under @path (tests only) */
+int
+reclaim__test_task_dir(struct reclaim_domain *d, const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (d->task_dir >= 0)
+		close(d->task_dir);
+	d->task_dir = fd;
+	return 0;
+}
+
+/* reclaim__test_claim -- a slot left CLAIMED by the caller (tests only) */
+int
+reclaim__test_claim(struct reclaim_domain *d)
+{
+	int tid = gettid();
+	uint64_t start = 0;
+	char state;
+
+	if (reclaim_task_stat(d, tid, &state, &start) != 0)
+		start = 0;
+	return reclaim_claim(d, tid, start) != NULL ? 0 : -ENOSPC;
 }

@@ -2,7 +2,7 @@
 /*
  * reclaim/src/ebr.c -- epoch-based reclamation (Fraser; the baseline of
  * thesis sect. 6.3.1's epoch technique): a thread announces the global epoch
- * at op_begin with a seq_cst store (a full fence, counted in stats.fences)
+ * at op_begin with a store and a full fence (counted in stats.fences)
  * and leaves it at op_end; between operations its word is inactive and holds
  * up nothing. Every Q operations and every R retires the thread tries to
  * advance the global epoch and frees what was retired two epochs ago

@@ -25,6 +25,12 @@
  *
  * Who frees does not matter, nor whether it is inside an operation: the
  * argument covers the freeing thread's own references too.
+ *
+ * Ordering relied on: a word is published with a fence before the thread's
+ * next node loads (reclaim__epoch_announce()), and the advancer reads G,
+ * every sw and every word with seq_cst loads; the tag is read after the
+ * unlink with the unlink acting as a full barrier (reclaim_retire() says why
+ * the tag is therefore never stale).
  */
 #include "reclaim_internal.h"
 
@@ -39,13 +45,17 @@ reclaim__epoch_try_advance(struct reclaim__slot *me)
 	for (unsigned i = 0; i < hwm; i++) {
 		struct reclaim__slot *s = &d->slots[i];
 
+		/* seq_cst: a slot read here as not ACTIVE was read before
+		 * its newcomer's ACTIVE store and fence, hence before the
+		 * newcomer read any node (domain.c, top). */
 		if (RECLAIM__SW_STATE(atomic_load_explicit(&s->sw,
-				memory_order_acquire)) != RECLAIM__ACTIVE)
+				memory_order_seq_cst)) != RECLAIM__ACTIVE)
 			continue;
-		/* seq_cst: pairs with EBR's seq_cst announcement, the store
-		 * side of the Dekker pattern; for QSBR's release stores it
-		 * is an acquire, so that what q read before its quiescent
-		 * state happens before any free this advance enables. */
+		/* seq_cst: the load side of the store-load pattern with
+		 * reclaim__epoch_announce() (EBR's op_begin, coming
+		 * online); for QSBR's release stores it is an acquire, so
+		 * that what q read before its quiescent state happens
+		 * before any free this advance enables. */
 		uint64_t w = atomic_load_explicit(&s->epoch, memory_order_seq_cst);
 
 		if ((w & RECLAIM__EPOCH_ACTIVE) && (w >> 1) != g &&
@@ -87,9 +97,9 @@ reclaim__epoch_announce(struct reclaim__slot *s)
 {
 	uint64_t g = atomic_load_explicit(&s->d->epoch, memory_order_seq_cst);
 
-	/* seq_cst: a store-load fence before the thread's next loads of
-	 * shared nodes (see the online argument in qsbr.c, and EBR's
-	 * op_begin). */
-	atomic_store_explicit(&s->epoch, (g << 1) | RECLAIM__EPOCH_ACTIVE,
-		memory_order_seq_cst);
+	/* Then a full fence, before the thread's next loads of shared nodes:
+	 * an advancer either sees this word, or read its slot (and G) before
+	 * the fence, before any of those loads (the online argument in
+	 * qsbr.c, and EBR's op_begin). */
+	reclaim__store_fenced(&s->epoch, (g << 1) | RECLAIM__EPOCH_ACTIVE);
 }

@@ -5,11 +5,15 @@
  * (RECLAIM_HP, sect. 6.3.2) and Cadence (RECLAIM_CADENCE, sect. 6.5.1).
  * QSense's fallback path calls the same scan (qsense.c).
  *
- * HP. reclaim_protect() publishes with a seq_cst exchange; the scan starts
- * with a seq_cst read-modify-write. Between a reader's publication and its
- * validation, and between the retirer's unlink and its hazard reads, there is
- * thus a full fence on each side (Dekker): either the reader's validation
- * sees the node unlinked, or the scan sees the hazard pointer.
+ * HP. reclaim_protect() publishes and then fences (seq_cst); the scan
+ * starts with a seq_cst fence. Between a reader's publication and its
+ * validation, and between the retirer's unlinks (all before the scan) and
+ * its hazard reads, there is thus a full fence on each side (Dekker): either
+ * the reader's validation sees the node unlinked, or the scan sees the
+ * hazard pointer. That is C11's fence-fence rule, whatever the order of the
+ * unlink and of the validation load. Under GCC's ThreadSanitizer, which
+ * rejects fences, both fences are seq_cst RMWs instead (an xchg and a lock
+ * xadd on x86-64: the same full barriers).
  *
  * Cadence. Publication is a plain release store, which the reader's CPU may
  * hold in its store buffer past the validation. What makes it visible is a
@@ -31,6 +35,13 @@
  * (acquire), the hazard pointers after, so that a wake-up that makes a node
  * old enough is ordered before the hazard reads that must see its
  * protectors.
+ *
+ * What Cadence relies on is x86-64's, not C11's (reclaim_internal.h): a
+ * hazard pointer store, once out of the store buffer, is visible to every
+ * CPU at once; a context switch drains the store buffer of the thread
+ * switched out; loads are not reordered with older loads. On a weaker
+ * machine a context switch need not publish another thread's stores to the
+ * scanning CPU, and the "old enough" test would prove nothing.
  */
 #include <stdlib.h>
 
@@ -97,27 +108,33 @@ reclaim__hazard_scan(struct reclaim__slot *s, bool cadence)
 		sc.min_wake = reclaim__roosters_min_wake(d);
 		reclaim__stat_add(&s->st.scans, 1);
 	} else {
-		/* Counts the scan, and is the store-load fence between this
-		 * thread's unlinks and its hazard reads (pairs with the
-		 * exchange in reclaim_protect()); an RMW rather than
-		 * atomic_thread_fence so that ThreadSanitizer models it. */
+		/* The store-load fence between this thread's unlinks and its
+		 * hazard reads (pairs with the fence in reclaim_protect()).
+		 * Under GCC's TSan, which rejects fences, a seq_cst RMW. */
+#if defined(__SANITIZE_THREAD__)
 		atomic_fetch_add_explicit(&s->st.scans, 1, memory_order_seq_cst);
+#else
+		reclaim__stat_add(&s->st.scans, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+#endif
 	}
 
 	/* Alg. 6.3 line 16: every non-NULL hazard pointer of every slot
-	 * that was ever claimed (free slots hold NULLs). */
-	unsigned hwm = atomic_load_explicit(&d->hwm, memory_order_acquire);
+	 * that was ever claimed (free slots hold NULLs). seq_cst, after the
+	 * fence: a slot claimed (seq_cst CAS of hwm) before a protect whose
+	 * fence this scan must respect is below the hwm read here. */
+	unsigned hwm = atomic_load_explicit(&d->hwm, memory_order_seq_cst);
 	unsigned k = d->cfg.hazards_per_thread;
 	for (unsigned i = 0; i < hwm; i++) {
 		void **hp = &d->hazards[(size_t)i * d->hp_stride];
 
 		for (unsigned j = 0; j < k; j++) {
-			/* seq_cst (a plain load on x86): the load side of
-			 * HP's Dekker pattern with the exchange in
-			 * reclaim_protect(); for Cadence an acquire would
-			 * do, pairing with the release store there so that
-			 * a reader's accesses before it moved its hazard
-			 * pointer on happen before the free. */
+			/* seq_cst (a plain load on x86-64): the load side
+			 * of HP's Dekker pattern with reclaim_protect().
+			 * Acquire in any case, pairing with the release
+			 * store there, so that a reader's accesses before it
+			 * moved its hazard pointer on happen before the
+			 * free. */
 			void *p = __atomic_load_n(&hp[j], __ATOMIC_SEQ_CST);
 
 			if (p != NULL)

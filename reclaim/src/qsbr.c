@@ -11,10 +11,11 @@
  * retired two epochs ago (epoch.c has the argument).
  *
  * Offline threads (and unregistered ones) have an inactive word and hold up
- * no grace period. Coming online stores the current global epoch with a
- * seq_cst store, before the thread's first load of a shared node. An
- * advancer that still saw the word inactive read it before that store; it
- * read G before that, so every node it lets be freed was retired (tagged
+ * no grace period. Coming online (and registering, which publishes the slot
+ * ACTIVE first: domain.c) stores the current global epoch and then fences,
+ * before the thread's first load of a shared node. An advancer that still
+ * saw the word inactive (or the slot not ACTIVE) read it before that fence;
+ * it read G before that, so every node it lets be freed was retired (tagged
  * <= G - 1 at the time) before the thread came online and cannot be reached
  * by it. If G moves between our read and our store, our stale epoch merely
  * holds up the next advance.

@@ -27,6 +27,19 @@
 
 #include <reclaim/reclaim.h>
 
+/*
+ * Memory model. The code is written for x86-64 and relies on it: TSO (one
+ * global order of stores; a store leaves the store buffer in order, and a
+ * locked instruction or a context switch drains the buffer), which is what
+ * Cadence and QSense build on (hazard.c, roosters.c) and what no C11
+ * construct expresses. Where a C11 pattern can say the same thing at no
+ * cost it does (reclaim__store_fenced(), seq_cst loads on the scan side),
+ * but the whole has been reasoned about, and tested, on x86-64 only.
+ */
+#if !defined(__x86_64__)
+#error "reclaim/ assumes x86-64 TSO (see reclaim/src/reclaim_internal.h, Memory model)"
+#endif
+
 #define RECLAIM__CACHELINE 64
 
 /* Slot states, in the low byte of reclaim__slot.sw; the upper bits count
@@ -107,6 +120,9 @@ struct reclaim__slot {
 	_Atomic int tid;            /* kernel thread id of the owner */
 	_Atomic uint64_t start;     /* its start time (/proc stat field 22),
 	                             * 0 if unknown: then never evicted */
+	/* pthread_self() of the owner: the cheap check, in the slow paths,
+	 * that a handle still names its caller's registration (domain.c). */
+	_Atomic uintptr_t owner;
 
 	/* Owner-private. */
 	/* The retired list, or NULL. Atomic only because an evictor takes
@@ -123,7 +139,8 @@ struct reclaim__slot {
 	_Atomic uint64_t inflight;  /* urcu: nodes queued to call_rcu */
 };
 
-/* One rooster thread (Alg. 6.3's context-switch source), pinned to a CPU. */
+/* One rooster thread (Alg. 6.3's context-switch source), pinned to a CPU;
+ * wake is written only while it runs on that CPU (roosters.c). */
 struct reclaim__rooster {
 	_Alignas(RECLAIM__CACHELINE) _Atomic uint64_t wake; /* last wake, ns */
 	_Atomic uint64_t wakeups;
@@ -143,7 +160,8 @@ struct reclaim__scheme {
 	bool uses_roosters;
 	bool evictable;     /* dead threads may be evicted (not urcu, whose
 	                     * own registry would still wait for them) */
-	/* Thread joins (after the slot is set up, before it is ACTIVE) and
+	/* Thread joins (after the slot is set up and published ACTIVE,
+	 * before its first operation: domain.c explains the order) and
 	 * leaves (between operations, before its pile goes to the orphans). */
 	void (*join)(struct reclaim__slot *s);
 	void (*leave)(struct reclaim__slot *s);
@@ -172,15 +190,23 @@ struct reclaim_domain {
 	const struct reclaim__scheme *scheme;
 	uint64_t eps_ns;
 	uint64_t liveness_ns;
+	/* /proc/self/task (O_PATH), opened at create so that a later chroot
+	 * or unmount cannot make live threads look dead; -1 if it could not
+	 * be opened, and then no thread is ever evicted. Written only by
+	 * create, destroy and reclaim__test_task_dir(). */
+	int task_dir;
 	unsigned hp_stride;         /* hazard pointers per slot, whole lines */
 	struct reclaim__slot *slots;
 	void **hazards;             /* max_threads * hp_stride */
 
 	/* Slots [0, hwm) have been claimed at least once; scans stop there.
-	 * Only grows. Scans load hwm, then each slot's sw, with acquire:
-	 * they pair with the seq_cst CAS in reclaim_claim() and the release
-	 * store of ACTIVE in reclaim_thread_register(), so that a slot seen
-	 * ACTIVE is seen set up. */
+	 * Only grows. Grace periods and hazard scans load hwm (and grace
+	 * periods each slot's sw) with seq_cst, after their own fence: the
+	 * store-load pattern with the claim's seq_cst CAS of hwm, the
+	 * seq_cst store of ACTIVE and the fence that follows the newcomer's
+	 * first publication (reclaim__store_fenced()). The loads are acquire
+	 * too, so a slot seen ACTIVE is seen set up. Statistics and presence
+	 * checks need only that, and use acquire. */
 	_Alignas(RECLAIM__CACHELINE) _Atomic unsigned hwm;
 	_Atomic unsigned nregistered;
 	_Atomic uint64_t evicted;
@@ -220,6 +246,27 @@ reclaim__slot_of(struct reclaim_thread *t)
 /* reclaim__now -- CLOCK_MONOTONIC in ns */
 uint64_t reclaim__now(void);
 
+/*
+ * reclaim__store_fenced -- store @v to @p (release), then a full fence: a
+ * publication (an epoch word) that must be visible before the caller's next
+ * loads of shared nodes, the store side of a store-load (Dekker) pattern.
+ * A seq_cst fence is what C11 needs for that; on x86-64 it is one locked
+ * instruction, as cheap as the xchg of a seq_cst store. GCC's
+ * ThreadSanitizer rejects atomic_thread_fence() (-Wtsan, an error here) and
+ * does not model store-load order anyway, so under TSan the store itself
+ * is seq_cst, the same xchg on x86-64.
+ */
+static inline void
+reclaim__store_fenced(_Atomic uint64_t *p, uint64_t v)
+{
+#if defined(__SANITIZE_THREAD__)
+	atomic_store_explicit(p, v, memory_order_seq_cst);
+#else
+	atomic_store_explicit(p, v, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 /* reclaim__stat_add -- bump an owner-written counter (plain load + store) */
 static inline void
 reclaim__stat_add(_Atomic uint64_t *c, uint64_t n)
@@ -247,7 +294,9 @@ bool reclaim__pile_append(struct reclaim__slot *s, const struct reclaim__entry *
 /*
  * reclaim__sweep -- hand every entry of s's retired list for which @keep
  * returns false to its free function (counted in s's freed), keeping the
- * others in order. Returns how many were freed.
+ * others in order. The list is settled before the first free function
+ * runs, so a thread that ends inside one leaves nothing to free twice.
+ * Returns how many were freed.
  */
 size_t reclaim__sweep(struct reclaim__slot *s,
 	bool (*keep)(const struct reclaim__entry *e, void *arg), void *arg);

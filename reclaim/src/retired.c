@@ -68,7 +68,18 @@ reclaim__free_entry(const struct reclaim__entry *e)
 		free(e->node);
 }
 
-/* reclaim__sweep -- free what @keep rejects, compact the rest */
+/*
+ * reclaim__sweep -- free what @keep rejects, compact the rest.
+ *
+ * The list is settled before any free function runs: the kept entries are
+ * moved to the front (in order), the rejected ones to the back, and len
+ * drops to the kept count. Only then are the rejected entries handed out.
+ * A free function that ends its thread (pthread_exit(), a cancellation
+ * point) thus leaves a list that no longer holds any entry already handed
+ * out, and the evictor that later takes the dead thread's list cannot free
+ * one twice; the rejected entries not yet reached are leaked, which is
+ * safe.
+ */
 size_t
 reclaim__sweep(struct reclaim__slot *s,
 	bool (*keep)(const struct reclaim__entry *e, void *arg), void *arg)
@@ -82,20 +93,28 @@ reclaim__sweep(struct reclaim__slot *s,
 	uint64_t min_tag = UINT64_MAX;
 
 	for (size_t i = 0; i < len; i++) {
-		struct reclaim__entry e = p->e[i];
+		if (!keep(&p->e[i], arg))
+			continue;
+		if (i != kept) {
+			struct reclaim__entry e = p->e[kept];
 
-		if (keep(&e, arg)) {
-			p->e[kept++] = e;
-			if (e.tag < min_tag)
-				min_tag = e.tag;
-		} else {
-			reclaim__free_entry(&e);
+			p->e[kept] = p->e[i];
+			p->e[i] = e;
 		}
+		if (p->e[kept].tag < min_tag)
+			min_tag = p->e[kept].tag;
+		kept++;
 	}
 	p->min_tag = min_tag;
 	/* Release: pairs with reclaim__hand_over()'s acquire. */
 	atomic_store_explicit(&p->len, kept, memory_order_release);
-	reclaim__stat_add(&s->st.freed, len - kept);
+	for (size_t i = kept; i < len; i++) {
+		/* Counted before the call, which may not return. The
+		 * entry lies beyond len, where nothing reads it but this
+		 * loop (free functions must not call into the domain). */
+		reclaim__stat_add(&s->st.freed, 1);
+		reclaim__free_entry(&p->e[i]);
+	}
 	return len - kept;
 }
 

@@ -1,30 +1,75 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reclaim/src/roosters.c -- rooster threads (thesis sect. 6.5.1): one per
- * CPU in the creating thread's affinity mask, pinned there from birth. Each
- * sleeps T, wakes, and records its wake time; being scheduled on its CPU
- * switches out whatever ran there, and the context switch drains that
- * thread's store buffer (hazard.c explains how the scan uses the times).
- * The first rooster also resets QSense's presence flags every round (the
- * thesis's code does the same from its sleeper on core 0).
+ * CPU of the system, pinned there from birth. Each sleeps T, wakes, and
+ * records its wake time; being scheduled on its CPU switches out whatever
+ * ran there, and the context switch drains that thread's store buffer
+ * (hazard.c explains how the scan uses the times). The first rooster also
+ * resets QSense's presence flags every round (the thesis's code does the
+ * same from its sleeper on core 0).
+ *
+ * Which CPUs: every CPU in /sys/devices/system/cpu/online, whatever the
+ * affinity of the creating thread (sched_getaffinity() would give only the
+ * creator's own mask, and a worker may run wherever its mask allows). A CPU
+ * whose pinning fails with EINVAL is not available to the process (it went
+ * offline since, or lies outside the process's cpuset), so no worker can
+ * run there either and it gets no rooster. Any other failure fails domain
+ * create: a CPU that workers may use but that has no rooster would let
+ * Cadence free a node whose hazard pointer still sits in that CPU's store
+ * buffer. Without /sys the CPUs cannot be known, and create fails too.
  *
  * The sleep is a pthread_cond_timedwait() on CLOCK_MONOTONIC, a real sleep
  * in the kernel, which destroy can cut short: stopping takes one broadcast,
  * not T per rooster. Whatever ends the wait, the rooster was off its CPU and
- * is back on it, so every return counts as a wake-up.
+ * is back on it, so every return counts as a wake-up -- if it is back on
+ * *its* CPU: when a CPU goes offline the kernel moves its rooster elsewhere,
+ * where a wake-up says nothing about the CPU it stands for. Such a rooster
+ * records nothing (Cadence stops freeing: liveness, never safety) and tries
+ * to pin itself back every round, which succeeds once the CPU is online
+ * again.
  *
  * Assumptions (the thesis's, stated here because the code relies on them):
- * workers run only on CPUs that were in the mask at domain create, and a
- * context switch is a full barrier for the thread switched out. A CPU taken
- * offline stops its rooster, which stops Cadence reclamation (never safety).
+ * the set of CPUs available to the process does not grow while the domain
+ * exists (a CPU brought online or added to the cpuset later has no rooster),
+ * and a context switch is a full barrier for the thread switched out (x86-64:
+ * the kernel's switch path executes serializing and locked instructions).
+ * Roosters run with every signal blocked, so that a process-directed signal
+ * goes to an application thread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "reclaim_internal.h"
+
+/* Highest CPU number accepted from /sys (the kernel's limit is 8192). */
+#define RECLAIM_MAX_CPU 65536
+
+/* reclaim_pin -- pin @attr or, if NULL, the calling thread to @cpu; 0 or
+ * a positive error number */
+static int
+reclaim_pin(pthread_attr_t *attr, int cpu)
+{
+	cpu_set_t *one = CPU_ALLOC((size_t)cpu + 1);
+	size_t size = CPU_ALLOC_SIZE((size_t)cpu + 1);
+	int ret;
+
+	if (one == NULL)
+		return ENOMEM;
+	CPU_ZERO_S(size, one);
+	CPU_SET_S((size_t)cpu, size, one);
+	if (attr != NULL)
+		ret = pthread_attr_setaffinity_np(attr, size, one);
+	else
+		ret = pthread_setaffinity_np(pthread_self(), size, one);
+	CPU_FREE(one);
+	return ret;
+}
 
 /* reclaim_rooster_main -- sleep T, record the wake time, repeat */
 static void *
@@ -34,6 +79,8 @@ reclaim_rooster_main(void *arg)
 	struct reclaim_domain *d = r->d;
 	uint64_t t_ns = (uint64_t)d->cfg.rooster_interval_us * 1000;
 
+	/* For ps -L, top -H and the tests. */
+	(void)pthread_setname_np(pthread_self(), "reclaim-rooster");
 	pthread_mutex_lock(&d->rooster_lock);
 	while (!d->rooster_stop) {
 		uint64_t until = reclaim__now() + t_ns;
@@ -45,14 +92,19 @@ reclaim_rooster_main(void *arg)
 		(void)pthread_cond_timedwait(&d->rooster_cond, &d->rooster_lock, &ts);
 		if (d->rooster_stop)
 			break;
+		if (r->resets_presence)
+			reclaim__qsense_reset_presence(d);
+		if (sched_getcpu() != r->cpu) {
+			/* Moved off an offline CPU (top of this file). */
+			(void)reclaim_pin(NULL, r->cpu);
+			continue;
+		}
 		/* Release: pairs with the acquire in
 		 * reclaim__roosters_min_wake(); the context switch that
 		 * preceded this store already made the switched-out
 		 * thread's stores visible. */
 		atomic_store_explicit(&r->wake, reclaim__now(), memory_order_release);
 		reclaim__stat_add(&r->wakeups, 1);
-		if (r->resets_presence)
-			reclaim__qsense_reset_presence(d);
 	}
 	pthread_mutex_unlock(&d->rooster_lock);
 	return NULL;
@@ -76,37 +128,97 @@ static int
 reclaim_rooster_spawn(struct reclaim__rooster *r)
 {
 	pthread_attr_t attr;
-	cpu_set_t one;
 	int ret = pthread_attr_init(&attr);
 
 	if (ret != 0)
 		return ret;
-	CPU_ZERO(&one);
-	CPU_SET(r->cpu, &one);
 	/* Pinned before it first runs, so its first wake-up already counts
 	 * for its CPU. */
-	ret = pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+	ret = reclaim_pin(&attr, r->cpu);
 	if (ret == 0)
 		ret = pthread_create(&r->thread, &attr, reclaim_rooster_main, r);
 	pthread_attr_destroy(&attr);
 	return ret;
 }
 
-/* reclaim__roosters_start -- one pinned rooster per CPU of the affinity mask */
+/*
+ * reclaim_online_cpus -- the CPUs listed in /sys/devices/system/cpu/online
+ * ("0-3,6,8-9"), in a malloc'd array; returns how many, or -errno.
+ */
+static int
+reclaim_online_cpus(int **out)
+{
+	char buf[4096];
+	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	int err = len < 0 ? -errno : 0;
+	close(fd);
+	if (err != 0)
+		return err;
+	buf[len] = '\0';
+
+	int *cpus = NULL;
+	int n = 0;
+	char *p = buf;
+	for (;;) {
+		char *end;
+		unsigned long lo = strtoul(p, &end, 10);
+		unsigned long hi = lo;
+
+		if (end == p)
+			goto einval;
+		p = end;
+		if (*p == '-') {
+			hi = strtoul(p + 1, &end, 10);
+			if (end == p + 1)
+				goto einval;
+			p = end;
+		}
+		if (hi < lo || hi >= RECLAIM_MAX_CPU)
+			goto einval;
+		int *grown = realloc(cpus, ((size_t)n + (hi - lo + 1)) * sizeof(*cpus));
+		if (grown == NULL) {
+			free(cpus);
+			return -ENOMEM;
+		}
+		cpus = grown;
+		for (unsigned long c = lo; c <= hi; c++)
+			cpus[n++] = (int)c;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	if (*p != '\n' && *p != '\0')
+		goto einval;
+	*out = cpus;
+	return n;
+
+einval:
+	free(cpus);
+	return -EINVAL;
+}
+
+/* reclaim__roosters_start -- one pinned rooster per online CPU */
 int
 reclaim__roosters_start(struct reclaim_domain *d)
 {
-	cpu_set_t set;
 	pthread_condattr_t ca;
+	sigset_t all, old;
+	int *cpus;
 	int ret; /* a positive error number below */
+	int n = reclaim_online_cpus(&cpus);
 
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return -errno;
-	unsigned n = (unsigned)CPU_COUNT(&set);
-	d->roosters = aligned_alloc(RECLAIM__CACHELINE, n * sizeof(*d->roosters));
-	if (d->roosters == NULL)
+	if (n < 0)
+		return n;
+	d->roosters = aligned_alloc(RECLAIM__CACHELINE, (size_t)n * sizeof(*d->roosters));
+	if (d->roosters == NULL) {
+		free(cpus);
 		return -ENOMEM;
-	memset(d->roosters, 0, n * sizeof(*d->roosters));
+	}
+	memset(d->roosters, 0, (size_t)n * sizeof(*d->roosters));
 
 	ret = pthread_condattr_init(&ca);
 	if (ret == 0)
@@ -120,23 +232,31 @@ reclaim__roosters_start(struct reclaim_domain *d)
 	if (ret != 0)
 		goto err_cond;
 
+	/* A new thread starts with its creator's signal mask: block every
+	 * signal around the creations, so that no rooster ever takes one. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	unsigned started = 0;
-	for (int cpu = 0; cpu < CPU_SETSIZE && started < n; cpu++) {
-		if (!CPU_ISSET(cpu, &set))
-			continue;
+	for (int i = 0; i < n; i++) {
 		struct reclaim__rooster *r = &d->roosters[started];
 
 		r->d = d;
-		r->cpu = cpu;
+		r->cpu = cpus[i];
 		r->resets_presence = started == 0;
 		ret = reclaim_rooster_spawn(r);
-		if (ret != 0) {
-			reclaim_roosters_join(d, started);
-			goto err_mutex;
-		}
+		if (ret == EINVAL)
+			continue; /* not available to the process (top of file) */
+		if (ret != 0)
+			break;
 		started++;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret != 0 && ret != EINVAL) {
+		reclaim_roosters_join(d, started);
+		goto err_mutex;
+	}
 	d->nroosters = started;
+	free(cpus);
 	return 0;
 
 err_mutex:
@@ -146,6 +266,7 @@ err_cond:
 err_free:
 	free(d->roosters);
 	d->roosters = NULL;
+	free(cpus);
 	return -ret;
 }
 
@@ -161,12 +282,13 @@ reclaim__roosters_stop(struct reclaim_domain *d)
 	d->nroosters = 0;
 }
 
-/* reclaim__roosters_min_wake -- the earliest of the roosters' last wake times
- */
+/* reclaim__roosters_min_wake -- the earliest of the roosters' last wake
+ * times; 0 (nothing is old enough) if there are none */
 uint64_t
 reclaim__roosters_min_wake(const struct reclaim_domain *d)
 {
-	uint64_t min = UINT64_MAX;
+	/* No rooster vouches for any CPU: never let Cadence free. */
+	uint64_t min = d->nroosters != 0 ? UINT64_MAX : 0;
 
 	for (unsigned i = 0; i < d->nroosters; i++) {
 		/* Acquire: pairs with the rooster's release store. */

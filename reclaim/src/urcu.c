@@ -87,7 +87,16 @@ reclaim_urcu_flush(struct reclaim__slot *s)
 	atomic_store_explicit(&s->ret, NULL, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->inflight, n, memory_order_relaxed);
 	reclaim_tsan_release();
+	/* call_rcu() reads liburcu's RCU-protected per-CPU queues, so the
+	 * caller must be online; a drain or an unregister may come from an
+	 * offline thread. Going online takes no wait, and the thread holds
+	 * no references in between. */
+	bool offline = !urcu_qsbr_read_ongoing();
+	if (offline)
+		urcu_qsbr_thread_online();
 	urcu_qsbr_call_rcu(&b->head, reclaim_urcu_free);
+	if (offline)
+		urcu_qsbr_thread_offline();
 	return true;
 }
 

@@ -2,7 +2,14 @@
 // reclaim/tests/reclaim_test.cc -- single-threaded behaviour: configuration,
 // names, bounds, registration limits, destroy, and that every scheme frees
 // every retired node exactly once.
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -56,6 +63,46 @@ TEST(ReclaimConfig, InvalidIsRejected)
 	cfg.hazards_per_thread = RECLAIM_MAX_HAZARDS;
 	reclaim_domain *d = nullptr;
 	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+}
+
+// A derived threshold that would not fit in 32 bits is rejected, by create
+// and by reclaim_bound_compute() alike: R = 2^30 makes the default
+// C = 4R + K * max_threads wrap. With C given, nothing is derived, and the
+// running domain reports the C that the bound uses.
+TEST(ReclaimConfig, OverflowingThresholdsAreRejected)
+{
+	reclaim_config cfg;
+	reclaim_config_default(&cfg, RECLAIM_QSENSE);
+	cfg.max_threads = 4;
+	cfg.scan_threshold = 1u << 30;
+	reclaim_domain *d = nullptr;
+	EXPECT_EQ(reclaim_domain_create(&cfg, &d), -EINVAL);
+	EXPECT_EQ(d, nullptr);
+	reclaim_bound b;
+	EXPECT_EQ(reclaim_bound_compute(&cfg, 1, 1, 0, &b), -EINVAL);
+
+	// The largest R whose default C fits for max_threads threads.
+	cfg.scan_threshold = (UINT32_MAX - cfg.hazards_per_thread * cfg.max_threads) / 4;
+	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	reclaim_thread *t;
+	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
+	reclaim_config got;
+	reclaim_domain_config(d, &got);
+	EXPECT_EQ(got.fallback_threshold, 4 * cfg.scan_threshold + cfg.hazards_per_thread);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, 1, 1, 0, &b), 0);
+	EXPECT_EQ(b.qsense, 2ull * got.fallback_threshold);
+	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+
+	cfg.scan_threshold = 1u << 30;
+	cfg.fallback_threshold = 1u << 31;
+	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	reclaim_domain_config(d, &got);
+	EXPECT_EQ(got.scan_threshold, 1u << 30);
+	EXPECT_EQ(got.fallback_threshold, 1u << 31);
+	ASSERT_EQ(reclaim_bound_compute(&cfg, 1, 1, 0, &b), 0);
+	EXPECT_EQ(b.qsense, 2ull << 31);
 	EXPECT_EQ(reclaim_domain_destroy(d), 0);
 }
 
@@ -194,6 +241,114 @@ TEST(ReclaimDomain, RegistrationLimits)
 	EXPECT_EQ(Stats(d).evicted, 0u);
 	EXPECT_EQ(reclaim_domain_destroy(d), 0);
 	EXPECT_EQ(reclaim_domain_destroy(nullptr), 0);
+}
+
+// The CPUs a thread of this process can be pinned to: online and in its
+// cpuset (a helper thread tries each; the caller's affinity is unchanged).
+unsigned UsableCpus()
+{
+	unsigned n = 0;
+	std::thread([&] {
+		long conf = sysconf(_SC_NPROCESSORS_CONF);
+		for (long c = 0; c < conf && c < CPU_SETSIZE; c++) {
+			cpu_set_t one;
+			CPU_ZERO(&one);
+			CPU_SET(c, &one);
+			if (sched_setaffinity(0, sizeof(one), &one) == 0)
+				n++;
+		}
+	}).join();
+	return n;
+}
+
+// Cadence and QSense start one rooster per CPU a worker may run on, however
+// the creating thread is pinned: a benchmark that pins its main thread to
+// one CPU before creating the domain still gets every CPU covered.
+TEST(Roosters, OnePerCpuWhateverTheCreatorsAffinity)
+{
+	unsigned usable = UsableCpus();
+	ASSERT_GE(usable, 1u);
+	EXPECT_LE(usable, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+	for (reclaim_scheme s : {RECLAIM_CADENCE, RECLAIM_QSENSE}) {
+		std::thread([&] {
+			cpu_set_t set, one;
+			ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+			int cpu = 0;
+			while (!CPU_ISSET(cpu, &set))
+				cpu++;
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+			reclaim_config cfg = TestConfig(s);
+			reclaim_domain *d;
+			ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+			EXPECT_EQ(Stats(d).roosters, usable) << reclaim_scheme_name(s);
+			EXPECT_EQ(reclaim_domain_destroy(d), 0);
+		}).join();
+	}
+	// The other schemes have none.
+	reclaim_config cfg = TestConfig(RECLAIM_HP);
+	reclaim_domain *d;
+	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	EXPECT_EQ(Stats(d).roosters, 0u);
+	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+}
+
+// Counts this process's threads named "reclaim-rooster"; with @check,
+// expects each to block the usual process-directed signals.
+unsigned CheckRoosterSignals(bool check)
+{
+	unsigned found = 0;
+	DIR *dir = opendir("/proc/self/task");
+	if (dir == nullptr)
+		return 0;
+	while (struct dirent *e = readdir(dir)) {
+		if (e->d_name[0] == '.')
+			continue;
+		std::string base = std::string("/proc/self/task/") + e->d_name;
+		std::ifstream comm(base + "/comm");
+		std::string name;
+		std::getline(comm, name);
+		if (name != "reclaim-rooster")
+			continue;
+		found++;
+		if (!check)
+			continue;
+		std::ifstream status(base + "/status");
+		std::string line;
+		uint64_t blocked = 0;
+		while (std::getline(status, line))
+			if (line.rfind("SigBlk:", 0) == 0)
+				blocked = std::stoull(line.substr(7), nullptr, 16);
+		for (int sig : {SIGINT, SIGTERM, SIGALRM, SIGUSR1, SIGCHLD, SIGHUP})
+			EXPECT_TRUE(blocked & (1ull << (sig - 1)))
+				<< "rooster " << e->d_name << " takes signal " << sig;
+	}
+	closedir(dir);
+	return found;
+}
+
+// Roosters block every signal: a process-directed signal (SIGINT, SIGTERM,
+// a timer's SIGALRM) must reach a thread of the application, not a rooster
+// that inherited its creator's empty mask.
+TEST(Roosters, BlockEverySignal)
+{
+	std::thread([] {
+		sigset_t none;
+		sigemptyset(&none);
+		ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &none, nullptr), 0);
+		reclaim_config cfg = TestConfig(RECLAIM_CADENCE);
+		reclaim_domain *d;
+		ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+		// A rooster names itself when it first runs.
+		unsigned found = 0;
+		EXPECT_TRUE(WaitFor([&] {
+			found = CheckRoosterSignals(false);
+			return found == Stats(d).roosters;
+		}));
+		CheckRoosterSignals(true);
+		EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	}).join();
 }
 
 TEST(ReclaimDomain, SeveralDomainsPerThread)

@@ -60,6 +60,9 @@
  *     never evicted (it could still hold references); a stalled live thread
  *     is what the Cadence fallback is for. reclaim_thread_offline() lets a
  *     live thread that is about to block say so explicitly.
+ *     Eviction needs /proc: the domain opens /proc/self/task at create
+ *     (a later chroot or unmount does not matter); without it nothing is
+ *     evicted.
  *
  * Memory bounds (Prop. 6.6.3 and 6.6.5), with N registered threads, K hazard
  * slots per thread, R retires between scans, Q operations per quiescent
@@ -73,9 +76,18 @@
  * value) on success and -errno on failure. The library never prints, aborts
  * or exits; it only allocates in reclaim_domain_create(),
  * reclaim_thread_register() and when a thread's retired list grows.
+ *
+ * Platform: x86-64 only. Cadence and QSense rest on x86-64's total store
+ * order and on context switches draining store buffers (sect. 6.5.1), which
+ * C11 cannot express; reclaim_protect() and reclaim_retire() state what
+ * they need of the caller's own atomics.
  */
 #ifndef RECLAIM_RECLAIM_H
 #define RECLAIM_RECLAIM_H
+
+#if !defined(__x86_64__)
+#error "reclaim/ assumes x86-64 TSO (see reclaim/src/reclaim_internal.h, Memory model)"
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -131,7 +143,8 @@ struct reclaim_config {
 	unsigned scan_threshold;
 	/* C: retired-list length that switches QSense to the fallback
 	 * (default 0 = 4 * R + K * H, H as for R). See reclaim_bound_compute() for
-	 * when C is legal. */
+	 * when C is legal. A configuration whose default C could exceed
+	 * UINT_MAX (4 * R + K * max_threads) is rejected: give C too. */
 	unsigned fallback_threshold;
 	/* T: rooster sleep interval in microseconds (Cadence, QSense;
 	 * default 10000). */
@@ -180,7 +193,10 @@ struct reclaim_bound {
  * reclaim_bound_compute -- the memory bounds of @cfg (defaults resolved) for
  * @nthreads threads, operations that retire at most @per_op nodes (m), and
  * at most @young nodes retired by one thread during one rooster round (Y).
- * Return: 0, or -EINVAL if @cfg is invalid.
+ * R and C are resolved as a domain with @cfg resolves them once @nthreads
+ * threads have registered.
+ * Return: 0, or -EINVAL if @cfg is invalid (exactly when
+ * reclaim_domain_create() would reject it).
  * Thread-safety: any thread; pure.
  */
 int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
@@ -190,10 +206,18 @@ struct reclaim_domain;
 
 /**
  * reclaim_domain_create -- a reclamation domain with @cfg (copied).
- * Cadence and QSense start one rooster thread per CPU the process may run on
- * (sched_getaffinity), each pinned to its CPU; they run until destroy.
- * Return: 0 and *@out, or -EINVAL (bad parameter), -ENOMEM, or the error of
- * thread creation/pinning (-EAGAIN, -EPERM...).
+ * Cadence and QSense start one rooster thread per online CPU of the system
+ * (/sys/devices/system/cpu/online, whatever the calling thread's affinity),
+ * each pinned to its CPU, with every signal blocked; they run until
+ * destroy. A CPU that refuses the pinning as unavailable (EINVAL: offline
+ * by now, or outside the process's cpuset) gets none, as no thread of the
+ * process can run there. CPUs that come online, or join the cpuset, after
+ * create have no rooster: a worker that runs there may make Cadence free
+ * too early, so such a change needs a new domain.
+ * Return: 0 and *@out, or -EINVAL (bad parameter, or derived thresholds
+ * beyond 32 bits), -ENOMEM, -ENOENT (or another -errno) if
+ * /sys/devices/system/cpu/online cannot be read (Cadence, QSense), or the
+ * error of creating or pinning a rooster (-EAGAIN, -EPERM...).
  * Thread-safety: any thread.
  */
 int reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **out);
@@ -243,7 +267,7 @@ enum {
 /**
  * reclaim_thread_register -- join @d. The caller's OS thread is recorded for
  * eviction. A thread may be registered in several domains at once but only
- * once in each.
+ * once in each. The handle may be used by the calling thread only.
  * Return: 0 and *@out (owned by the caller until unregister), -ENOSPC when
  * max_threads are registered, -EEXIST if already registered in @d, -ENOMEM.
  * Thread-safety: any thread, concurrently with everything else on @d.
@@ -254,7 +278,15 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
  * reclaim_thread_unregister -- leave the domain. The thread must be between
  * operations. Its retired nodes go to the domain (freed later by others, or
  * by destroy); its hazard slots are cleared; @t is freed.
- * Return: 0, or -ESRCH if @t was evicted (its handle is freed all the same).
+ * Eviction happens only to threads judged dead, so a live thread should
+ * never see it. Were it evicted anyway, its handle may name a slot that
+ * another thread has registered in since: it must then not be used for
+ * anything but this call, which leaves that slot alone and returns -ESRCH.
+ * (The library's out-of-line calls check, doing nothing and, for
+ * reclaim_retire(), leaking the node; reclaim_op_begin(), reclaim_op_end()
+ * and reclaim_protect() are inline and cannot afford to.)
+ * Return: 0, or -ESRCH if @t no longer names the caller's registration (it
+ * was evicted, or already unregistered); nothing is changed then.
  * Thread-safety: only the thread that registered @t.
  */
 int reclaim_thread_unregister(struct reclaim_thread *t);
@@ -315,6 +347,11 @@ reclaim_op_end(struct reclaim_thread *t)
  * The caller must then check that @p is still reachable (see
  * reclaim_needs_validation()) before dereferencing it, and must have held a
  * protected or otherwise safe reference to whatever it loaded @p from.
+ * Ordering: release store; under HP then a seq_cst fence, which makes
+ * Michael's store-load pattern hold in C11 whatever the order of the
+ * caller's validation load. Under Cadence and QSense the validation may be
+ * reordered before the store; that is the point of the roosters, and it is
+ * sound on x86-64 only (see Platform above).
  * Thread-safety: only @t's thread, inside an operation.
  */
 static inline void
@@ -323,10 +360,19 @@ reclaim_protect(struct reclaim_thread *t, unsigned slot, const void *p)
 	if (t->reclaim__hp_mode == RECLAIM__HP_OFF)
 		return;
 	if (t->reclaim__hp_mode == RECLAIM__HP_FENCED) {
-		/* A seq_cst exchange is the store-load fence Michael's
-		 * scheme needs (xchg on x86), and ThreadSanitizer models it. */
+#if defined(__SANITIZE_THREAD__)
+		/* GCC's ThreadSanitizer rejects fences (-Wtsan); a seq_cst
+		 * exchange is the same full barrier on x86-64 (xchg). */
 		(void)__atomic_exchange_n(&t->reclaim__hp[slot], (void *)p,
 			__ATOMIC_SEQ_CST);
+#else
+		/* Release: the reader's accesses under the previous value
+		 * happen before a free by a scan that sees this one. The
+		 * fence pairs with the one at the start of a scan (hazard.c);
+		 * on x86-64 it is one locked instruction. */
+		__atomic_store_n(&t->reclaim__hp[slot], (void *)p, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 		/* Owner-only counter: a plain load and store, no lock prefix. */
 		__atomic_store_n(&t->reclaim__fences,
 			__atomic_load_n(&t->reclaim__fences, __ATOMIC_RELAXED) + 1,
@@ -354,6 +400,11 @@ reclaim_needs_validation(const struct reclaim_thread *t)
  * earlier, on this thread, before returning. If the retired list cannot
  * grow (out of memory), @node is leaked and stays counted in pending:
  * freeing it early would be unsafe.
+ * Ordering: the caller's unlink of @node must be ordered before this call by
+ * a seq_cst read-modify-write or a seq_cst fence: the epoch schemes read the
+ * global epoch here and must not read one older than at the unlink
+ * (reclaim/src/domain.c). On x86-64 every locked instruction, so every CAS
+ * of any memory order, is such a barrier.
  * Thread-safety: only @t's thread (inside or outside an operation). Each
  * node is retired once.
  */
@@ -393,6 +444,8 @@ struct reclaim_stats {
 	uint64_t to_fallback;      /* QSense switches fast -> fallback */
 	uint64_t to_fast;          /* QSense switches fallback -> fast */
 	uint64_t rooster_wakeups;  /* rooster wake-ups, all CPUs */
+	uint64_t roosters;         /* rooster threads (Cadence, QSense: one per
+	                            * CPU, see reclaim_domain_create()) */
 	uint64_t registered;       /* threads registered now */
 	uint64_t evicted;          /* threads evicted so far */
 	enum reclaim_mode mode;

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * reclaim/src/reclaim_testing.h -- hooks for reclaim's own tests, to reach
+ * states that only a hostile environment produces otherwise. Not part of the
+ * API; C and C++.
+ */
+#ifndef RECLAIM_TESTING_H
+#define RECLAIM_TESTING_H
+
+#include <reclaim/reclaim.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * reclaim__test_task_dir -- make @d look up its threads under @path instead
+ * of /proc/self/task: "TID/stat" files there stand for live threads, and a
+ * missing one for a dead thread, but only while the calling thread's own
+ * entry is there (an empty directory is what a process that lost /proc
+ * sees). Call it while no other thread is inside a call on @d; threads
+ * registered before keep the start times read from /proc.
+ * Return: 0, or -errno from opening @path.
+ */
+int reclaim__test_task_dir(struct reclaim_domain *d, const char *path);
+
+/*
+ * reclaim__test_claim -- claim a slot of @d for the calling thread and leave
+ * it half-registered (CLAIMED), as a thread that dies inside
+ * reclaim_thread_register() would.
+ * Return: 0, or -ENOSPC.
+ */
+int reclaim__test_claim(struct reclaim_domain *d);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECLAIM_TESTING_H */
