@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# benchmarks/bench_lib.sh -- what run_mcas.sh and run_onll.sh share: the
-# command line, the build, running a benchmark binary into a JSON file, and
-# the report. Sourced by them (bash, set -euo pipefail), not run.
+# benchmarks/bench_lib.sh -- what run_mcas.sh, run_onll.sh and
+# run_reclaim.sh share: the command line, the build, running a benchmark
+# binary into a JSON file, and the report. Sourced by them (bash, set -euo
+# pipefail), not run.
 #
 # The sourcing script sets prog (the prefix of its messages), then calls
 #   bench_init "$@"             --help (the script's header comment), the

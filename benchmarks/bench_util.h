@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // benchmarks/bench_util.h -- what every benchmark binary (mcas_array_bench,
-// dll_bench, onll_bench) shares: a pm/ pool on a RAM file system with real
-// persistent flushes, the thread counts, a barrier, a per-thread random
-// generator, counter structs summed across a run's threads, per-thread
-// snapshots of pm_cost and a library's statistics, the outline of one
-// thread's part in a run on a shared fixture (ThreadRun), registration,
-// and a main() that forces PMEM_IS_PMEM_FORCE=1 and defaults to short runs.
+// dll_bench, onll_bench, reclaim_bench) shares: a pm/ pool on a RAM file
+// system with real persistent flushes, the thread counts, a barrier, a
+// per-thread random generator, counter structs summed across a run's
+// threads, per-thread snapshots of pm_cost and a library's statistics, the
+// outline of one thread's part in a run on a shared fixture (ThreadRun),
+// registration, and a main() that forces PMEM_IS_PMEM_FORCE=1 (for the
+// binaries with pools) and defaults to short runs.
 // benchmarks/mcas_bench.h adds what the two MCAS benchmarks share.
 //
 // Runs are multi-threaded Google Benchmark runs (->Threads(n)): thread 0 is
@@ -44,9 +45,9 @@ inline const std::vector<int> &ThreadCounts()
 	return t;
 }
 
-// An unsigned from environment variable @name, or @dflt if it is unset or
-// not a number.
-inline unsigned EnvUnsigned(const char *name, unsigned dflt)
+// An unsigned from environment variable @name, or @dflt if it is unset, not
+// a number or above @max.
+inline unsigned EnvUnsigned(const char *name, unsigned dflt, unsigned max = 1u << 20)
 {
 	const char *s = std::getenv(name);
 	char *end;
@@ -54,7 +55,7 @@ inline unsigned EnvUnsigned(const char *name, unsigned dflt)
 	if (s == nullptr || *s == '\0')
 		return dflt;
 	unsigned long v = std::strtoul(s, &end, 10);
-	return *end == '\0' && v <= 1u << 20 ? static_cast<unsigned>(v) : dflt;
+	return *end == '\0' && v <= max ? static_cast<unsigned>(v) : dflt;
 }
 
 // The binary's name (messages, pool file names) and the directory of its
@@ -432,7 +433,9 @@ inline double Ratio(double num, double den)
 // What Main() needs of one benchmark binary.
 struct Program {
 	const char *name;         // e.g. "onll_bench": messages, pool file names
-	const char *pool_dir_env; // environment variable naming the pool directory
+	const char *pool_dir_env; // environment variable naming the pool directory;
+	                          // null for a binary without pools (reclaim_bench):
+	                          // no PMEM forcing, no --pool_dir, no pool context
 	void (*register_all)();   // registers the benchmarks
 	void (*add_context)();    // after the flags: the binary's own context
 	void (*cleanup)();        // after the runs: releases the last fixture
@@ -459,26 +462,30 @@ inline void ForcePmem(const char *name)
 
 // main() of every benchmark: forces real persistent flushes (ForcePmem()),
 // takes the pool directory from $@p.pool_dir_env or --pool_dir=DIR (default
-// /dev/shm), defaults --benchmark_min_time to 0.3 s (a later flag on the
-// command line overrides it), runs what @p.register_all registered with
-// the context PMEM_IS_PMEM_FORCE, pool_dir and what @p.add_context adds,
+// /dev/shm) -- both skipped when @p.pool_dir_env is null --, defaults
+// --benchmark_min_time to 0.3 s (a later flag on the command line
+// overrides it), runs what @p.register_all registered with the context
+// PMEM_IS_PMEM_FORCE, pool_dir (with pools) and what @p.add_context adds,
 // then calls @p.cleanup.
 inline int Main(int argc, char **argv, const Program &p)
 {
 	Settings &g = Global();
 
 	g.name = p.name;
-	ForcePmem(p.name);
-	const char *dir = std::getenv(p.pool_dir_env);
-	if (dir != nullptr && *dir != '\0')
-		g.pool_dir = dir;
+	const bool pools = p.pool_dir_env != nullptr;
+	if (pools) {
+		ForcePmem(p.name);
+		const char *dir = std::getenv(p.pool_dir_env);
+		if (dir != nullptr && *dir != '\0')
+			g.pool_dir = dir;
+	}
 
 	std::string min_flag = "--benchmark_min_time=0.3";
 	std::vector<char *> args;
 	args.push_back(argv[0]);
 	args.push_back(&min_flag[0]);
 	for (int i = 1; i < argc; i++) {
-		if (std::strncmp(argv[i], "--pool_dir=", 11) == 0)
+		if (pools && std::strncmp(argv[i], "--pool_dir=", 11) == 0)
 			g.pool_dir = argv[i] + 11;
 		else
 			args.push_back(argv[i]);
@@ -490,9 +497,11 @@ inline int Main(int argc, char **argv, const Program &p)
 	benchmark::Initialize(&n, args.data());
 	if (benchmark::ReportUnrecognizedArguments(n, args.data()))
 		return 1;
-	const char *force = std::getenv("PMEM_IS_PMEM_FORCE");
-	benchmark::AddCustomContext("PMEM_IS_PMEM_FORCE", force != nullptr ? force : "unset");
-	benchmark::AddCustomContext("pool_dir", g.pool_dir);
+	if (pools) {
+		const char *force = std::getenv("PMEM_IS_PMEM_FORCE");
+		benchmark::AddCustomContext("PMEM_IS_PMEM_FORCE", force != nullptr ? force : "unset");
+		benchmark::AddCustomContext("pool_dir", g.pool_dir);
+	}
 	p.add_context();
 	benchmark::RunSpecifiedBenchmarks();
 	p.cleanup();

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""report_util.py -- what benchmarks/onll_report.py and mcas_report.py share:
-the command line, reading Google Benchmark JSON into rows, the CSV of every
-run, the median table, number formatting, the markdown header and the plot
-helpers, and main() tying them together.
+"""report_util.py -- what benchmarks/onll_report.py, mcas_report.py and
+reclaim_report.py share: the command line, reading Google Benchmark JSON
+into rows, the CSV of every run, the median table, number formatting, the
+markdown header and the plot helpers, and main() tying them together.
 
 Not a script: the two reports import it from their own directory (Python
 puts a script's directory first on sys.path, so this works from any cwd).
@@ -35,7 +35,7 @@ def log(msg):
     print("%s: %s" % (_prog, msg), file=sys.stderr)
 
 
-def parse_args(argv, prog, doc, pattern):
+def parse_args(argv, prog, doc, pattern, add_args=None):
     p = argparse.ArgumentParser(
         prog=prog + ".py",
         description=doc.split("\n\n")[0],
@@ -49,6 +49,8 @@ def parse_args(argv, prog, doc, pattern):
     p.add_argument("--out", default=None,
                    help="output directory (default: the --results directory)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    if add_args:
+        add_args(p)
     return p.parse_args(argv)
 
 
@@ -235,15 +237,20 @@ def pyplot():
 
 
 def main(argv, name, doc, pattern, what, parse_name, config_cols, counters, table,
-         markdown, plot):
+         markdown, plot, add_args=None, on_args=None):
     """The script <@name>_report.py: reads the JSON (@argv's files, or the
     @pattern ones in --results), writes <@name>_runs.csv with @config_cols,
     the @table of the rows, <@name>_report.md (@markdown(table, context)
     gives its lines) and the plots (@plot(plt, table, outdir)). Returns the
-    exit status; @what names the runs in the message when there are none."""
+    exit status; @what names the runs in the message when there are none.
+    A report with more inputs than the JSON adds its options with
+    @add_args(parser) and reads them in @on_args(args), called before the
+    JSON is read."""
     global _prog
     _prog = name + "_report"
-    args = parse_args(argv, _prog, doc, pattern)
+    args = parse_args(argv, _prog, doc, pattern, add_args)
+    if on_args:
+        on_args(args)
     paths = args.inputs or sorted(glob.glob(os.path.join(args.results, pattern)))
     if not paths:
         log("no JSON files given or found in %s" % args.results)
