@@ -61,6 +61,8 @@
 #include <string.h>
 
 #include <ds/hmlist.h>
+
+#include "lf_link.h"
 #include <reclaim/reclaim.h>
 
 #define HM_MARK ((uintptr_t)1)
@@ -84,24 +86,6 @@ static inline struct hm_node *
 hm_ptr(uintptr_t w)
 {
 	return (struct hm_node *)(w & ~HM_MARK);
-}
-
-/* hm_load -- a next word; acquire pairs with the release CAS that installed
- * the value (insert's link publishes the node's key and next). */
-static inline uintptr_t
-hm_load(_Atomic uintptr_t *p)
-{
-	return atomic_load_explicit(p, memory_order_acquire);
-}
-
-/* hm_cas -- CAS a next word from @expected to @desired; release publishes a
- * new node's fields to acquiring readers, acquire orders the success before
- * what follows (retirement). */
-static inline bool
-hm_cas(_Atomic uintptr_t *p, uintptr_t expected, uintptr_t desired)
-{
-	return atomic_compare_exchange_strong_explicit(p, &expected, desired,
-		memory_order_acq_rel, memory_order_acquire);
 }
 
 /* hm_free -- the list's node release. */
@@ -131,7 +115,7 @@ hm_search(struct ds_hmlist *l, struct reclaim_thread *t, bool validate, uint64_t
 retry:
 	left = &l->head;
 	rslot = 0;
-	right = hm_ptr(hm_load(&left->next)); /* the head is never marked */
+	right = hm_ptr(ds__link_load(&left->next)); /* the head is never marked */
 	for (;;) {
 		if (right == tail)
 			break;
@@ -139,13 +123,13 @@ retry:
 			reclaim_protect(t, rslot, right);
 			/* Re-read after publishing (reclaim.h): right is still
 			 * linked, behind an unmarked left. */
-			if (hm_load(&left->next) != (uintptr_t)right)
+			if (ds__link_load(&left->next) != (uintptr_t)right)
 				goto retry;
 		}
-		uintptr_t rnext = hm_load(&right->next);
+		uintptr_t rnext = ds__link_load(&right->next);
 		if (rnext & HM_MARK) {
 			/* right is logically deleted: unlink it (I2). */
-			if (!hm_cas(&left->next, (uintptr_t)right, rnext & ~HM_MARK))
+			if (!ds__link_cas(&left->next, (uintptr_t)right, rnext & ~HM_MARK))
 				goto retry;
 			/* Our CAS unlinked it, so we retire it (I3: only once).
 			 * It stays protected by rslot until overwritten. */
@@ -250,7 +234,7 @@ ds_hmlist_insert(struct ds_hmlist *l, struct reclaim_thread *t, uint64_t key)
 		atomic_store_explicit(&node->next, (uintptr_t)right, memory_order_relaxed);
 		/* Release: publishes key and next (pairs with hm_load). Fails
 		 * if left was marked or right is no longer its successor. */
-		if (hm_cas(&left->next, (uintptr_t)right, (uintptr_t)node)) {
+		if (ds__link_cas(&left->next, (uintptr_t)right, (uintptr_t)node)) {
 			node = NULL;
 			ret = 1;
 			break;
@@ -278,7 +262,7 @@ ds_hmlist_remove(struct ds_hmlist *l, struct reclaim_thread *t, uint64_t key)
 		ret = 0;
 		goto out;
 	}
-	rnext = hm_load(&right->next);
+	rnext = ds__link_load(&right->next);
 	while (!(rnext & HM_MARK)) {
 		/* The linearization point: right is logically deleted. A
 		 * failure reloads rnext (a node was inserted after right, or
@@ -295,7 +279,7 @@ marked:
 	ret = 1;
 	/* Unlink it ourselves, or let a search do it (and retire it): the
 	 * search for @key cannot get past a marked node with key @key. */
-	if (hm_cas(&left->next, (uintptr_t)right, rnext))
+	if (ds__link_cas(&left->next, (uintptr_t)right, rnext))
 		reclaim_retire(t, right, l->free_fn, l->free_ctx);
 	else
 		(void)hm_search(l, t, validate, key, &left);
@@ -335,21 +319,6 @@ ds_hmlist_size(const struct ds_hmlist *l)
 	return n;
 }
 
-/* hm_fail -- format a check() violation into @buf. */
-static int hm_fail(char *buf, size_t buflen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int
-hm_fail(char *buf, size_t buflen, const char *fmt, ...)
-{
-	if (buf != NULL && buflen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(buf, buflen, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
-
 int
 ds_hmlist_check(const struct ds_hmlist *l, char *buf, size_t buflen)
 {
@@ -359,27 +328,27 @@ ds_hmlist_check(const struct ds_hmlist *l, char *buf, size_t buflen)
 		return -EINVAL;
 	uintptr_t w = atomic_load_explicit(&l->head.next, memory_order_acquire);
 	if (w & HM_MARK)
-		return hm_fail(buf, buflen, "head's next pointer is marked");
+		return ds__check_fail(buf, buflen, "head's next pointer is marked");
 	if (l->tail.key != UINT64_MAX || atomic_load_explicit(&l->tail.next,
 		memory_order_relaxed) != 0)
-		return hm_fail(buf, buflen, "tail sentinel overwritten");
+		return ds__check_fail(buf, buflen, "tail sentinel overwritten");
 	size_t i = 0;
 	bool first = true;
 	uint64_t prev = 0;
 	const struct hm_node *p = hm_ptr(w);
 	while (p != &l->tail) {
 		if (p == NULL)
-			return hm_fail(buf, buflen, "node %zu: NULL link before the tail", i);
+			return ds__check_fail(buf, buflen, "node %zu: NULL link before the tail", i);
 		if (p->key > DS_HMLIST_KEY_MAX)
-			return hm_fail(buf, buflen, "node %zu: key %llu out of range", i,
+			return ds__check_fail(buf, buflen, "node %zu: key %llu out of range", i,
 				(unsigned long long)p->key);
 		if (!first && p->key <= prev)
-			return hm_fail(buf, buflen,
+			return ds__check_fail(buf, buflen,
 				"node %zu: key %llu after %llu (not strictly increasing)", i,
 				(unsigned long long)p->key, (unsigned long long)prev);
 		w = atomic_load_explicit(&p->next, memory_order_acquire);
 		if (w & HM_MARK)
-			return hm_fail(buf, buflen, "node %zu (key %llu) is marked but still linked",
+			return ds__check_fail(buf, buflen, "node %zu (key %llu) is marked but still linked",
 				i, (unsigned long long)p->key);
 		prev = p->key;
 		first = false;

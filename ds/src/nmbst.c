@@ -87,6 +87,8 @@
 #include <string.h>
 
 #include <ds/nmbst.h>
+
+#include "lf_link.h"
 #include <reclaim/reclaim.h>
 
 #include "ds/src/nmbst_testing.h"
@@ -147,23 +149,6 @@ nm_bit(unsigned slot)
 	return 1u << slot;
 }
 
-/* nm_load -- an edge; acquire pairs with the release CAS that installed it
- * (an insert publishing its nodes) or the fetch_or that tagged it. */
-static inline uintptr_t
-nm_load(_Atomic uintptr_t *p)
-{
-	return atomic_load_explicit(p, memory_order_acquire);
-}
-
-/* nm_cas -- CAS an edge; release publishes new nodes to acquiring readers,
- * acquire orders a success before the retirement walk. */
-static inline bool
-nm_cas(_Atomic uintptr_t *p, uintptr_t expected, uintptr_t desired)
-{
-	return atomic_compare_exchange_strong_explicit(p, &expected, desired,
-		memory_order_acq_rel, memory_order_acquire);
-}
-
 /* nm_free -- the tree's release of a non-sentinel node. */
 static void
 nm_free(const struct ds_nmbst *b, struct nm_node *n)
@@ -197,17 +182,17 @@ retry:
 	anc = b->r;
 	succ = par = b->s;
 	sa = ss = sp = NM_NOSLOT;
-	pf = nm_load(&b->s->child[0]);
+	pf = ds__link_load(&b->s->child[0]);
 	leaf = nm_ptr(pf);
 	sl = (unsigned)__builtin_ctz(allowed);
 	if (validate) {
 		reclaim_protect(t, sl, leaf);
-		if (nm_load(&b->s->child[0]) != pf)
+		if (ds__link_load(&b->s->child[0]) != pf)
 			goto retry;
 	}
 	for (;;) {
 		unsigned d = nm_dir(key, leaf->key);
-		uintptr_t cf = nm_load(&leaf->child[d]);
+		uintptr_t cf = ds__link_load(&leaf->child[d]);
 		struct nm_node *cur = nm_ptr(cf);
 		if (cur == NULL)
 			break; /* leaf is a leaf */
@@ -228,9 +213,9 @@ retry:
 			reclaim_protect(t, cs, cur);
 			/* Re-read after publishing (reclaim.h). */
 			if (!(cf & NM_BITS)) {
-				if (nm_load(&leaf->child[d]) != cf)
+				if (ds__link_load(&leaf->child[d]) != cf)
 					goto retry;
-			} else if (nm_load(&nanc->child[nm_dir(key, nanc->key)]) !=
+			} else if (ds__link_load(&nanc->child[nm_dir(key, nanc->key)]) !=
 				   (uintptr_t)nsucc) {
 				goto retry;
 			}
@@ -270,13 +255,13 @@ nm_retire_cut(const struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key,
 	struct nm_node *x = succ;
 	while (x != par) {
 		unsigned d = nm_dir(key, x->key);
-		struct nm_node *off = nm_ptr(nm_load(&x->child[d ^ 1u]));  /* flagged leaf */
-		struct nm_node *next = nm_ptr(nm_load(&x->child[d]));      /* tagged edge */
+		struct nm_node *off = nm_ptr(ds__link_load(&x->child[d ^ 1u]));  /* flagged leaf */
+		struct nm_node *next = nm_ptr(ds__link_load(&x->child[d]));      /* tagged edge */
 		nm_retire(b, t, off);
 		nm_retire(b, t, x);
 		x = next;
 	}
-	nm_retire(b, t, nm_ptr(nm_load(&par->child[gone])));
+	nm_retire(b, t, nm_ptr(ds__link_load(&par->child[gone])));
 	nm_retire(b, t, par);
 }
 
@@ -297,7 +282,7 @@ nm_cleanup(const struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key,
 	_Atomic uintptr_t *child_addr = &par->child[d];
 	_Atomic uintptr_t *sib_addr = &par->child[d ^ 1u];
 	unsigned gone = d;
-	uintptr_t cv = nm_load(child_addr);
+	uintptr_t cv = ds__link_load(child_addr);
 	if (!(cv & NM_BITS))
 		return false; /* not a cleanup situation (cannot happen, see callers) */
 	if (!(cv & NM_FLAG)) {
@@ -312,9 +297,9 @@ nm_cleanup(const struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key,
 	void (*hook)(uint64_t) = __atomic_load_n(&ds_nmbst__cleanup_hook, __ATOMIC_RELAXED);
 	if (hook != NULL)
 		hook(key);
-	uintptr_t sv = nm_load(sib_addr);
+	uintptr_t sv = ds__link_load(sib_addr);
 	uintptr_t nv = (sv & ~NM_BITS) | (sv & NM_FLAG);
-	if (!nm_cas(succ_addr, (uintptr_t)succ, nv))
+	if (!ds__link_cas(succ_addr, (uintptr_t)succ, nv))
 		return false;
 	nm_retire_cut(b, t, key, succ, par, gone);
 	return true;
@@ -457,14 +442,14 @@ ds_nmbst_insert(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key)
 			memory_order_relaxed);
 		/* The linearization point. Release: publishes ni and nl (pairs
 		 * with nm_load). */
-		if (nm_cas(child_addr, (uintptr_t)leaf, (uintptr_t)ni)) {
+		if (ds__link_cas(child_addr, (uintptr_t)leaf, (uintptr_t)ni)) {
 			ni = nl = NULL;
 			ret = 1;
 			break;
 		}
 		/* Help the remove that flagged or tagged this edge, if it still
 		 * points to our leaf, then retry. */
-		uintptr_t cv = nm_load(child_addr);
+		uintptr_t cv = ds__link_load(child_addr);
 		if (nm_ptr(cv) == leaf && (cv & NM_BITS))
 			(void)nm_cleanup(b, t, key, &r);
 	}
@@ -497,7 +482,7 @@ ds_nmbst_remove(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key)
 			}
 			_Atomic uintptr_t *child_addr = &r.par->child[nm_dir(key, r.par->key)];
 			/* Injection: the flag makes the remove irrevocable. */
-			if (nm_cas(child_addr, (uintptr_t)leaf, (uintptr_t)leaf | NM_FLAG)) {
+			if (ds__link_cas(child_addr, (uintptr_t)leaf, (uintptr_t)leaf | NM_FLAG)) {
 				flagged = leaf;
 				/* Keep it protected where it is: later seeks use
 				 * the other four slots (no copy, see above). */
@@ -507,7 +492,7 @@ ds_nmbst_remove(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key)
 					break;
 				}
 			} else {
-				uintptr_t cv = nm_load(child_addr);
+				uintptr_t cv = ds__link_load(child_addr);
 				if (nm_ptr(cv) == leaf && (cv & NM_BITS))
 					(void)nm_cleanup(b, t, key, &r);
 			}
@@ -544,21 +529,6 @@ ds_nmbst_contains(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key)
 	return ret;
 }
 
-/* nm_fail -- format a check() violation into @buf. */
-static int nm_fail(char *buf, size_t buflen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int
-nm_fail(char *buf, size_t buflen, const char *fmt, ...)
-{
-	if (buf != NULL && buflen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(buf, buflen, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
-
 /* One pending subtree of the walk: every key in it must be in [lo, hi]. */
 struct nm_frame {
 	const struct nm_node *n;
@@ -586,19 +556,19 @@ nm_walk(const struct ds_nmbst *b, bool check, size_t *count, char *buf, size_t b
 		uintptr_t l = atomic_load_explicit(&n->child[0], memory_order_acquire);
 		uintptr_t r = atomic_load_explicit(&n->child[1], memory_order_acquire);
 		if (check && ((l | r) & NM_BITS)) {
-			ret = nm_fail(buf, buflen, "node %llu has a flagged or tagged edge",
+			ret = ds__check_fail(buf, buflen, "node %llu has a flagged or tagged edge",
 				(unsigned long long)n->key);
 			break;
 		}
 		if (check && (n->key < f.lo || n->key > f.hi)) {
-			ret = nm_fail(buf, buflen, "node %llu outside its range [%llu, %llu]",
+			ret = ds__check_fail(buf, buflen, "node %llu outside its range [%llu, %llu]",
 				(unsigned long long)n->key, (unsigned long long)f.lo,
 				(unsigned long long)f.hi);
 			break;
 		}
 		if (l == 0 && r == 0) {
 			if (check && leaves > 0 && n->key <= prev) {
-				ret = nm_fail(buf, buflen, "leaf %llu after leaf %llu in order",
+				ret = ds__check_fail(buf, buflen, "leaf %llu after leaf %llu in order",
 					(unsigned long long)n->key, (unsigned long long)prev);
 				break;
 			}
@@ -609,12 +579,12 @@ nm_walk(const struct ds_nmbst *b, bool check, size_t *count, char *buf, size_t b
 			continue;
 		}
 		if (check && (l == 0 || r == 0)) {
-			ret = nm_fail(buf, buflen, "internal node %llu has one child",
+			ret = ds__check_fail(buf, buflen, "internal node %llu has one child",
 				(unsigned long long)n->key);
 			break;
 		}
 		if (check && n->key <= f.lo) {
-			ret = nm_fail(buf, buflen, "internal node %llu leaves no key to its left",
+			ret = ds__check_fail(buf, buflen, "internal node %llu leaves no key to its left",
 				(unsigned long long)n->key);
 			break;
 		}
@@ -644,9 +614,9 @@ nm_walk(const struct ds_nmbst *b, bool check, size_t *count, char *buf, size_t b
 			    b->leaf[1] ||
 		    b->leaf[0]->key != NM_INF0 || b->leaf[1]->key != NM_INF1 ||
 		    b->leaf[2]->key != NM_INF2)
-			ret = nm_fail(buf, buflen, "sentinel frame broken");
+			ret = ds__check_fail(buf, buflen, "sentinel frame broken");
 		else if (leaves != users + 3)
-			ret = nm_fail(buf, buflen, "%zu leaves, %zu user keys: sentinel leaves "
+			ret = ds__check_fail(buf, buflen, "%zu leaves, %zu user keys: sentinel leaves "
 				"missing or duplicated", leaves, users);
 	}
 	*count = users;

@@ -90,6 +90,8 @@
 #include <string.h>
 
 #include <ds/skiplist.h>
+
+#include "lf_link.h"
 #include <reclaim/reclaim.h>
 
 #define SL_MARK ((uintptr_t)1)
@@ -122,23 +124,6 @@ static inline struct sl_node *
 sl_ptr(uintptr_t w)
 {
 	return (struct sl_node *)(w & ~SL_MARK);
-}
-
-/* sl_load -- a next word; acquire pairs with the release CAS that linked
- * the node it names (publishing its key, height and next words). */
-static inline uintptr_t
-sl_load(_Atomic uintptr_t *p)
-{
-	return atomic_load_explicit(p, memory_order_acquire);
-}
-
-/* sl_cas -- CAS a next word; release publishes a new node to acquiring
- * readers (sl_load), acquire orders a success before what follows. */
-static inline bool
-sl_cas(_Atomic uintptr_t *p, uintptr_t expected, uintptr_t desired)
-{
-	return atomic_compare_exchange_strong_explicit(p, &expected, desired,
-		memory_order_acq_rel, memory_order_acquire);
 }
 
 /* Per-thread xorshift64* state for node heights; 0 = not seeded yet. */
@@ -206,7 +191,7 @@ sl_search(const struct ds_skiplist *s, struct reclaim_thread *t, bool validate, 
 retry:
 	pred = head;
 	for (int i = (int)s->levels - 1; i >= 0; i--) {
-		uintptr_t w = sl_load(&pred->next[i]);
+		uintptr_t w = ds__link_load(&pred->next[i]);
 		if (w & SL_MARK)
 			goto retry; /* pred is being deleted at this level */
 		cur = (struct sl_node *)w;
@@ -218,14 +203,14 @@ retry:
 				reclaim_protect(t, cslot, cur);
 				/* Re-read after publishing (reclaim.h): cur is
 				 * still linked here, behind an unmarked pred. */
-				if (sl_load(&pred->next[i]) != (uintptr_t)cur)
+				if (ds__link_load(&pred->next[i]) != (uintptr_t)cur)
 					goto retry;
 			}
-			uintptr_t nw = sl_load(&cur->next[i]);
+			uintptr_t nw = ds__link_load(&cur->next[i]);
 			if (nw & SL_MARK) {
 				/* cur is deleted at level i: unlink it (I2). Its
 				 * retirement is the full delete's business. */
-				if (!sl_cas(&pred->next[i], (uintptr_t)cur, nw & ~SL_MARK))
+				if (!ds__link_cas(&pred->next[i], (uintptr_t)cur, nw & ~SL_MARK))
 					goto retry;
 				cur = sl_ptr(nw);
 				continue;
@@ -379,7 +364,7 @@ ds_skiplist_insert(struct ds_skiplist *s, struct reclaim_thread *t, uint64_t key
 				memory_order_relaxed);
 		/* The linearization point. Release: publishes key, height,
 		 * state and next[] (pairs with sl_load). */
-		if (sl_cas(&preds[0]->next[0], (uintptr_t)succs[0], (uintptr_t)node))
+		if (ds__link_cas(&preds[0]->next[0], (uintptr_t)succs[0], (uintptr_t)node))
 			break;
 	}
 	ret = 1;
@@ -388,18 +373,18 @@ ds_skiplist_insert(struct ds_skiplist *s, struct reclaim_thread *t, uint64_t key
 	for (unsigned i = 1; i < h; i++) {
 		for (;;) {
 			struct sl_node *pred = preds[i], *succ = succs[i];
-			uintptr_t nw = sl_load(&node->next[i]);
+			uintptr_t nw = ds__link_load(&node->next[i]);
 			if (nw & SL_MARK)
 				goto linked; /* being removed: stop linking */
 			/* Make next[i] the current successor before linking; a
 			 * failure means a remover marked it. */
-			if (nw != (uintptr_t)succ && !sl_cas(&node->next[i], nw, (uintptr_t)succ))
+			if (nw != (uintptr_t)succ && !ds__link_cas(&node->next[i], nw, (uintptr_t)succ))
 				goto linked;
 			/* succ->key == key: our node was deleted and the key
 			 * inserted again (I4); never link next to it -- the next
 			 * round finds next[i] marked. */
 			if (succ->key != key &&
-			    sl_cas(&pred->next[i], (uintptr_t)succ, (uintptr_t)node))
+			    ds__link_cas(&pred->next[i], (uintptr_t)succ, (uintptr_t)node))
 				break;
 			sl_search(s, t, validate, key, preds, succs);
 		}
@@ -433,13 +418,13 @@ ds_skiplist_remove(struct ds_skiplist *s, struct reclaim_thread *t, uint64_t key
 		goto out;
 	/* Mark top-down (I1), so that a marked level 0 implies every level. */
 	for (unsigned i = x->height - 1; i >= 1; i--) {
-		uintptr_t w = sl_load(&x->next[i]);
+		uintptr_t w = ds__link_load(&x->next[i]);
 		while (!(w & SL_MARK) &&
 		       !atomic_compare_exchange_weak_explicit(&x->next[i], &w, w | SL_MARK,
 			       memory_order_acq_rel, memory_order_acquire))
 			;
 	}
-	uintptr_t w = sl_load(&x->next[0]);
+	uintptr_t w = ds__link_load(&x->next[0]);
 	for (;;) {
 		if (w & SL_MARK)
 			goto out; /* another remover won: the key was absent after its mark */
@@ -488,21 +473,6 @@ ds_skiplist_size(const struct ds_skiplist *s)
 	return n;
 }
 
-/* sl_fail -- format a check() violation into @buf. */
-static int sl_fail(char *buf, size_t buflen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int
-sl_fail(char *buf, size_t buflen, const char *fmt, ...)
-{
-	if (buf != NULL && buflen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(buf, buflen, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
-
 /*
  * sl_walk -- walk level @i, checking order, marks and heights; if @below is
  * not NULL, every node must appear, in order, in @below[0 .. @nbelow-1]
@@ -518,32 +488,32 @@ sl_walk(const struct ds_skiplist *s, unsigned i, const struct sl_node **below, s
 	uint64_t prev = 0;
 	uintptr_t w = atomic_load_explicit(&s->head->next[i], memory_order_acquire);
 	if (w & SL_MARK)
-		return sl_fail(buf, buflen, "level %u: head's next pointer is marked", i);
+		return ds__check_fail(buf, buflen, "level %u: head's next pointer is marked", i);
 	const struct sl_node *p = sl_ptr(w);
 	while (p != s->tail) {
 		if (p == NULL)
-			return sl_fail(buf, buflen, "level %u, node %zu: NULL link before the tail",
+			return ds__check_fail(buf, buflen, "level %u, node %zu: NULL link before the tail",
 				i, cnt);
 		if (p->height <= i || p->height > s->levels)
-			return sl_fail(buf, buflen, "level %u, node %zu (key %llu): height %u",
+			return ds__check_fail(buf, buflen, "level %u, node %zu (key %llu): height %u",
 				i, cnt, (unsigned long long)p->key, p->height);
 		if (p->key > DS_SKIPLIST_KEY_MAX)
-			return sl_fail(buf, buflen, "level %u, node %zu: key %llu out of range",
+			return ds__check_fail(buf, buflen, "level %u, node %zu: key %llu out of range",
 				i, cnt, (unsigned long long)p->key);
 		if (!first && p->key <= prev)
-			return sl_fail(buf, buflen,
+			return ds__check_fail(buf, buflen,
 				"level %u, node %zu: key %llu after %llu (not strictly increasing)",
 				i, cnt, (unsigned long long)p->key, (unsigned long long)prev);
 		w = atomic_load_explicit(&p->next[i], memory_order_acquire);
 		if (w & SL_MARK)
-			return sl_fail(buf, buflen,
+			return ds__check_fail(buf, buflen,
 				"level %u, node %zu (key %llu) is marked but still linked",
 				i, cnt, (unsigned long long)p->key);
 		if (below != NULL) {
 			while (j < nbelow && below[j] != p)
 				j++;
 			if (j == nbelow)
-				return sl_fail(buf, buflen,
+				return ds__check_fail(buf, buflen,
 					"level %u: node with key %llu is not linked at level %u",
 					i, (unsigned long long)p->key, i - 1);
 			j++;
@@ -567,10 +537,10 @@ ds_skiplist_check(const struct ds_skiplist *s, char *buf, size_t buflen)
 	if (s == NULL)
 		return -EINVAL;
 	if (s->head->height != s->levels || s->tail->key != UINT64_MAX)
-		return sl_fail(buf, buflen, "sentinels overwritten");
+		return ds__check_fail(buf, buflen, "sentinels overwritten");
 	for (unsigned i = 0; i < s->levels; i++)
 		if (atomic_load_explicit(&s->tail->next[i], memory_order_relaxed) != 0)
-			return sl_fail(buf, buflen, "tail's next pointer at level %u is set", i);
+			return ds__check_fail(buf, buflen, "tail's next pointer at level %u is set", i);
 	size_t n0;
 	int ret = sl_walk(s, 0, NULL, 0, NULL, &n0, buf, buflen);
 	if (ret != 0)
@@ -585,7 +555,7 @@ ds_skiplist_check(const struct ds_skiplist *s, char *buf, size_t buflen)
 	size_t na;
 	ret = sl_walk(s, 0, NULL, 0, a, &na, buf, buflen);
 	if (ret == 0 && na != n0)
-		ret = sl_fail(buf, buflen, "level 0 changed during the check");
+		ret = ds__check_fail(buf, buflen, "level 0 changed during the check");
 	for (unsigned i = 1; ret == 0 && i < s->levels; i++) {
 		size_t nb;
 		ret = sl_walk(s, i, a, na, b, &nb, buf, buflen);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ds/src/lf_link.h -- what the three sets on reclaim/ (hmlist.c, skiplist.c,
+ * nmbst.c) share: loading and CASing a link word (a node address with mark,
+ * flag or tag bits in its low bits), and formatting a check() violation.
+ * Not installed.
+ */
+#ifndef DS_SRC_LF_LINK_H
+#define DS_SRC_LF_LINK_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * ds__link_load -- a link word. Acquire pairs with the release CAS (or
+ * fetch_or) that installed it, so the fields of a node published by a link
+ * are visible to whoever loads the link.
+ */
+static inline uintptr_t
+ds__link_load(_Atomic uintptr_t *p)
+{
+	return atomic_load_explicit(p, memory_order_acquire);
+}
+
+/*
+ * ds__link_cas -- CAS a link word from @expected to @desired. Release
+ * publishes a new node's fields to acquiring readers; acquire orders a
+ * success before what follows it (retirement of what it cut off).
+ */
+static inline bool
+ds__link_cas(_Atomic uintptr_t *p, uintptr_t expected, uintptr_t desired)
+{
+	return atomic_compare_exchange_strong_explicit(p, &expected, desired,
+		memory_order_acq_rel, memory_order_acquire);
+}
+
+/*
+ * ds__check_fail -- format a check() violation into @buf (if any) and
+ * return -EUCLEAN, the code every set's check() reports a violation with.
+ */
+static inline int __attribute__((format(printf, 3, 4)))
+ds__check_fail(char *buf, size_t buflen, const char *fmt, ...)
+{
+	if (buf != NULL && buflen > 0) {
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(buf, buflen, fmt, ap);
+		va_end(ap);
+	}
+	return -EUCLEAN;
+}
+
+#endif /* DS_SRC_LF_LINK_H */
