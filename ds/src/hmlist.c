@@ -53,10 +53,8 @@
  */
 #include <errno.h>
 #include <stdalign.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
