@@ -145,22 +145,6 @@ retry:
 	return right;
 }
 
-/* hm_domain_ok -- whether @d gives each thread enough hazard slots. */
-static bool
-hm_domain_ok(struct reclaim_domain *d)
-{
-	struct reclaim_config cfg;
-	reclaim_domain_config(d, &cfg);
-	switch (cfg.scheme) {
-	case RECLAIM_HP:
-	case RECLAIM_CADENCE:
-	case RECLAIM_QSENSE:
-		return cfg.hazards_per_thread >= DS_HMLIST_HAZARDS;
-	default:
-		return true;
-	}
-}
-
 int
 ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
 	struct ds_hmlist **out)
@@ -168,7 +152,7 @@ ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *fre
 	if (d == NULL || out == NULL)
 		return -EINVAL;
 	*out = NULL;
-	if (!hm_domain_ok(d))
+	if (!ds__domain_has_hazards(d, DS_HMLIST_HAZARDS))
 		return -EINVAL;
 	struct ds_hmlist *l = aligned_alloc(64, sizeof(*l));
 	if (l == NULL)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ds/src/lf_link.h -- what the three sets on reclaim/ (hmlist.c, skiplist.c,
- * nmbst.c) share: loading and CASing a link word (a node address with mark,
- * flag or tag bits in its low bits), and formatting a check() violation.
+ * nmbst.c) share: whether a domain gives each thread the hazard slots a
+ * set needs, loading and CASing a link word (a node address with mark, flag
+ * or tag bits in its low bits), and formatting a check() violation.
  * Not installed.
  */
 #ifndef DS_SRC_LF_LINK_H
@@ -15,6 +16,28 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <reclaim/reclaim.h>
+
+/*
+ * ds__domain_has_hazards -- whether @d gives each thread at least @k hazard
+ * slots, where its scheme uses hazard pointers at all (HP, Cadence, QSense).
+ */
+static inline bool
+ds__domain_has_hazards(struct reclaim_domain *d, unsigned k)
+{
+	struct reclaim_config cfg;
+
+	reclaim_domain_config(d, &cfg);
+	switch (cfg.scheme) {
+	case RECLAIM_HP:
+	case RECLAIM_CADENCE:
+	case RECLAIM_QSENSE:
+		return cfg.hazards_per_thread >= k;
+	default:
+		return true;
+	}
+}
 
 /*
  * ds__link_load -- a link word. Acquire pairs with the release CAS (or

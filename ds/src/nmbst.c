@@ -303,22 +303,6 @@ nm_cleanup(const struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key,
 	return true;
 }
 
-/* nm_domain_ok -- whether @d gives each thread enough hazard slots. */
-static bool
-nm_domain_ok(struct reclaim_domain *d)
-{
-	struct reclaim_config cfg;
-	reclaim_domain_config(d, &cfg);
-	switch (cfg.scheme) {
-	case RECLAIM_HP:
-	case RECLAIM_CADENCE:
-	case RECLAIM_QSENSE:
-		return cfg.hazards_per_thread >= DS_NMBST_HAZARDS;
-	default:
-		return true;
-	}
-}
-
 /* nm_node_new -- a malloc()ed node with @key and children @l, @r. */
 static struct nm_node *
 nm_node_new(uint64_t key, struct nm_node *l, struct nm_node *r)
@@ -339,7 +323,7 @@ ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free
 	if (d == NULL || out == NULL)
 		return -EINVAL;
 	*out = NULL;
-	if (!nm_domain_ok(d))
+	if (!ds__domain_has_hazards(d, DS_NMBST_HAZARDS))
 		return -EINVAL;
 	struct ds_nmbst *b = calloc(1, sizeof(*b));
 	if (b == NULL)

@@ -248,22 +248,6 @@ ds_skiplist_hazards(unsigned levels)
 	return DS_SKIPLIST_HAZARDS(levels);
 }
 
-/* sl_domain_ok -- whether @d gives each thread enough hazard slots. */
-static bool
-sl_domain_ok(struct reclaim_domain *d, unsigned levels)
-{
-	struct reclaim_config cfg;
-	reclaim_domain_config(d, &cfg);
-	switch (cfg.scheme) {
-	case RECLAIM_HP:
-	case RECLAIM_CADENCE:
-	case RECLAIM_QSENSE:
-		return cfg.hazards_per_thread >= DS_SKIPLIST_HAZARDS(levels);
-	default:
-		return true;
-	}
-}
-
 int
 ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn free_fn,
 	void *free_ctx, struct ds_skiplist **out)
@@ -275,7 +259,7 @@ ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn
 		levels = DS_SKIPLIST_DEFAULT_LEVELS;
 	if (levels < DS_SKIPLIST_MIN_LEVELS || levels > DS_SKIPLIST_MAX_LEVELS)
 		return -EINVAL;
-	if (!sl_domain_ok(d, levels))
+	if (!ds__domain_has_hazards(d, DS_SKIPLIST_HAZARDS(levels)))
 		return -EINVAL;
 	struct ds_skiplist *s = calloc(1, sizeof(*s));
 	if (s == NULL)
