@@ -4,9 +4,12 @@
  *
  * Nodes. A node is a 64-byte header {status, level, n, aux} followed by
  * `cap` 24-byte records {w, key, value}. level is 0 for leaves. status is an
- * MCAS target word: FROZEN (bit 3), the slots used (COUNT, bits 4..15, leaves
- * only) and a version (bits 16..63) bumped by every MCAS that changes what
- * the node holds. level, n and the keys of inner nodes and of a leaf's
+ * MCAS target word: FROZEN (bit 3) and a version bumped by every MCAS that
+ * changes what the node holds (inner: bits 16..63); a leaf's also holds the
+ * slots used (COUNT, bits 4..15) and its LIVE records (bits 16..27), with the
+ * version in bits 28..63 (a leaf sees at most 3 x cap bumps in its life:
+ * one per publish, one per delete). Counting live records in the status
+ * lets a delete see an underfull leaf without reading every record. level, n and the keys of inner nodes and of a leaf's
  * sorted part are written before the node is published and never again.
  *   leaf:  n = records in the sorted part (built sorted, all live); slots
  *          n..COUNT-1 form the append area. w is the record's metadata word
@@ -26,20 +29,22 @@
  *       range that slot describes (so a descent from a stale node still ends
  *       in a leaf whose range holds the key);
  *   T3  a leaf has at most one LIVE record per key;
- *   T4  a status word never takes the same value twice (COUNT, FROZEN and
- *       the version only grow), and every MCAS that changes a node's
- *       records or child pointers changes its status.
+ *   T4  a status word never takes the same value twice (FROZEN, COUNT and
+ *       the version only grow, and every change bumps the version or
+ *       COUNT), and every MCAS that changes a node's records or child
+ *       pointers changes its status.
  *
  * Leaf updates. insert/upsert/update reserve slot j = COUNT with a 1-word
  * MCAS {status: S -> S + COUNT_ONE}, write key and value into the slot
  * (owned: no one else reserves j), then publish with {status: S' -> S' +
- * VERSION, meta[j]: 0 -> LIVE} (+ {meta[i]: LIVE -> DEAD} for the record a
- * replacement supersedes) after checking, under the same S', that no other
+ * VERSION + LIVE_ONE, meta[j]: 0 -> LIVE} (or, for a replacement, S' ->
+ * S' + VERSION and {meta[i]: LIVE -> DEAD} for the record it supersedes)
+ * after checking, under the same S', that no other
  * LIVE record of the key exists. By T4, if the MCAS succeeds no record of
  * the leaf changed since S' was read, so the check still holds at the MCAS
  * (this replaces BzTree's re-scan for concurrent inserts of the same key,
  * which waits for reserved slots, with a lock-free status comparison). A
- * delete is {status: S -> S + VERSION, meta[i]: LIVE -> DEAD}. Every MCAS
+ * delete is {status: S -> S + VERSION - LIVE_ONE, meta[i]: LIVE -> DEAD}. Every MCAS
  * expects an unfrozen status, so nothing changes in a frozen node.
  *
  * Structure changes (SMOs). The node X to change (and its sibling Y for a
@@ -113,7 +118,11 @@
 #define BZ_COUNT_SHIFT 4
 #define BZ_COUNT_ONE ((uint64_t)1 << BZ_COUNT_SHIFT)
 #define BZ_COUNT_MASK ((uint64_t)0xfff << BZ_COUNT_SHIFT)
-#define BZ_VERSION ((uint64_t)1 << 16)
+#define BZ_LIVE_SHIFT 16
+#define BZ_LIVE_ONE ((uint64_t)1 << BZ_LIVE_SHIFT)
+#define BZ_LIVE_MASK ((uint64_t)0xfff << BZ_LIVE_SHIFT)
+#define BZ_LEAF_VERSION ((uint64_t)1 << 28)
+#define BZ_INNER_VERSION ((uint64_t)1 << 16)
 
 /* Leaf record metadata words. */
 #define BZ_META_LIVE ((uint64_t)1 << 3)
@@ -133,6 +142,8 @@ _Static_assert((BZ_FROZEN & MCAS_VALUE_PORTABLE_MASK) == 0, "status bits clear o
 _Static_assert((BZ_META_LIVE & MCAS_VALUE_PORTABLE_MASK) == 0, "meta bits clear of MCAS's");
 _Static_assert(DS_BZTREE_MAX_CAPACITY < (BZ_COUNT_MASK >> BZ_COUNT_SHIFT),
 	"COUNT holds every slot index");
+_Static_assert(DS_BZTREE_MAX_CAPACITY < (BZ_LIVE_MASK >> BZ_LIVE_SHIFT),
+	"LIVE holds every record count");
 
 struct bz_rec {
 	uint64_t w;   /* leaf: metadata; inner: child reference */
@@ -296,6 +307,12 @@ bz_count(uint64_t status)
 	return (unsigned)((status & BZ_COUNT_MASK) >> BZ_COUNT_SHIFT);
 }
 
+static inline unsigned
+bz_live(uint64_t status)
+{
+	return (unsigned)((status & BZ_LIVE_MASK) >> BZ_LIVE_SHIFT);
+}
+
 static inline bool
 bz_frozen(uint64_t status)
 {
@@ -444,11 +461,16 @@ bz_child_slot(const struct bz_node *n, unsigned m, uint64_t key)
 
 /*
  * bz_descend -- the path from the root to the node at @level whose range
- * holds @key (or to a higher leaf-most node if the tree is lower).
+ * holds @key (or to a higher leaf-most node if the tree is lower), with the
+ * last node's status; the statuses of the nodes above it too if
+ * @all_status (an SMO expects them; a point operation linearizes on the
+ * last node's alone, and skipping the others spares a descriptor
+ * indirection per level where AOPT left one installed).
  * Return: 0; -ELOOP if the path is deeper than DS_BZTREE_MAX_HEIGHT.
  */
 static int
-bz_descend(struct ds_bztree_thread *h, uint64_t key, unsigned level, struct bz_path *p)
+bz_descend(struct ds_bztree_thread *h, uint64_t key, unsigned level, bool all_status,
+	struct bz_path *p)
 {
 	const struct ds_bztree *t = h->t;
 	struct bz_node *n;
@@ -462,9 +484,12 @@ bz_descend(struct ds_bztree_thread *h, uint64_t key, unsigned level, struct bz_p
 		unsigned d = p->depth++, m, s;
 
 		p->node[d] = n;
-		p->status[d] = mcas_read(h->mt, &n->status);
-		if (bz_load(&n->level) <= level)
+		if (bz_load(&n->level) <= level) {
+			p->status[d] = mcas_read(h->mt, &n->status);
 			return 0;
+		}
+		/* Never used when not read: 0 would be a plausible status. */
+		p->status[d] = all_status ? mcas_read(h->mt, &n->status) : BZ_FROZEN;
 		if (p->depth == DS_BZTREE_MAX_HEIGHT)
 			return -ELOOP;
 		m = (unsigned)bz_load(&n->n);
@@ -502,10 +527,16 @@ bz_leaf_find(struct ds_bztree_thread *h, struct bz_node *l, uint64_t s, uint64_t
 	if (lo < ns && bz_load(&l->rec[lo].key) == key &&
 			mcas_read(h->mt, &l->rec[lo].w) == BZ_META_LIVE)
 		return (int)lo;
-	/* The append area: a key's record is read only once it is live. */
+	/* The append area, key first: a slot published as of @s had its key
+	 * written before the MCAS that made @s (or an earlier status), which
+	 * the acquiring read of @s ordered before this load, so its key is
+	 * exact; a slot unpublished as of @s may hold anything, but if it is
+	 * LIVE by the metadata read, @s has changed and the caller retries.
+	 * Comparing the plain key first spares the metadata read (an MCAS
+	 * read, often through an AOPT descriptor) of every other record. */
 	for (unsigned i = ns; i < cnt; i++)
-		if ((int)i != skip && mcas_read(h->mt, &l->rec[i].w) == BZ_META_LIVE &&
-				bz_load(&l->rec[i].key) == key)
+		if ((int)i != skip && bz_load(&l->rec[i].key) == key &&
+				mcas_read(h->mt, &l->rec[i].w) == BZ_META_LIVE)
 			return (int)i;
 	return -1;
 }
@@ -558,17 +589,6 @@ bz_inner_collect(struct ds_bztree_thread *h, struct bz_node *n, struct bz_kv *ou
 	return m;
 }
 
-/* bz_live -- live records of leaf @l as of status @s */
-static unsigned
-bz_live(struct ds_bztree_thread *h, struct bz_node *l, uint64_t s)
-{
-	unsigned cnt = bz_count(s), k = 0;
-
-	for (unsigned i = 0; i < cnt; i++)
-		k += mcas_read(h->mt, &l->rec[i].w) == BZ_META_LIVE;
-	return k;
-}
-
 /*
  * bz_begin -- mcas_desc_begin() inside @h's guard. On -EAGAIN (every
  * descriptor waits for a grace period) leave the guard before yielding, as
@@ -595,7 +615,8 @@ static void
 bz_build(struct ds_bztree *t, struct bz_node *node, unsigned level, const struct bz_kv *kv,
 	unsigned n)
 {
-	bz_store(&node->status, level == 0 ? (uint64_t)n << BZ_COUNT_SHIFT : 0);
+	bz_store(&node->status,
+		level == 0 ? (uint64_t)n << BZ_COUNT_SHIFT | (uint64_t)n << BZ_LIVE_SHIFT : 0);
 	bz_store(&node->level, level);
 	bz_store(&node->n, n);
 	for (unsigned i = 0; i < n; i++) {
@@ -642,7 +663,7 @@ bz_link(struct ds_bztree_thread *h, struct mcas_desc *d, int *ret, const struct 
 	struct bz_node *g = p->node[depth - 1];
 
 	bz_add(d, ret, &g->rec[p->slot[depth - 1]].w, bz_ref(t, p->node[depth]), bz_ref(t, to));
-	bz_add(d, ret, &g->status, p->status[depth - 1], p->status[depth - 1] + BZ_VERSION);
+	bz_add(d, ret, &g->status, p->status[depth - 1], p->status[depth - 1] + BZ_INNER_VERSION);
 }
 
 static int bz_restructure(struct ds_bztree_thread *h, uint64_t key, unsigned level,
@@ -667,7 +688,7 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 	struct mcas_desc *desc;
 	int ret;
 
-	ret = bz_descend(h, key, level, &p);
+	ret = bz_descend(h, key, level, true, &p);
 	if (ret != 0)
 		return ret;
 	d = p.depth - 1;
@@ -689,7 +710,7 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 		n = level == 0 ? bz_leaf_collect(h, x, sx, 0, kv) : bz_inner_collect(h, x, kv);
 		first = d > 0 ? p.slot[d - 1] : 0;
 	} else {
-		unsigned nx = level == 0 ? bz_live(h, x, sx) : (unsigned)bz_load(&x->n);
+		unsigned nx = level == 0 ? bz_live(sx) : (unsigned)bz_load(&x->n);
 
 		if (d == 0 || nx > t->cap / 4)
 			return 0;
@@ -883,7 +904,7 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 		int i;
 
 		mcas_guard_enter(h->mt);
-		ret = bz_descend(h, key, 0, &p);
+		ret = bz_descend(h, key, 0, false, &p);
 		if (ret != 0)
 			break;
 		l = p.node[p.depth - 1];
@@ -954,7 +975,9 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 				}
 				if (ret != 0)
 					break;
-				ret = mcas_desc_add(d, &l->status, s, s + BZ_VERSION);
+				/* A replacement keeps the live count. */
+				ret = mcas_desc_add(d, &l->status, s,
+					s + BZ_LEAF_VERSION + (i >= 0 ? 0 : BZ_LIVE_ONE));
 				if (ret == 0)
 					ret = mcas_desc_add(d, &l->rec[slot].w, 0, BZ_META_LIVE);
 				if (ret == 0 && i >= 0)
@@ -1021,7 +1044,7 @@ ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
 		int i;
 
 		mcas_guard_enter(h->mt);
-		ret = bz_descend(h, key, 0, &p);
+		ret = bz_descend(h, key, 0, false, &p);
 		if (ret != 0)
 			break;
 		l = p.node[p.depth - 1];
@@ -1046,7 +1069,7 @@ ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
 		}
 		if (ret != 0)
 			break;
-		ret = mcas_desc_add(d, &l->status, s, s + BZ_VERSION);
+		ret = mcas_desc_add(d, &l->status, s, s + BZ_LEAF_VERSION - BZ_LIVE_ONE);
 		if (ret == 0)
 			ret = mcas_desc_add(d, &l->rec[i].w, BZ_META_LIVE, BZ_META_DEAD);
 		if (ret != 0) {
@@ -1055,8 +1078,7 @@ ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
 		}
 		ret = mcas_desc_execute(d);
 		if (ret == 1) {
-			underfull = p.depth > 1 &&
-				bz_live(h, l, s + BZ_VERSION) <= t->cap / 4;
+			underfull = p.depth > 1 && bz_live(s) - 1 <= t->cap / 4;
 			break;
 		}
 		if (ret < 0)
@@ -1082,7 +1104,7 @@ ds_bztree_lookup(struct ds_bztree_thread *h, uint64_t key, uint64_t *value)
 		int i;
 
 		mcas_guard_enter(h->mt);
-		ret = bz_descend(h, key, 0, &p);
+		ret = bz_descend(h, key, 0, false, &p);
 		if (ret != 0)
 			break;
 		l = p.node[p.depth - 1];
@@ -1119,7 +1141,7 @@ bz_scan(struct ds_bztree_thread *h, uint64_t start, uint64_t max, uint64_t *keys
 		unsigned k;
 
 		mcas_guard_enter(h->mt);
-		if (bz_descend(h, from, 0, &p) != 0) {
+		if (bz_descend(h, from, 0, false, &p) != 0) {
 			mcas_guard_exit(h->mt);
 			return n;
 		}
@@ -1551,6 +1573,9 @@ bz_walk_node(struct bz_walk *w, uint64_t v, int level, uint64_t lo, uint64_t hi,
 		w->keys[nlive].key = k;
 		w->keys[nlive++].value = 0;
 	}
+	if (nlive != bz_live(s))
+		return BZ_FAIL(w, "a leaf holds %u live records but its status counts %u", nlive,
+			bz_live(s));
 	qsort(w->keys, nlive, sizeof(*w->keys), bz_kv_cmp);
 	for (unsigned i = 1; i < nlive; i++)
 		if (w->keys[i].key == w->keys[i - 1].key)

@@ -73,7 +73,7 @@ struct ds_bztree_thread;
 #define DS_BZTREE_MAX_HEIGHT 48u
 
 /* Layout version of the persistent area written by this library. */
-#define DS_BZTREE_PMEM_VERSION 1
+#define DS_BZTREE_PMEM_VERSION 2
 
 /* Most nodes a persistent arena may hold. */
 #define DS_BZTREE_PMEM_MAX_NODES ((uint64_t)1 << 32)
