@@ -162,6 +162,73 @@ void RunRandom(TreeEnv &env, uint64_t range, uint64_t stride, unsigned ops, uint
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 }
 
+// The counted cost of each operation on a leaf that needs no structure
+// change (thesis Table 5.1 per MCAS): a new key is a 1-word reservation and
+// a 2-word publish; a replacement (upsert, update) a reservation and a
+// 3-word publish that also retires the old record; a delete one 2-word
+// MCAS; lookups, scans and updates that find nothing to do no MCAS and no
+// CAS. Measured on a fresh handle over words an unregistered one left
+// clean, with efficient-read detaching off so reads are deterministic, and
+// a descriptor pool large enough that no reclamation (so no detaching) runs
+// inside the measured calls. AOPT's publish replaces the reservation's
+// finalized descriptor in the status word directly: still k+1 CASes.
+TEST_P(BzTreeTest, OperationCosts)
+{
+	const Variant v = GetParam();
+	mcas_config cfg = dstest::SmallConfig(v.alg, 16, 256);
+	cfg.read_detach_one_in = 0;
+	TreeEnv env;
+	BZ_SETUP(env, Name("costs"), v, cfg, 64);
+	ds_bztree_thread *h = nullptr;
+	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	for (uint64_t k : { 10, 20, 30, 40 })
+		ASSERT_EQ(ds_bztree_insert(h, k, k), 1);
+	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0); // detaches every descriptor
+	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	mcas_thread *mt = ds_bztree_thread_mcas(h);
+	ds_bztree_stats before;
+	ASSERT_EQ(Check(h, &before), "");
+
+	auto expect_free = [&](const char *what, auto op) {
+		dstest::Cost b = dstest::Snap(mt);
+		op();
+		dstest::Diff d = dstest::Since(mt, b);
+		EXPECT_EQ(d.mcas, 0u) << what;
+		EXPECT_EQ(d.cas, 0u) << what;
+		EXPECT_EQ(d.fence, 0u) << what;
+		EXPECT_EQ(d.flush, 0u) << what;
+		EXPECT_EQ(d.helps, 0u) << what;
+	};
+	uint64_t val = 0;
+	expect_free("lookup", [&] { EXPECT_EQ(ds_bztree_lookup(h, 30, &val), 1); });
+
+	dstest::Diff d = dstest::ExpectMcases(mt, v, "insert", { 1, 2 },
+		[h] { return ds_bztree_insert(h, 25, 1); });
+	EXPECT_EQ(d.flush == 0, !v.persistent); // the slot's key and value
+	dstest::ExpectMcases(mt, v, "upsert (replace)", { 1, 3 },
+		[h] { return ds_bztree_upsert(h, 25, 2) == 0 ? 1 : 0; });
+	dstest::ExpectMcases(mt, v, "update", { 1, 3 }, [h] { return ds_bztree_update(h, 25, 3); });
+	EXPECT_EQ(ds_bztree_lookup(h, 25, &val), 1);
+	EXPECT_EQ(val, 3u);
+	dstest::ExpectMcases(mt, v, "delete", { 2 }, [h] { return ds_bztree_delete(h, 25); });
+
+	// Through words AOPT left referring to finalized descriptors, reads
+	// still write nothing and help nobody; misses run no MCAS.
+	expect_free("lookups, scan and misses", [&] {
+		EXPECT_EQ(ds_bztree_lookup(h, 25, &val), 0);
+		EXPECT_EQ(ds_bztree_lookup(h, 40, &val), 1);
+		EXPECT_EQ(Scan(h), (Pairs{ { 10, 10 }, { 20, 20 }, { 30, 30 }, { 40, 40 } }));
+		EXPECT_EQ(ds_bztree_insert(h, 20, 0), 0);
+		EXPECT_EQ(ds_bztree_update(h, 26, 0), 0);
+		EXPECT_EQ(ds_bztree_delete(h, 26), 0);
+	});
+	ds_bztree_stats after;
+	ASSERT_EQ(Check(h, &after), "");
+	EXPECT_EQ(after.consolidations + after.splits + after.merges + after.rebalances,
+		before.consolidations + before.splits + before.merges + before.rebalances);
+	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
+}
+
 TEST_P(BzTreeTest, RandomOpsCapacity4)
 {
 	TreeEnv env;

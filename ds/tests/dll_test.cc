@@ -128,70 +128,25 @@ TEST_P(DllTest, SequentialMatchesStdSetLargeRange)
 	RunSequential(env, 600, 12000, 2);
 }
 
-// Expected CASes and persistent fences of one uncontended k-word MCAS, as
-// mcas.h documents them (thesis Table 5.1).
-unsigned CasPerMcas(mcas_algorithm alg, unsigned k)
-{
-	switch (alg) {
-	case MCAS_ALG_AOPT: return k + 1;
-	case MCAS_ALG_HARRIS: return 3 * k + 1;
-	case MCAS_ALG_PMWCAS: return 5 * k + 1;
-	}
-	return 0;
-}
-
-unsigned FencesPerMcas(mcas_algorithm alg, bool persistent, unsigned k)
-{
-	if (!persistent)
-		return 0;
-	return alg == MCAS_ALG_PMWCAS ? 2 * k + 1 : 2;
-}
-
-struct Cost {
-	pm_cost c;
-	mcas_stats s;
-};
+using dstest::Cost;
+using dstest::Diff;
 
 Cost Snap(ds_dll_thread *h)
 {
-	Cost x;
-	pm_cost_read_thread(&x.c);
-	mcas_thread_stats(ds_dll_thread_mcas(h), &x.s);
-	return x;
+	return dstest::Snap(ds_dll_thread_mcas(h));
 }
-
-struct Diff {
-	uint64_t cas, fence, flush, mcas, succeeded, detach_cas, read_detaches, helps;
-};
 
 Diff Since(ds_dll_thread *h, const Cost &b)
 {
-	Cost a = Snap(h);
-	pm_cost d;
-	pm_cost_diff(&a.c, &b.c, &d);
-	return { d.n[PM_COST_CAS], d.n[PM_COST_FENCE], d.n[PM_COST_FLUSH], a.s.mcas - b.s.mcas,
-		a.s.succeeded - b.s.succeeded, a.s.detach_cas - b.s.detach_cas,
-		a.s.read_detaches - b.s.read_detaches, a.s.helps - b.s.helps };
+	return dstest::Since(ds_dll_thread_mcas(h), b);
 }
 
 // Runs @update (an insert or a remove through @h that must succeed) and
-// checks it cost one @k-word MCAS with the CASes and fences of variant @v;
-// prints its costs and returns them.
+// checks it cost one @k-word MCAS with the CASes and fences of variant @v.
 template <class F> Diff ExpectOneMcas(ds_dll_thread *h, const Variant &v, const char *what,
 	unsigned k, F update)
 {
-	Cost b = Snap(h);
-	EXPECT_EQ(update(), 1);
-	Diff d = Since(h, b);
-	std::printf("%-16s %s: %" PRIu64 " MCAS, %" PRIu64 " CAS, %" PRIu64 " flushed lines, %"
-		PRIu64 " fences\n", dlltest::VariantName(v).c_str(), what, d.mcas, d.cas, d.flush,
-		d.fence);
-	EXPECT_EQ(d.mcas, 1u);
-	EXPECT_EQ(d.succeeded, 1u);
-	EXPECT_EQ(d.detach_cas, 0u);
-	EXPECT_EQ(d.cas, CasPerMcas(v.alg, k));
-	EXPECT_EQ(d.fence, FencesPerMcas(v.alg, v.persistent, k));
-	return d;
+	return dstest::ExpectMcases(ds_dll_thread_mcas(h), v, what, { k }, update);
 }
 
 // An uncontended insert is one 2-word MCAS, a remove one 3-word MCAS, a
