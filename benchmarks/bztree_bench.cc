@@ -275,7 +275,7 @@ struct TreeFixture : mcasbench::McasFixture {
 	// checked run.
 	void ReportTree(benchmark::State &state)
 	{
-		mcasbench::ReportCommon(state, Common(total));
+		mcasbench::ReportCommon(state, Common(total), span_s);
 		const double ops = static_cast<double>(total.ops);
 		state.counters["n_updates"] = static_cast<double>(total.updates);
 		state.counters["keys"] = static_cast<double>(expected);

@@ -152,7 +152,7 @@ struct ListFixture : mcasbench::McasFixture {
 
 	void Report(benchmark::State &state) const
 	{
-		mcasbench::ReportCommon(state, total);
+		mcasbench::ReportCommon(state, total, span_s);
 		state.counters["size"] = size;
 		state.counters["read_pct"] = read_pct;
 		state.counters["n_updates"] = static_cast<double>(total.updates);

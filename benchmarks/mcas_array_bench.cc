@@ -124,7 +124,7 @@ struct ArrayFixture : mcasbench::McasFixture {
 
 	void Report(benchmark::State &state) const
 	{
-		mcasbench::ReportCommon(state, total);
+		mcasbench::ReportCommon(state, total, span_s);
 		state.counters["size"] = static_cast<double>(n);
 	}
 

@@ -130,14 +130,14 @@ void RegisterVariants(const std::string &prefix, const std::string &config, Fn f
 // Sets the counters every MCAS benchmark reports, from a run's totals, on
 // thread 0's State (the only thread that sets counters, so Google
 // Benchmark's per-thread sum is the value). Per-op counters divide by
-// @c.ops: successful read-modify-writes (array) or all operations (list).
-inline void ReportCommon(benchmark::State &state, const Counts &c)
+// @c.ops: successful read-modify-writes (array) or all operations (list);
+// ops_per_s divides them by the run's span @span_s (bench_util.h).
+inline void ReportCommon(benchmark::State &state, const Counts &c, double span_s)
 {
-	using benchmark::Counter;
 	const double ops = static_cast<double>(c.ops);
 	const double mcas = static_cast<double>(c.st.mcas);
 
-	state.counters["ops_per_s"] = Counter(ops, Counter::kIsRate);
+	state.counters["ops_per_s"] = bench::PerSecond(ops, span_s);
 	state.counters["cas_per_op"] = Ratio(c.cost.n[PM_COST_CAS], ops);
 	state.counters["fence_per_op"] = Ratio(c.cost.n[PM_COST_FENCE], ops);
 	state.counters["flush_per_op"] = Ratio(c.cost.n[PM_COST_FLUSH], ops);

@@ -365,7 +365,6 @@ std::string Fixture::Check(onll_thread *t) const
 
 void Fixture::Report(benchmark::State &state) const
 {
-	using benchmark::Counter;
 	const Counts &c = total;
 	const double ops = static_cast<double>(c.ops);
 	const double upd = static_cast<double>(c.updates);
@@ -373,7 +372,7 @@ void Fixture::Report(benchmark::State &state) const
 	const double fences = onll ? static_cast<double>(c.cost.n[PM_COST_FENCE]) :
 		static_cast<double>(c.drains);
 
-	state.counters["ops_per_s"] = Counter(ops, Counter::kIsRate);
+	state.counters["ops_per_s"] = bench::PerSecond(ops, span_s);
 	if (onll || g_drain_counting) {
 		state.counters["fence_per_op"] = Ratio(fences, ops);
 		state.counters["fence_per_update"] = Ratio(fences, upd);

@@ -168,7 +168,6 @@ struct Fixture : bench::FixtureBase<Counts> {
 
 void Fixture::Report(benchmark::State &state) const
 {
-	using benchmark::Counter;
 	const Counts &c = total;
 	const double ops = static_cast<double>(c.ops);
 	reclaim_stats now;
@@ -179,7 +178,7 @@ void Fixture::Report(benchmark::State &state) const
 	auto d = [&](uint64_t reclaim_stats::*f) {
 		return static_cast<double>(now.*f - prev.*f);
 	};
-	state.counters["ops_per_s"] = Counter(ops, Counter::kIsRate);
+	state.counters["ops_per_s"] = bench::PerSecond(ops, span_s);
 	state.counters["fence_per_op"] = Ratio(d(&reclaim_stats::fences), ops);
 	state.counters["qs_per_op"] = Ratio(d(&reclaim_stats::quiescent_states), ops);
 	state.counters["scan_per_op"] = Ratio(d(&reclaim_stats::scans), ops);
