@@ -35,8 +35,8 @@
 // BZTREE_BENCH_YCSB_PM=0, aopt-pm and pmwcas-pm (the persistent tree).
 //
 // Counters (totals over the run's threads, set by thread 0):
-//   ops_per_s     operations per second (wall clock; every operation,
-//                 whether or not it changed the map)
+//   ops_per_s     operations per second over the run's span (bench_util.h;
+//                 every operation, whether or not it changed the map)
 //   cas_per_op, fence_per_op, flush_per_op, help_ratio, detach_ratio, n_*
 //                 as in mcas_bench.h (pm/cost.h, mcas_stats); 0 for the map
 //   n_consolidations, n_splits, n_merges, n_rebalances
@@ -49,7 +49,7 @@
 // compares the size with the initial size plus successful inserts minus
 // successful deletes; a mismatch or violation fails the run.
 //
-// Run (the full sweep takes about 5 minutes with 0.2 s runs):
+// Run (the full sweep takes about 4 minutes with 0.2 s runs):
 //   benchmarks/run_bztree.sh, or
 //   bazel run -c opt //benchmarks:bztree_bench --
 //       --benchmark_out=$PWD/bztree.json --benchmark_out_format=json

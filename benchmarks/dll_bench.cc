@@ -15,7 +15,8 @@
 //
 // Counters (totals over the run's threads, set by thread 0):
 //   ops_per_s     operations per second (every lookup, insert and remove,
-//                 whether or not it changed the set; wall clock)
+//                 whether or not it changed the set; over the run's span,
+//                 bench_util.h)
 //   cas_per_op    CAS instructions (pm_cost) per operation
 //   cas_per_mcas  CAS instructions per MCAS operation (uncontended: AOPT 3
 //                 per insert and 4 per remove, HARRIS 7 and 10)

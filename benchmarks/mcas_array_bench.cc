@@ -19,7 +19,8 @@
 // PMEM_IS_PMEM_FORCE=1, so flushes and fences are real clwb/sfence.
 //
 // Counters (totals over the run's threads, set by thread 0):
-//   ops_per_s     successful read-modify-writes per second (wall clock)
+//   ops_per_s     successful read-modify-writes per second over the run's
+//                 span (bench_util.h)
 //   cas_per_op    CAS instructions (pm_cost) per successful RMW
 //   fence_per_op  persistent fences per successful RMW
 //   flush_per_op  flushed cache lines per successful RMW

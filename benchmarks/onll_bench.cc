@@ -35,7 +35,7 @@
 // slots, map of 2000 keys (4096 slots), so neither fills up.
 //
 // Counters (totals over the run's threads, set by thread 0):
-//   ops_per_s         operations per second (wall clock)
+//   ops_per_s         operations per second over the run's span (bench_util.h)
 //   fence_per_op      persistent fences per operation: ONLL from pm/cost.h
 //                     (PM_COST_FENCE); PMDK from the interposed libpmem
 //                     pmem_drain()/pmem_msync() (pmdk_tx_objects.h), and

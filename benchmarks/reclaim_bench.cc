@@ -25,7 +25,8 @@
 //
 // Counters (of the run Google Benchmark reports, set by thread 0; the
 // reclaim_stats counters are the domain's, differences over the run):
-//   ops_per_s         operations per second (wall clock, every operation)
+//   ops_per_s         operations per second over the run's span
+//                     (bench_util.h; every operation)
 //   fence_per_op      full fences of protect / op_begin per operation
 //   qs_per_op         quiescent states declared per operation
 //   scan_per_op       hazard-pointer scans per operation

@@ -26,7 +26,7 @@
 # The binary runs with PMEM_IS_PMEM_FORCE=1 (persistent variants flush for
 # real into a pool on /dev/shm). The full sweep (192 thesis configurations
 # + 64 YCSB ones, 0.2 s each, plus a 1M-key load per YCSB configuration)
-# takes about 5 minutes. Run it on an otherwise idle machine: 4 and 8
+# takes about 4 minutes. Run it on an otherwise idle machine: 4 and 8
 # threads oversubscribe the 2 cores on purpose, and any other load distorts
 # the ratios.
 #
