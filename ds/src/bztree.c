@@ -884,6 +884,46 @@ bz_restructure(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz
 
 /* ---- operations ---- */
 
+/* Where a point operation's descent ended. */
+struct bz_spot {
+	struct bz_node *leaf;
+	uint64_t status; /* the leaf's, as the descent read it */
+	int slot;        /* of the key's live record as of status; -1: none */
+	unsigned depth;  /* nodes on the path: 1 if the leaf is the root */
+};
+
+/*
+ * bz_locate -- inside @h's guard: the leaf for @key, its status and the
+ * slot of @key's live record in it, into @at.
+ * Return: 0; 1 the leaf was frozen (stale: leave the guard and start again
+ * from the root); -ELOOP from bz_descend().
+ */
+static int
+bz_locate(struct ds_bztree_thread *h, uint64_t key, struct bz_spot *at)
+{
+	struct bz_path p;
+	int ret = bz_descend(h, key, 0, false, &p);
+
+	if (ret != 0)
+		return ret;
+	at->leaf = p.node[p.depth - 1];
+	at->status = p.status[p.depth - 1];
+	at->depth = p.depth;
+	if (bz_frozen(at->status))
+		return 1;
+	at->slot = bz_leaf_find(h, at->leaf, at->status, key, -1);
+	return 0;
+}
+
+/* bz_unchanged -- whether @at's leaf still has the status the descent read:
+ * then nothing in it changed in between (T4), and it was reachable (T1) and
+ * the key's leaf (T2) at this read, where a read-only outcome linearizes */
+static bool
+bz_unchanged(struct ds_bztree_thread *h, const struct bz_spot *at)
+{
+	return mcas_read(h->mt, &at->leaf->status) == at->status;
+}
+
 enum bz_write_mode { BZ_INSERT, BZ_UPDATE, BZ_UPSERT };
 
 /* bz_write -- insert, update or upsert (see ds/bztree.h) */
@@ -896,7 +936,7 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 	if (h->orphans != NULL)
 		bz_retry_orphans(h);
 	for (;;) {
-		struct bz_path p;
+		struct bz_spot at;
 		struct bz_node *l;
 		struct mcas_desc *d;
 		uint64_t s;
@@ -904,18 +944,18 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 		int i;
 
 		mcas_guard_enter(h->mt);
-		ret = bz_descend(h, key, 0, false, &p);
-		if (ret != 0)
+		ret = bz_locate(h, key, &at);
+		if (ret < 0)
 			break;
-		l = p.node[p.depth - 1];
-		s = p.status[p.depth - 1];
-		if (bz_frozen(s)) {
+		if (ret == 1) {
 			mcas_guard_exit(h->mt);
 			continue;
 		}
-		i = bz_leaf_find(h, l, s, key, -1);
+		l = at.leaf;
+		s = at.status;
+		i = at.slot;
 		if ((i >= 0 && mode == BZ_INSERT) || (i < 0 && mode == BZ_UPDATE)) {
-			if (mcas_read(h->mt, &l->status) != s) {
+			if (!bz_unchanged(h, &at)) {
 				mcas_guard_exit(h->mt);
 				continue;
 			}
@@ -1037,29 +1077,29 @@ ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
 	if (h->orphans != NULL)
 		bz_retry_orphans(h);
 	for (;;) {
-		struct bz_path p;
+		struct bz_spot at;
 		struct bz_node *l;
 		struct mcas_desc *d;
 		uint64_t s;
 		int i;
 
 		mcas_guard_enter(h->mt);
-		ret = bz_descend(h, key, 0, false, &p);
-		if (ret != 0)
+		ret = bz_locate(h, key, &at);
+		if (ret < 0)
 			break;
-		l = p.node[p.depth - 1];
-		s = p.status[p.depth - 1];
-		if (bz_frozen(s)) {
+		if (ret == 1) {
 			mcas_guard_exit(h->mt);
 			continue;
 		}
-		i = bz_leaf_find(h, l, s, key, -1);
+		l = at.leaf;
+		s = at.status;
+		i = at.slot;
 		if (i < 0) {
-			if (mcas_read(h->mt, &l->status) != s) {
+			if (!bz_unchanged(h, &at)) {
 				mcas_guard_exit(h->mt);
 				continue;
 			}
-			ret = 0;
+			ret = 0; /* linearized at that read */
 			break;
 		}
 		ret = bz_begin(h, &d);
@@ -1078,7 +1118,7 @@ ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
 		}
 		ret = mcas_desc_execute(d);
 		if (ret == 1) {
-			underfull = p.depth > 1 && bz_live(s) - 1 <= t->cap / 4;
+			underfull = at.depth > 1 && bz_live(s) - 1 <= t->cap / 4;
 			break;
 		}
 		if (ret < 0)
@@ -1098,24 +1138,19 @@ ds_bztree_lookup(struct ds_bztree_thread *h, uint64_t key, uint64_t *value)
 	int ret;
 
 	for (;;) {
-		struct bz_path p;
-		struct bz_node *l;
-		uint64_t s, v = 0;
-		int i;
+		struct bz_spot at;
+		uint64_t v = 0;
 
 		mcas_guard_enter(h->mt);
-		ret = bz_descend(h, key, 0, false, &p);
-		if (ret != 0)
+		ret = bz_locate(h, key, &at);
+		if (ret < 0)
 			break;
-		l = p.node[p.depth - 1];
-		s = p.status[p.depth - 1];
-		if (!bz_frozen(s)) {
-			i = bz_leaf_find(h, l, s, key, -1);
-			if (i >= 0)
-				v = bz_load(&l->rec[i].value);
-			if (mcas_read(h->mt, &l->status) == s) {
-				ret = i >= 0;
-				if (i >= 0 && value != NULL)
+		if (ret == 0) {
+			if (at.slot >= 0)
+				v = bz_load(&at.leaf->rec[at.slot].value);
+			if (bz_unchanged(h, &at)) {
+				ret = at.slot >= 0;
+				if (at.slot >= 0 && value != NULL)
 					*value = v;
 				break;
 			}
