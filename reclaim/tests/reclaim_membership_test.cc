@@ -443,7 +443,9 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 		MirrorTask(fake, gettid());
 		z_register = reclaim_thread_register(d, &z);
 		stage = 2;
-		while (stage.load() < 4)
+		// Only after the main thread's check that the stale handle's
+		// unregister left this one registered.
+		while (stage.load() < 5)
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 		if (z_register != 0)
 			return;
@@ -461,6 +463,7 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 	v.join();
 	EXPECT_EQ(victim_unregister, -ESRCH);
 	EXPECT_EQ(Stats(d).registered, 2u) << "the stale handle unregistered the new owner";
+	stage = 5;
 	zt.join();
 	EXPECT_EQ(z_unregister, 0);
 	EXPECT_EQ(Stats(d).registered, 1u);
