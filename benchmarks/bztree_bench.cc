@@ -576,14 +576,7 @@ void BM_Ycsb(benchmark::State &state, const Backend *b, const Workload *w, uint6
 // the backends (aopt-vol right before rwlock-map, aopt-pm before pmwcas-pm).
 void RegisterAll()
 {
-	static const int kSizes[] = { 16, 512, 4096 };
-	static const int kReadPcts[] = { 50, 80, 98, 100 };
-
-	for (int size : kSizes)
-		for (int read_pct : kReadPcts)
-			mcasbench::RegisterVariants("bztree",
-				"/size:" + std::to_string(size) + "/read:" + std::to_string(read_pct),
-				BM_Sweep, size, read_pct);
+	mcasbench::RegisterSizeReadSweep("bztree", { 16, 512, 4096 }, BM_Sweep);
 	const uint64_t n = LargeKeys();
 	for (const Workload &w : Workloads())
 		for (int threads : bench::ThreadCounts())

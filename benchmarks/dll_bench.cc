@@ -207,14 +207,7 @@ void BM_List(benchmark::State &state, const Variant *v, int size, int read_pct)
 // one configuration run back to back.
 void RegisterAll()
 {
-	static const int kSizes[] = { 5, 50, 500 };
-	static const int kReadPcts[] = { 50, 80, 98, 100 };
-
-	for (int size : kSizes)
-		for (int read_pct : kReadPcts)
-			mcasbench::RegisterVariants("dll",
-				"/size:" + std::to_string(size) + "/read:" + std::to_string(read_pct),
-				BM_List, size, read_pct);
+	mcasbench::RegisterSizeReadSweep("dll", { 5, 50, 500 }, BM_List);
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,23 @@ void RegisterVariants(const std::string &prefix, const std::string &config, Fn f
 	for (int threads : bench::ThreadCounts())
 		for (const Variant &v : Variants())
 			bench::Register(prefix + "/" + v.label + config, threads, fn, &v, args...);
+}
+
+// Registers @fn(state, variant, size, read_pct) for the thesis's data-
+// structure sweep (sect. 5.7): as "<prefix>/<variant>/size:S/read:R" for
+// every S of @sizes and R of 50/80/98/100 % lookups, through
+// RegisterVariants() (sizes, read percentages, thread counts, then the
+// variants of one configuration back to back).
+template <class Fn>
+void RegisterSizeReadSweep(const std::string &prefix, std::initializer_list<int> sizes, Fn fn)
+{
+	static const int kReadPcts[] = { 50, 80, 98, 100 };
+
+	for (int size : sizes)
+		for (int read_pct : kReadPcts)
+			RegisterVariants(prefix,
+				"/size:" + std::to_string(size) + "/read:" + std::to_string(read_pct),
+				fn, size, read_pct);
 }
 
 // Sets the counters every MCAS benchmark reports, from a run's totals, on
