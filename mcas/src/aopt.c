@@ -85,7 +85,7 @@ aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
 		}
 		st = aopt_status(parent);
 		if (st == MCAS_ST_ACTIVE) { /* lines 7-9 */
-			t->stats.helps++;
+			mcas__stat_add(t, helps, 1);
 			aopt_mcas(t, parent);
 			continue;
 		}
@@ -172,7 +172,7 @@ aopt_read(struct mcas_thread *t, const uint64_t *addr)
 		 * for it after this CAS; the owner's later detach finds the word
 		 * already clean and, when persistent, flushes it. */
 		if (mcas__cas(a, c, value))
-			t->stats.read_detaches++;
+			mcas__stat_add(t, read_detaches, 1);
 	}
 	return value;
 }
@@ -193,7 +193,7 @@ aopt_detach(struct mcas_thread *t, struct mcas_rec *d)
 		uint64_t mine = mcas__ref(m, w, AOPT_MARK);
 
 		if (atomic_load_explicit(addr, memory_order_relaxed) == mine) {
-			t->stats.detach_cas++;
+			mcas__stat_add(t, detach_cas, 1);
 			mcas__cas(addr, mine, aopt_final(w, st));
 		}
 		if (m->persistent)

@@ -203,7 +203,7 @@ static void
 harris_help(struct mcas_thread *t, struct mcas_rec *d, unsigned depth)
 {
 	if (harris_status(d) == MCAS_ST_ACTIVE)
-		t->stats.helps++;
+		mcas__stat_add(t, helps, 1);
 	harris_casn(t, d, depth);
 }
 
@@ -303,7 +303,7 @@ harris_read(struct mcas_thread *t, const uint64_t *addr)
 		d = mcas__deref(m, c);
 		st = harris_status(d);
 		if (st == MCAS_ST_ACTIVE) { /* CASNRead: help, read again */
-			t->stats.helps++;
+			mcas__stat_add(t, helps, 1);
 			harris_casn(t, d, 0);
 			continue;
 		}

@@ -4,6 +4,7 @@
  * their persistent area, thread slots, building descriptors, epochs and the
  * descriptor reclamation pipeline of thesis sect. 5.6 (see mcas/mcas.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -314,15 +315,20 @@ mcas_limbo_init(struct mcas_limbo *l, size_t cap)
 	l->e = malloc(cap * sizeof(*l->e));
 	l->n = 0;
 	l->cap = cap;
+	l->users = 0;
 	return l->e ? 0 : -ENOMEM;
 }
 
-/* mcas_limbo_push -- append; grows for user objects (descriptors always fit) */
+/* mcas_limbo_reserve -- make room in @l for one more user object while
+ * keeping room for all @descs records of the thread (struct mcas_limbo);
+ * the only place the pipeline allocates, outside any operation */
 static int
-mcas_limbo_push(struct mcas_limbo *l, void *obj, mcas_free_fn fn, void *ctx)
+mcas_limbo_reserve(struct mcas_limbo *l, size_t descs)
 {
-	if (l->n == l->cap) {
-		size_t ncap = l->cap * 2;
+	size_t need = l->users + 1 + descs;
+
+	if (need > l->cap) {
+		size_t ncap = l->cap * 2 > need ? l->cap * 2 : need;
 		struct mcas_limbo_entry *ne = realloc(l->e, ncap * sizeof(*ne));
 
 		if (ne == NULL)
@@ -330,8 +336,17 @@ mcas_limbo_push(struct mcas_limbo *l, void *obj, mcas_free_fn fn, void *ctx)
 		l->e = ne;
 		l->cap = ncap;
 	}
-	l->e[l->n++] = (struct mcas_limbo_entry){ obj, fn, ctx };
 	return 0;
+}
+
+/* mcas_limbo_append -- append an entry for which mcas_limbo_reserve (or, for
+ * records, the capacity invariant of struct mcas_limbo) made room */
+static void
+mcas_limbo_append(struct mcas_limbo *l, void *obj, mcas_free_fn fn, void *ctx)
+{
+	assert(l->n < l->cap);
+	l->e[l->n++] = (struct mcas_limbo_entry){ obj, fn, ctx };
+	l->users += fn != NULL;
 }
 
 static void
@@ -343,6 +358,38 @@ mcas_thread_free(struct mcas_thread *t)
 	free(t->r2.e);
 	free(t->snap);
 	free(t);
+}
+
+/* mcas_stats_lock -- take stats_lock (struct mcas says what it protects);
+ * the acquire pairs with the release in mcas_stats_unlock */
+static void
+mcas_stats_lock(struct mcas *m)
+{
+	int unlocked = 0;
+
+	while (!atomic_compare_exchange_weak_explicit(&m->stats_lock, &unlocked, 1,
+			memory_order_acquire, memory_order_relaxed)) {
+		unlocked = 0;
+		sched_yield();
+	}
+}
+
+/* mcas_stats_unlock -- release stats_lock; pairs with mcas_stats_lock */
+static void
+mcas_stats_unlock(struct mcas *m)
+{
+	atomic_store_explicit(&m->stats_lock, 0, memory_order_release);
+}
+
+/* mcas_stats_add_thread -- add @t's counters to @sum; any thread may call it
+ * while @t is registered (the counters are atomic) */
+static void
+mcas_stats_add_thread(struct mcas_stats *sum, const struct mcas_thread *t)
+{
+	uint64_t *b = (uint64_t *)sum;
+
+	for (size_t i = 0; i < sizeof(t->stats) / sizeof(t->stats[0]); i++)
+		b[i] += atomic_load_explicit(&t->stats[i], memory_order_relaxed);
 }
 
 int
@@ -383,7 +430,9 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 	t->nfree = d;
 	t->next_scan = m->reclaim_batch;
 	t->rng = 0x9e3779b97f4a7c15ull * (slot + 1);
+	mcas_stats_lock(m);
 	m->threads[slot] = t;
+	mcas_stats_unlock(m);
 	atomic_fetch_add(&m->nregistered, 1);
 	*out = t;
 	return 0;
@@ -391,22 +440,11 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 
 static void mcas_reclaim(struct mcas_thread *t);
 
-static void
-mcas_stats_add(struct mcas_stats *sum, const struct mcas_stats *s)
-{
-	const uint64_t *a = (const uint64_t *)s;
-	uint64_t *b = (uint64_t *)sum;
-
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		b[i] += a[i];
-}
-
 int
 mcas_thread_unregister(struct mcas_thread **tp)
 {
 	struct mcas_thread *t = tp ? *tp : NULL;
 	struct mcas *m;
-	int unlocked = 0;
 
 	if (t == NULL)
 		return 0;
@@ -420,11 +458,13 @@ mcas_thread_unregister(struct mcas_thread **tp)
 		if (t->r0.n + t->r1.n + t->r2.n > 0)
 			sched_yield();
 	}
-	while (!atomic_compare_exchange_weak(&m->stats_lock, &unlocked, 1))
-		unlocked = 0;
-	mcas_stats_add(&m->retired_stats, &t->stats);
-	atomic_store(&m->stats_lock, 0);
+	/* Folding the counts in and clearing the entry in one critical
+	 * section is what keeps mcas_stats_total from counting @t twice or
+	 * reading it after the free below. */
+	mcas_stats_lock(m);
+	mcas_stats_add_thread(&m->retired_stats, t);
 	m->threads[t->slot] = NULL;
+	mcas_stats_unlock(m);
 	atomic_store(&m->slots[t->slot].in_use, 0);
 	atomic_fetch_sub(&m->nregistered, 1);
 	mcas_thread_free(t);
@@ -551,11 +591,11 @@ mcas_reclaim(struct mcas_thread *t)
 	struct mcas *m = t->m;
 	bool detached = false;
 
-	t->stats.scans++;
+	mcas__stat_add(t, scans, 1);
 	if (t->snap_n != 0 && !mcas_grace_elapsed(t))
 		return;
 	if (t->snap_n != 0)
-		t->stats.grace_periods++;
+		mcas__stat_add(t, grace_periods, 1);
 	for (size_t i = 0; i < t->r2.n; i++)
 		mcas_desc_free(t, t->r2.e[i].obj);
 	t->r2.n = 0;
@@ -581,6 +621,7 @@ mcas_reclaim(struct mcas_thread *t)
 		t->r1 = t->r0;
 		t->r0 = tmp;
 		t->r0.n = 0;
+		t->r0.users = 0;
 	}
 	mcas_snapshot(t);
 }
@@ -588,9 +629,14 @@ mcas_reclaim(struct mcas_thread *t)
 int
 mcas_retire(struct mcas_thread *t, void *obj, mcas_free_fn free_fn, void *ctx)
 {
+	int ret;
+
 	if (free_fn == NULL)
 		return -EINVAL;
-	return mcas_limbo_push(&t->r0, obj, free_fn, ctx);
+	ret = mcas_limbo_reserve(&t->r0, t->m->descs_per_thread);
+	if (ret == 0)
+		mcas_limbo_append(&t->r0, obj, free_fn, ctx);
+	return ret;
 }
 
 /* ---- descriptors ---- */
@@ -609,7 +655,7 @@ mcas_desc_begin(struct mcas_thread *t, struct mcas_desc **out)
 		t->next_scan = t->r0.n + (t->r0.n == 0 ? t->m->reclaim_batch
 			: t->m->reclaim_batch / 4 + 1);
 		if (t->nfree == 0) {
-			t->stats.desc_waits++;
+			mcas__stat_add(t, desc_waits, 1);
 			return -EAGAIN;
 		}
 	}
@@ -703,15 +749,11 @@ mcas_desc_execute(struct mcas_desc *desc)
 	ok = m->ops->execute(t, d);
 	mcas__epoch_exit(t);
 	/* The owner retires its record once the operation returned, whoever
-	 * finalized it: records go back to the owner's own pool. */
-	while (mcas_limbo_push(&t->r0, d, NULL, NULL) != 0) {
-		/* Out of memory for a longer list (user objects fill it):
-		 * advancing the pipeline empties the other array. */
-		mcas_reclaim(t);
-		sched_yield();
-	}
-	t->stats.mcas++;
-	t->stats.succeeded += ok;
+	 * finalized it: records go back to the owner's own pool. There is
+	 * room without allocating (struct mcas_limbo). */
+	mcas_limbo_append(&t->r0, d, NULL, NULL);
+	mcas__stat_add(t, mcas, 1);
+	mcas__stat_add(t, succeeded, ok);
 	return ok ? 1 : 0;
 }
 
@@ -724,28 +766,32 @@ mcas_read(struct mcas_thread *t, const uint64_t *addr)
 	/* The read announced itself only if it met a descriptor. */
 	if (t->nest != nest)
 		mcas__epoch_exit(t);
-	t->stats.reads++;
+	mcas__stat_add(t, reads, 1);
 	return v;
 }
 
 void
 mcas_thread_stats(const struct mcas_thread *t, struct mcas_stats *out)
 {
-	*out = t->stats;
+	memset(out, 0, sizeof(*out));
+	mcas_stats_add_thread(out, t);
 }
 
 void
 mcas_stats_total(const struct mcas *m, struct mcas_stats *out)
 {
-	int unlocked = 0;
+	/* The lock is the only thing written; the instance is otherwise
+	 * only read, whatever the const-less cast suggests. */
 	struct mcas *mm = (struct mcas *)m;
+	const uint64_t *r = (const uint64_t *)&m->retired_stats;
+	uint64_t *b = (uint64_t *)out;
 
 	memset(out, 0, sizeof(*out));
-	while (!atomic_compare_exchange_weak(&mm->stats_lock, &unlocked, 1))
-		unlocked = 0;
-	mcas_stats_add(out, &m->retired_stats);
+	mcas_stats_lock(mm);
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		b[i] += r[i];
 	for (unsigned i = 0; i < atomic_load(&mm->slots_hwm); i++)
 		if (m->threads[i] != NULL)
-			mcas_stats_add(out, &m->threads[i]->stats);
-	atomic_store(&mm->stats_lock, 0);
+			mcas_stats_add_thread(out, m->threads[i]);
+	mcas_stats_unlock(mm);
 }

@@ -103,9 +103,15 @@ struct mcas_limbo_entry {
 	void *ctx;
 };
 
+/* A stage of the reclamation pipeline. A thread has at most
+ * descs_per_thread records in flight, so an array whose capacity is at least
+ * users + descs_per_thread always has room for the next record: mcas_retire()
+ * grows it before it appends a user object, and the operation path appends
+ * records without allocating. */
 struct mcas_limbo {
 	struct mcas_limbo_entry *e;
 	size_t n, cap;
+	size_t users; /* entries that are user objects (fn != NULL) */
 };
 
 struct mcas {
@@ -125,7 +131,11 @@ struct mcas {
 	_Atomic unsigned slots_hwm; /* slots ever used: scans stop here */
 	struct mcas_thread **threads; /* registered handle per slot */
 	_Atomic int nregistered;
-	/* Counts of unregistered threads, under stats_lock. */
+	/* stats_lock protects retired_stats and the threads[] entries (it
+	 * nests inside nothing): mcas_thread_register publishes a handle and
+	 * mcas_thread_unregister folds its counts into retired_stats and
+	 * clears the entry in one critical section, so mcas_stats_total
+	 * counts every thread exactly once and never reads a freed handle. */
 	struct mcas_stats retired_stats;
 	_Atomic int stats_lock;
 };
@@ -153,8 +163,28 @@ struct mcas_thread {
 	unsigned snap_n;         /* slots covered; 0: no snapshot yet */
 	size_t next_scan;        /* r0 size that triggers the next scan */
 	uint64_t rng;
-	struct mcas_stats stats;
+	/* struct mcas_stats, one word per counter. Only the owner writes
+	 * (mcas__stat_add); mcas_stats_total reads them from other threads,
+	 * so every access is atomic, and relaxed: a counter is a statistic
+	 * that orders nothing. */
+	_Atomic uint64_t stats[sizeof(struct mcas_stats) / sizeof(uint64_t)];
 };
+
+_Static_assert(sizeof(struct mcas_stats) % sizeof(uint64_t) == 0,
+	"struct mcas_stats holds only uint64_t counters");
+
+/* mcas__stat_add -- add @d to the owner's counter @field of struct
+ * mcas_stats. A load and a store, not a read-modify-write: the owner is the
+ * only writer, so no increment is lost, and the hot path pays no LOCK. */
+#define mcas__stat_add(t, field, d) \
+	mcas__counter_add(&(t)->stats[offsetof(struct mcas_stats, field) / sizeof(uint64_t)], (d))
+
+static inline void
+mcas__counter_add(_Atomic uint64_t *c, uint64_t d)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
+		memory_order_relaxed);
+}
 
 /* ---- references ---- */
 

@@ -261,7 +261,7 @@ static void
 pmw_help(struct mcas_thread *t, struct mcas_rec *o)
 {
 	if (pmw_load(&o->status) == MCAS_ST_ACTIVE)
-		t->stats.helps++;
+		mcas__stat_add(t, helps, 1);
 	pmw_mcas(t, o);
 }
 

@@ -167,6 +167,70 @@ TEST_P(StressPersistent, IncrementsWithPreemption)
 		EXPECT_EQ(p.words[i] % 8, 0u);
 }
 
+// Threads register, run a known number of operations and unregister again
+// while another thread sums the counts with mcas_stats_total(): each sum
+// counts every thread once (it never exceeds the final total, and it never
+// decreases), and the final total is exact. An unregister that folded a
+// thread's counts into the retired sum before clearing its entry let a sum
+// count it twice and read its freed handle (TSan and ASan see the latter).
+constexpr unsigned kWorkers = 3, kRounds = 40, kOps = 20;
+
+class StatsRace : public ::testing::TestWithParam<mcas_algorithm> {};
+
+TEST_P(StatsRace, TotalCountsEachThreadOnceWhileThreadsComeAndGo)
+{
+	uint64_t words[kWorkers] = {};
+	mcastest::OnVolatile(Config(GetParam()), [&words](mcas *m) {
+		std::atomic<bool> done{false};
+		std::vector<uint64_t> sums;
+		std::thread summer([&] {
+			mcas_stats st;
+			while (!done.load()) {
+				mcas_stats_total(m, &st);
+				sums.push_back(st.mcas);
+			}
+		});
+		std::vector<std::thread> workers;
+		for (unsigned w = 0; w < kWorkers; w++)
+			workers.emplace_back([m, w, &words] {
+				for (unsigned r = 0; r < kRounds; r++) {
+					mcas_thread *t;
+					ASSERT_EQ(mcas_thread_register(m, &t), 0);
+					for (unsigned i = 0; i < kOps; i++) {
+						mcas_desc *d;
+						while (mcas_desc_begin(t, &d) == -EAGAIN)
+							std::this_thread::yield();
+						uint64_t v = mcas_read(t, &words[w]);
+						ASSERT_EQ(mcas_desc_add(d, &words[w], v, v + 8), 0);
+						ASSERT_EQ(mcas_desc_execute(d), 1);
+					}
+					mcas_stats own;
+					mcas_thread_stats(t, &own);
+					ASSERT_EQ(own.mcas, kOps);
+					ASSERT_EQ(mcas_thread_unregister(&t), 0);
+				}
+			});
+		for (auto &w : workers)
+			w.join();
+		done.store(true);
+		summer.join();
+		mcas_stats total;
+		mcas_stats_total(m, &total);
+		const uint64_t expect = uint64_t{kWorkers} * kRounds * kOps;
+		EXPECT_EQ(total.mcas, expect);
+		EXPECT_EQ(total.succeeded, expect);
+		ASSERT_FALSE(sums.empty());
+		for (size_t i = 0; i < sums.size(); i++) {
+			ASSERT_LE(sums[i], expect) << "sum " << i << " counted a thread twice";
+			if (i > 0) {
+				ASSERT_GE(sums[i], sums[i - 1]) << "sum " << i << " went backwards";
+			}
+		}
+	});
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, StatsRace,
+	::testing::ValuesIn(mcastest::VolatileAlgorithms()), mcastest::AlgorithmName());
 INSTANTIATE_TEST_SUITE_P(Algorithms, StressVolatile,
 	::testing::ValuesIn(mcastest::VolatileAlgorithms()), mcastest::AlgorithmName());
 INSTANTIATE_TEST_SUITE_P(Algorithms, StressPersistent,

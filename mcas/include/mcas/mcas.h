@@ -52,7 +52,8 @@
  * epoch slot, when it may hold references to descriptors. Descriptors come
  * from a fixed per-thread pool and go back to it after grace periods (AOPT:
  * finalized -> grace -> detached -> grace -> free). No allocation happens
- * inside an operation. The same epochs protect user objects retired with
+ * inside an operation: mcas_retire() is the only call that may grow a
+ * thread's lists, and it keeps room for every descriptor. The same epochs protect user objects retired with
  * mcas_retire() and read inside mcas_guard_enter()/mcas_guard_exit().
  *
  * Persistence. A persistent instance lives in an area of a pm/ pool
@@ -339,14 +340,28 @@ int mcas_retire(struct mcas_thread *t, void *obj, mcas_free_fn free_fn, void *ct
 
 /**
  * mcas_thread_stats -- copy @t's counts into @out.
- * Thread-safety: the owning thread, or any thread after it unregistered.
+ *
+ * Thread-safety: any thread, while @t is registered: mcas_thread_unregister()
+ * frees the handle, so read a thread's final counts before it unregisters, or
+ * take them from mcas_stats_total(), which keeps them. Called by another
+ * thread while @t runs operations, each counter is read atomically but the
+ * counters are not one snapshot.
+ * Ordering: relaxed loads; orders nothing.
  */
 void mcas_thread_stats(const struct mcas_thread *t, struct mcas_stats *out);
 
 /**
  * mcas_stats_total -- the sum of the counts of every thread that used @m,
- * including unregistered ones. Thread-safety: any thread, while no thread
- * of @m runs operations (for example after joining the workers).
+ * including unregistered ones.
+ *
+ * Each thread is counted exactly once, even while threads register and
+ * unregister concurrently. Counters of threads running operations are read
+ * atomically, one by one, so a sum taken while they run is not one instant's;
+ * it is exact once they have stopped (for example after joining them).
+ * Thread-safety: any thread, at any time while @m exists; briefly excludes
+ * mcas_thread_register() and mcas_thread_unregister() on @m (a spin lock,
+ * never held across an operation).
+ * Ordering: relaxed loads of the counters; orders nothing else.
  */
 void mcas_stats_total(const struct mcas *m, struct mcas_stats *out);
 
