@@ -20,7 +20,12 @@
  *     node's available flag: that store is its linearization point. Helping
  *     earlier ops persist means no update waits for a slower thread.
  *   - A read finds the newest available node and answers from the state as
- *     of that node. It writes nothing shared and issues no fence.
+ *     of that node. It writes no shared data and issues no persistent
+ *     fence. It does mark its own thread slot active while it runs (a word
+ *     only the trace reclaimer reads): a plain store where the kernel has
+ *     membarrier(2), whose barrier the rare reclaimer then forces on every
+ *     running thread, and otherwise a seq_cst store, which is a full fence
+ *     on x86 (see onll_read()).
  *   - Per-thread local views (thesis sect. 4.8): each thread keeps its own
  *     copy of the state at some execution index and, per operation, applies
  *     only the trace nodes since then, not the whole history.
@@ -50,10 +55,17 @@
  *
  * Progress: updates and reads are lock-free while checkpoints keep up.
  * Checkpoint writing is serialised by a try-flag that is never waited for
- * on the common path; an update waits only when its thread's log is full
- * and another thread holds the flag (a checkpointer preempted for as long
- * as it takes this thread to fill log_entries - checkpoint_every entries).
- * Registration waits for that flag too.
+ * on the common path. A thread waits for it (spinning with sched_yield)
+ * only:
+ *   - in an update whose thread's log is full while another thread holds
+ *     the flag (a checkpointer preempted for as long as it takes this
+ *     thread to fill log_entries - checkpoint_every entries);
+ *   - in any operation, read or update, that must first rebuild its
+ *     thread's local view from the checkpoint: the first operation after
+ *     registration, the one after an apply() or snapshot_load() failed,
+ *     and the first after the thread sat idle while the trace reclaimer
+ *     moved more than max_threads x log_entries updates past its view;
+ *   - in onll_thread_register().
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h) on
  * failure. The library never prints, aborts or exits on bad input.
@@ -263,11 +275,21 @@ int onll_update(struct onll_thread *t, const void *op, size_t op_len, void *resu
  * onll_read -- answer read-only @op from the newest available state.
  * @result: receives compute()'s result.
  *
- * Writes nothing shared and issues no fence; costs the updates since this
- * thread's previous operation.
+ * Writes no shared data and issues no persistent fence; costs the updates
+ * since this thread's previous operation. Waits for the checkpoint flag
+ * only when the thread's view must be rebuilt (see Progress at the top).
  * Return: 0; -EINVAL, -E2BIG as onll_update(); -ENOMEM if the view could not
  * be brought up to date.
  * Thread-safety: the owning thread of @t.
+ * Ordering: entering stores this thread's active flag: relaxed, followed by
+ * a compiler barrier, where membarrier(2) is registered (the reclaimer's
+ * membarrier in onll_reclaim_bound orders it with the floor it raised),
+ * otherwise seq_cst, paired with the reclaimer's seq_cst floor CAS and
+ * active-flag load; either way the floor is loaded after it. The answer
+ * comes from nodes whose available flag was read with acquire, pairing
+ * with the seq_cst store that makes an update available in onll_update();
+ * so every update linearized before it is reflected. Leaving stores the
+ * flag with release. The same on failure.
  */
 int onll_read(struct onll_thread *t, const void *op, size_t op_len, void *result);
 
