@@ -2,7 +2,7 @@
 // benchmarks/reclaim_sets.h -- what reclaim_bench and reclaim_robust share:
 // the three lock-free sets of ds/ (Harris-Michael list, Fraser skip list,
 // Natarajan-Mittal BST) behind one table of functions, their sizes in the
-// thesis's evaluation (sect. 6.7; shared/notes/thesis_other.md B.3), the
+// thesis's evaluation (Zablotchi's EPFL thesis, 2020, sect. 6.7), the
 // domain configuration every scheme gets, the fill and the operation mix.
 //
 // Sizes. Initial size S (the README reading of the thesis: list 2000, skip

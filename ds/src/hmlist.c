@@ -10,7 +10,7 @@
  * Fig. 9 (a traversal that unlinks each marked node it meets, one at a time,
  * and restarts from the head when that CAS fails, so that it is sound under
  * hazard pointers); the QSense-instrumented version of the thesis, App. E.2
- * (../shared/seeds/003, Alg. E.1-E.3: two hazard pointers, left and right,
+ * (Zablotchi's EPFL thesis, 2020, Alg. E.1-E.3: two hazard pointers, left and right,
  * validated by re-reading left->next).
  *
  * Shape. head -> n1 -> ... -> nk -> tail, keys strictly increasing; head is

@@ -332,5 +332,5 @@ const struct mcas_algo_ops mcas__harris_ops = {
 	.execute = harris_execute,
 	.read = harris_read,
 	.detach = harris_detach,
-	.recover = NULL, /* volatile only: the core recovers persistent instances */
+	.recover = NULL, /* volatile only: never asked to recover a persistent instance */
 };

@@ -2,10 +2,12 @@
 /*
  * onll/src/onll.c -- the ONLL universal construction (see onll/onll.h).
  *
- * Source: thesis ch. 4 (seeds/003), alg. 4.2 (execution trace), 4.3
- * (update), 4.4 (read), 4.5 (recovery), sect. 4.8 (local views and
- * checkpoints); errata in notes/thesis_other.md B.4 (the trace's tail starts
- * as a trace node; next pointers go from newer to older nodes).
+ * Source: M. Zablotchi, "Distributed Computing with Modern Shared Memory"
+ * (EPFL thesis, 2020), ch. 4: alg. 4.2 (execution trace), 4.3 (update), 4.4
+ * (read), 4.5 (recovery), sect. 4.8 (local views and checkpoints). Where the
+ * listings are ambiguous this file follows one reading: the trace's tail
+ * starts as a trace node (a sentinel), and next pointers go from newer to
+ * older nodes.
  *
  * Persistent area (64-byte aligned, inside a pm/ pool):
  *   header                       one cache line, written last at create
