@@ -705,6 +705,12 @@ onll_entry_fill(const struct onll_node *node, uint32_t node_max, unsigned char *
 	unsigned char *p = e + sizeof(*h);
 	uint32_t nops = 0;
 
+#ifdef ONLL_MUTANT_NO_HELPING
+	/* Planted bug, test builds only (//onll:onll_nohelp): each entry holds
+	 * only its own op, so an update can be durable while an earlier one it
+	 * observed is not. //onll:onll_crash_nohelp_test must catch it. */
+	node_max = 1;
+#endif
 	for (const struct onll_node *n = node; nops < node_max && !onll_available(n); n = n->next) {
 		struct onll_op_rec *rec = (void *)p;
 

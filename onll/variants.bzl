@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""onll_variant: //onll:onll and //onll:objects built again from the same
+sources with private defines, for tests only (a code path the host would not
+take, or a planted bug a test must catch)."""
+
+load("@rules_cc//cc:defs.bzl", "cc_library")
+load("//tools:copts.bzl", "C_COPTS")
+
+def onll_variant(name, defines):
+    """Defines testonly libraries onll_<name> and objects_<name>.
+
+    Args:
+      name: the variant's suffix.
+      defines: preprocessor symbols onll.c is compiled with.
+    """
+    cc_library(
+        name = "onll_" + name,
+        testonly = True,
+        srcs = ["src/onll.c"],
+        hdrs = ["include/onll/onll.h"],
+        copts = C_COPTS,
+        linkopts = ["-lpthread"],
+        local_defines = defines,
+        strip_include_prefix = "include",
+        deps = [
+            "//pm:error",
+            "//pm:persist",
+            "//pm:pool",
+            "@system_libs//:xxhash",
+        ],
+    )
+    cc_library(
+        name = "objects_" + name,
+        testonly = True,
+        srcs = ["src/objects.c"],
+        hdrs = ["include/onll/objects.h"],
+        copts = C_COPTS,
+        strip_include_prefix = "include",
+        deps = [":onll_" + name],
+    )
