@@ -812,7 +812,9 @@ onll_update(struct onll_thread *t, const void *op, size_t op_len, void *result,
 	t->last_index = node->idx;
 	if (index != NULL)
 		*index = node->idx;
-	return applied;
+	/* The update is ordered, durable and available whatever apply() did
+	 * on this thread's view; only its result is missing. */
+	return applied == 0 ? 0 : ONLL_E_RESULT_LOST;
 }
 
 /* onll_read_view -- alg. 4.4 with a local view: catch up to latestAvailable */

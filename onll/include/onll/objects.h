@@ -11,8 +11,8 @@
  * Every wrapper has the thread-safety, durability and error codes of the
  * onll_update() or onll_read() it calls. Results of the form "1 if present,
  * 0 if not" are returned as the function's non-negative value. When
- * onll_update() returns -ENOMEM the update was applied but its result is
- * lost (a dequeue's value, for one).
+ * onll_update() returns ONLL_E_RESULT_LOST the update took effect but its
+ * result is lost (a dequeue's value, for one); -ENOMEM means it did not.
  *
  * Ops are one opcode byte and up to two native-endian uint64_t arguments
  * (ONLL_OBJECTS_MAX_OP bytes at most). Snapshots are native-endian

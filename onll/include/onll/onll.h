@@ -87,6 +87,9 @@ struct onll_thread;
 /* Layout version of the persistent area written by this library. */
 #define ONLL_PMEM_VERSION 1
 
+/* TEMPORARY until the suite's error codes live in pm/error.h. */
+#define ONLL_E_RESULT_LOST (-13001)
+
 /*
  * struct onll_type -- the sequential object. Every callback gets @ctx.
  * Callbacks run on the calling thread, on a state only that thread touches
@@ -263,9 +266,12 @@ int onll_thread_unregister(struct onll_thread **t);
  * exceeds max_op_size; -ENOSPC if the state as this thread sees it no longer
  * fits checkpoint_capacity (nothing was applied; leave room for max_threads
  * more updates, which may be ordered before this check takes effect, or
- * onll_open() fails with -ENOSPC after a crash); -ENOMEM if apply() failed
- * (the update was applied and is durable; the thread's view is rebuilt by
- * its next operation).
+ * onll_open() fails with -ENOSPC after a crash); -ENOMEM if memory for the
+ * update or for this thread's view ran out before the update was ordered
+ * (nothing was applied; retrying is safe); ONLL_E_RESULT_LOST if the update
+ * was ordered and is durable and linearized, but apply() or bringing the
+ * thread's view up to date failed, so @result is not set (the view is
+ * rebuilt by the thread's next operation; do not retry the update).
  * Thread-safety: the owning thread of @t; any number of threads at once.
  */
 int onll_update(struct onll_thread *t, const void *op, size_t op_len, void *result,
