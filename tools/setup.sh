@@ -18,7 +18,7 @@ PACKAGES=(
 	libpmem-dev libpmemobj-dev libpmem2-dev libpmempool-dev pmdk-tools
 	libfabric-dev libfabric-bin rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
 	librpma-dev
-	libjemalloc-dev liburcu-dev libxxhash-dev libinih-dev iproute2
+	libjemalloc-dev liburcu-dev libxxhash-dev libinih-dev libcrypt-dev iproute2
 	libgtest-dev libbenchmark-dev
 	python3-matplotlib
 )

@@ -5,12 +5,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpmemobj.h>
@@ -21,6 +25,7 @@
 #include <pm/ptr.h>
 
 #include "error_internal.h"
+#include "pool_testing.h"
 
 #define PM_POOL_MAGIC "DMEMPOOL"
 #define PM_POOL_HDR_SIZE 64
@@ -56,6 +61,8 @@ struct pm_pool_verdict {
 	int code;
 	char msg[400];
 };
+/* Sent with one write, which is atomic (whole or nothing) up to PIPE_BUF. */
+_Static_assert(sizeof(struct pm_pool_verdict) <= PIPE_BUF, "verdict fits one pipe write");
 
 /* pm_pool_config_init -- documented defaults */
 void
@@ -135,17 +142,118 @@ pm_pool_check_child(const char *path, const char *layout, struct pm_pool_verdict
 		v->code = pm_pool_errno_code(errno);
 }
 
-/* pm_pool_isolated_check -- pmemobj_check in a child, so damage that crashes
- * PMDK becomes an error code here */
+/* pm_pool_ms_until -- milliseconds left until @deadline (CLOCK_MONOTONIC),
+ * rounded up so a poll never wakes just before it; 0 once it has passed */
+static int
+pm_pool_ms_until(const struct timespec *deadline)
+{
+	struct timespec now;
+	int64_t ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ns = (int64_t)(deadline->tv_sec - now.tv_sec) * 1000000000 +
+		(deadline->tv_nsec - now.tv_nsec);
+	if (ns <= 0)
+		return 0;
+	if (ns / 1000000 >= INT_MAX)
+		return INT_MAX;
+	return (int)((ns + 999999) / 1000000);
+}
+
+/* pm_pool_check_wait -- collect the child's verdict in *@v (*@got bytes so
+ * far) until it is complete, the child is gone, or @timeout_s (0: no limit)
+ * has passed. Return: 0 when the child is done (verdict or not), 1 on
+ * expiry, -errno if waiting failed; after 1 or -errno the child may still
+ * run.
+ *
+ * The pipe's EOF alone would say when the child is gone, but a fork made by
+ * another of the caller's threads before our close(write end) holds that
+ * end open too; the pidfd, where the kernel has one, does not depend on it.
+ * The child sends the verdict with one write of less than PIPE_BUF bytes,
+ * which is atomic, so once the child has exited it is all in the pipe or
+ * not there at all. */
+static int
+pm_pool_check_wait(int rfd, int pidfd, unsigned timeout_s, struct pm_pool_verdict *v,
+	size_t *got)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = rfd, .events = POLLIN },
+		{ .fd = pidfd, .events = POLLIN },
+	};
+	nfds_t nfds = pidfd >= 0 ? 2 : 1;
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += (time_t)timeout_s;
+	for (;;) {
+		int ms = timeout_s == 0 ? -1 : pm_pool_ms_until(&deadline);
+		int exited;
+		ssize_t n;
+
+		if (ms == 0)
+			return 1;
+		n = poll(pfd, nfds, ms);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		exited = nfds == 2 && pfd[1].revents != 0;
+		n = read(rfd, (char *)v + *got, sizeof(*v) - *got);
+		if (n > 0)
+			*got += (size_t)n;
+		if (n == 0 || *got == sizeof(*v) || exited)
+			return 0;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* pm_pool_kill_child -- SIGKILL the check child; through its pidfd where
+ * there is one, so that a pid recycled after a caller's SIGCHLD handler
+ * reaped the child can never be hit */
+static void
+pm_pool_kill_child(pid_t pid, int pidfd)
+{
+	if (pidfd >= 0)
+		(void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+	else
+		(void)kill(pid, SIGKILL);
+}
+
+/* pm_pool_reap -- wait for the check child to end. Return: 1 with its
+ * *@status; 0 if it ended but someone else collected it (the caller ignores
+ * SIGCHLD, or its SIGCHLD handler waits for any child), when the status is
+ * unknown. Only this pid is waited for, so other children are left alone. */
+static int
+pm_pool_reap(pid_t pid, int *status)
+{
+	for (;;) {
+		if (waitpid(pid, status, 0) == pid)
+			return 1;
+		if (errno != EINTR)
+			return 0;
+	}
+}
+
+/* pm_pool_isolated_check -- pmemobj_check and a trial open in a child, so
+ * damage that crashes or hangs PMDK becomes an error code here.
+ *
+ * The time limit is enforced here, in the parent, and not by the child
+ * (alarm() there would inherit a blocked or ignored SIGALRM from the
+ * caller, and a child deadlocked after forking a multi-threaded caller
+ * never reaches its own timer code anyway): on expiry the child is killed
+ * and reaped. */
 static int
 pm_pool_isolated_check(const char *path, const char *layout, unsigned timeout_s)
 {
 	struct pm_pool_verdict v;
-	int fds[2], status;
+	int fds[2], status = 0, reaped, wait_ret, pidfd;
 	size_t got = 0;
 	pid_t pid;
 
-	if (pipe2(fds, O_CLOEXEC) != 0)
+	/* Non-blocking: the parent polls the read end. The child's single
+	 * write of sizeof(v) < PIPE_BUF bytes into the empty pipe fits whole. */
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
 		return pm__err(-errno, "pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid < 0) {
@@ -156,37 +264,36 @@ pm_pool_isolated_check(const char *path, const char *layout, unsigned timeout_s)
 		return pm__err(-err, "fork for the pool check: %s", strerror(err));
 	}
 	if (pid == 0) {
-		memset(&v, 0, sizeof(v));
 		close(fds[0]);
-		/* PMDK loops forever on some damaged pools; SIGALRM ends it. */
-		alarm(timeout_s);
+		pm_pool__testing_child_point();
+		memset(&v, 0, sizeof(v));
 		pm_pool_check_child(path, layout, &v);
-		if (write(fds[1], &v, sizeof(v)) != (ssize_t)sizeof(v))
-			_exit(2);
-		_exit(0);
+		_exit(write(fds[1], &v, sizeof(v)) == (ssize_t)sizeof(v) ? 0 : 2);
 	}
 	close(fds[1]);
-	while (got < sizeof(v)) {
-		ssize_t n = read(fds[0], (char *)&v + got, sizeof(v) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	/* Without a pidfd (kernels before 5.3) the pipe alone tells us. */
+	pidfd = pidfd_open(pid, 0);
+	wait_ret = pm_pool_check_wait(fds[0], pidfd, timeout_s, &v, &got);
+	if (wait_ret != 0)
+		pm_pool_kill_child(pid, pidfd);
+	reaped = pm_pool_reap(pid, &status);
+	if (pidfd >= 0)
+		close(pidfd);
 	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-		return pm__err(PM_E_CORRUPT,
-			"%s: PMDK did not finish checking the pool within %u s: it is damaged "
-			"(or larger than check_timeout_s allows)", path, timeout_s);
-	if (WIFSIGNALED(status))
+	/* A SIGKILL after our kill is the time limit; any other signal (an OOM
+	 * kill included) ended the check by itself. */
+	if (reaped && WIFSIGNALED(status) && (wait_ret == 0 || WTERMSIG(status) != SIGKILL))
 		return pm__err(PM_E_CORRUPT,
 			"%s: PMDK crashed (signal %d) while checking the pool: it is damaged",
 			path, WTERMSIG(status));
-	if (got != sizeof(v) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	if (wait_ret < 0)
+		return pm__err(wait_ret, "%s: waiting for the pool check: %s", path,
+			strerror(-wait_ret));
+	if (wait_ret == 1)
+		return pm__err(PM_E_CORRUPT,
+			"%s: PMDK did not finish checking the pool within %u s: it is damaged "
+			"(or larger than check_timeout_s allows)", path, timeout_s);
+	if (got != sizeof(v) || (reaped && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)))
 		return pm__err(PM_E_CORRUPT, "%s: the pool check did not complete", path);
 	if (v.code != 0)
 		return pm__err(v.code, "%s", v.msg);

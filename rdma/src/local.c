@@ -137,8 +137,9 @@ local_open(struct rdma_conn *c, const char *path)
 	ret = rdma__nodefile_read(nodefile, &nf);
 	if (ret != 0)
 		return ret;
-	if (rdma__token_hash(c->token, strlen(c->token), nf.salt) != nf.token_hash)
-		return RDMA_E_AUTH;
+	ret = rdma__token_check(c->token, nf.token_hash);
+	if (ret != 0)
+		return ret;
 	lc = calloc(1, sizeof(*lc));
 	if (lc == NULL)
 		return -ENOMEM;

@@ -42,7 +42,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -444,7 +443,6 @@ static int
 node_publish(struct rdma_node *n)
 {
 	struct rdma__nodefile nf;
-	uint64_t salt;
 	int ret;
 
 	memset(&nf, 0, sizeof(nf));
@@ -453,11 +451,13 @@ node_publish(struct rdma_node *n)
 	strcpy(nf.pool, n->pool_path);
 	nf.durability = n->durability;
 	nf.incarnation = n->incarnation;
-	/* The salt keeps equal tokens of different nodes from hashing alike. */
-	if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
-		return errno != 0 ? -errno : -EIO;
-	nf.salt = salt;
-	nf.token_hash = rdma__token_hash(n->token, n->token_len, salt);
+	/* n->token is NUL-terminated: rdma_node_open copied it into zeroed memory. */
+	ret = rdma__token_hash(n->token, nf.token_hash);
+	if (ret != 0) {
+		node_log(n, RDMA_NODE_LOG_ERROR, "cannot hash the token for the node file: %s",
+			strerror(-ret));
+		return ret;
+	}
 	nf.nregions = n->nregions;
 	for (unsigned i = 0; i < n->nregions; i++) {
 		nf.regions[i].offset = n->root->regions[i].offset;

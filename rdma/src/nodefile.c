@@ -2,8 +2,10 @@
 /*
  * rdma/src/nodefile.c -- writing and reading the node file (nodefile.h).
  * Parsing uses inih (Debian libinih-dev) rather than a hand-written INI
- * reader; every value is then checked here.
+ * reader; every value is then checked here. The token hash is libxcrypt's
+ * yescrypt (Debian libcrypt-dev).
  */
+#include <crypt.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,16 +16,85 @@
 #include <unistd.h>
 
 #include <ini.h>
-#include <xxhash.h>
 
 #include "nodefile.h"
 
-#define NODEFILE_VERSION 1
+/* 2: the token as a yescrypt string instead of an XXH3 hash and salt. */
+#define NODEFILE_VERSION 2
+/* How a token hash starts: libxcrypt's prefix for yescrypt. */
+#define TOKEN_HASH_PREFIX "$y$"
 
-uint64_t
-rdma__token_hash(const char *token, size_t len, uint64_t salt)
+/* rdma__token_hash -- yescrypt string of @token with a fresh salt */
+int
+rdma__token_hash(const char *token, char out[RDMA__TOKEN_HASH_SIZE])
 {
-	return XXH3_64bits_withSeed(token, len, salt);
+	char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+	struct crypt_data *data;
+	const char *h;
+	int ret = 0;
+
+	/* NULL random bytes: crypt_gensalt_rn draws the salt from the OS. */
+	if (crypt_gensalt_rn(TOKEN_HASH_PREFIX, 0, NULL, 0, setting, sizeof(setting)) == NULL)
+		return errno != 0 ? -errno : -EINVAL;
+	/* 32 KiB: too much for the stack of an arbitrary caller's thread. */
+	data = calloc(1, sizeof(*data));
+	if (data == NULL)
+		return -ENOMEM;
+	h = crypt_rn(token, setting, data, sizeof(*data));
+	if (h == NULL)
+		ret = errno != 0 ? -errno : -EINVAL;
+	else if (strlen(h) >= RDMA__TOKEN_HASH_SIZE)
+		ret = -ENOSPC;
+	else
+		strcpy(out, h);
+	/* data->input held the token. */
+	explicit_bzero(data, sizeof(*data));
+	free(data);
+	return ret;
+}
+
+/* rdma__token_check -- hash @token with @hash's salt and compare */
+int
+rdma__token_check(const char *token, const char *hash)
+{
+	struct crypt_data *data;
+	unsigned diff = 0;
+	const char *h;
+	int ret;
+
+	data = calloc(1, sizeof(*data));
+	if (data == NULL)
+		return -ENOMEM;
+	h = crypt_rn(token, hash, data, sizeof(*data));
+	if (h == NULL) {
+		ret = RDMA_E_PROTO;
+	} else {
+		size_t hlen = strlen(h), len = strlen(hash);
+
+		/* Every byte of the longer string is visited, whatever matches. */
+		diff = hlen != len;
+		for (size_t i = 0; i < (hlen > len ? hlen : len); i++)
+			diff |= (unsigned)(i < hlen ? (unsigned char)h[i] : 0) ^
+				(unsigned)(i < len ? (unsigned char)hash[i] : 0);
+		ret = diff == 0 ? 0 : RDMA_E_AUTH;
+	}
+	explicit_bzero(data, sizeof(*data));
+	free(data);
+	return ret;
+}
+
+/* token_hash_ok -- @s looks like a yescrypt string that fits the field:
+ * the prefix, then only crypt(3)'s alphabet and '$' separators (so nothing
+ * that would break the INI line) */
+static int
+token_hash_ok(const char *s)
+{
+	size_t n = strnlen(s, RDMA__TOKEN_HASH_SIZE);
+
+	if (n == RDMA__TOKEN_HASH_SIZE ||
+	    strncmp(s, TOKEN_HASH_PREFIX, strlen(TOKEN_HASH_PREFIX)) != 0)
+		return 0;
+	return strspn(s, "$./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") == n;
 }
 
 int
@@ -35,7 +106,8 @@ rdma__nodefile_write(const char *path, const struct rdma__nodefile *nf)
 	FILE *f;
 	int fd, ret = 0;
 
-	if (dname == NULL || nf->nregions == 0 || nf->nregions > RDMA__MAX_REGIONS)
+	if (dname == NULL || nf->nregions == 0 || nf->nregions > RDMA__MAX_REGIONS ||
+	    !token_hash_ok(nf->token_hash))
 		return -EINVAL;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
@@ -52,10 +124,8 @@ rdma__nodefile_write(const char *path, const struct rdma__nodefile *nf)
 	fprintf(f, "# memory node file: how local clients map this node's regions\n");
 	fprintf(f, "[node]\nversion = %d\npool = %s\ndurability = %s\n",
 		NODEFILE_VERSION, nf->pool, dname);
-	fprintf(f, "incarnation = %" PRIu64 "\nsalt = %" PRIu64 "\n",
-		nf->incarnation, nf->salt);
-	fprintf(f, "token_hash = %" PRIu64 "\nregions = %u\n", nf->token_hash,
-		nf->nregions);
+	fprintf(f, "incarnation = %" PRIu64 "\ntoken_hash = %s\nregions = %u\n",
+		nf->incarnation, nf->token_hash, nf->nregions);
 	for (unsigned i = 0; i < nf->nregions; i++)
 		fprintf(f, "[region.%u]\noffset = %" PRIu64 "\nlength = %" PRIu64 "\n",
 			i, nf->regions[i].offset, nf->regions[i].length);
@@ -86,10 +156,9 @@ enum {
 	SEEN_POOL = 1u << 1,
 	SEEN_DURABILITY = 1u << 2,
 	SEEN_INCARNATION = 1u << 3,
-	SEEN_SALT = 1u << 4,
-	SEEN_TOKEN_HASH = 1u << 5,
-	SEEN_REGIONS = 1u << 6,
-	SEEN_ALL = (1u << 7) - 1,
+	SEEN_TOKEN_HASH = 1u << 4,
+	SEEN_REGIONS = 1u << 5,
+	SEEN_ALL = (1u << 6) - 1,
 };
 
 struct parse_state {
@@ -143,6 +212,12 @@ node_key(struct parse_state *st, const char *name, const char *value)
 			return -1;
 		return mark_once(&st->seen, SEEN_DURABILITY);
 	}
+	if (strcmp(name, "token_hash") == 0) {
+		if (!token_hash_ok(value))
+			return -1;
+		strcpy(nf->token_hash, value);
+		return mark_once(&st->seen, SEEN_TOKEN_HASH);
+	}
 	if (parse_u64(value, &v) != 0)
 		return -1;
 	if (strcmp(name, "version") == 0)
@@ -150,14 +225,6 @@ node_key(struct parse_state *st, const char *name, const char *value)
 	if (strcmp(name, "incarnation") == 0) {
 		nf->incarnation = v;
 		return mark_once(&st->seen, SEEN_INCARNATION);
-	}
-	if (strcmp(name, "salt") == 0) {
-		nf->salt = v;
-		return mark_once(&st->seen, SEEN_SALT);
-	}
-	if (strcmp(name, "token_hash") == 0) {
-		nf->token_hash = v;
-		return mark_once(&st->seen, SEEN_TOKEN_HASH);
 	}
 	if (strcmp(name, "regions") == 0) {
 		if (v == 0 || v > RDMA__MAX_REGIONS)

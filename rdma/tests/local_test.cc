@@ -46,8 +46,7 @@ public:
 		snprintf(nf_.pool, sizeof(nf_.pool), "%s", path_.c_str());
 		nf_.durability = PM_DURABILITY_NONE;
 		nf_.incarnation = 1;
-		nf_.salt = 42;
-		nf_.token_hash = rdma__token_hash(token, strlen(token), nf_.salt);
+		EXPECT_EQ(rdma__token_hash(token, nf_.token_hash), 0);
 		nf_.nregions = 2;
 		nf_.regions[0].offset = kRegion0Off;
 		nf_.regions[0].length = kRegion0Len;
@@ -151,10 +150,15 @@ TEST(RdmaLocal, MalformedNodeFilesAreRejected)
 		s.replace(at, from.size(), to);
 		return s;
 	};
+	const std::string hash = node.Nf().token_hash;
 	const std::vector<std::string> bad = {
 		"",
 		"garbage without sections",
-		replace("version = 1", "version = 2"),
+		replace("version = 2", "version = 3"),
+		// A version 1 file: an XXH3 token hash and its salt.
+		replace("version = 2", "version = 1").replace(good.find("token_hash"),
+			std::string("token_hash = ").size() + hash.size(),
+			"salt = 42\ntoken_hash = 1234567890"),
 		replace("durability = none", "durability = maybe"),
 		replace("regions = 2", "regions = 3"),
 		replace("regions = 2", "regions = 1"),     // region.1 beyond the count
@@ -163,7 +167,12 @@ TEST(RdmaLocal, MalformedNodeFilesAreRejected)
 		replace("offset = 4096", "offset = -4096"),
 		replace("length = 4096", "length = 0"),
 		replace("length = 4096", "length = 18446744073709551615"),
-		replace("salt = 42", "salt = 42\nsalt = 43"),
+		replace("token_hash = ", "token_hash = " + hash + "\ntoken_hash = "),
+		replace(hash, "1234567890"),                  // not a crypt string
+		replace(hash, "$6$salt$" + hash.substr(3)),    // not yescrypt
+		replace(hash, hash + std::string(RDMA__TOKEN_HASH_SIZE, 'x')), // too long
+		replace(hash, hash.substr(0, 10) + " " + hash.substr(10)),
+		replace("token_hash = " + hash + "\n", ""),
 		replace("[region.1]", "[region.99]"),
 		replace("[node]", "[node]\nextra = 1"),
 		good.substr(0, good.size() / 2),
@@ -178,10 +187,25 @@ TEST(RdmaLocal, MalformedNodeFilesAreRejected)
 		cfg.token = "secret";
 		EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), RDMA_E_PROTO) << i;
 	}
+	// A yescrypt string damaged within its alphabet parses, but no token
+	// matches it: an unusable one is malformed, a changed hash refuses.
+	rdma_conn_config cfg;
+	rdma_conn_config_init(&cfg);
+	cfg.token = "secret";
+	rdma_conn *c = nullptr;
+	std::ofstream(node.NodeFile(), std::ios::trunc) << replace(hash, "$y$zz");
+	EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), RDMA_E_PROTO);
+	std::string changed = hash;
+	changed.back() = changed.back() == 'A' ? 'B' : 'A';
+	std::ofstream(node.NodeFile(), std::ios::trunc) << replace(hash, changed);
+	EXPECT_EQ(rdma_conn_open(&c, node.Uri().c_str(), &cfg), RDMA_E_AUTH);
+	EXPECT_EQ(c, nullptr);
+
 	std::ofstream(node.NodeFile(), std::ios::trunc) << good;
 	rdma__nodefile nf;
 	EXPECT_EQ(rdma__nodefile_read(node.NodeFile().c_str(), &nf), 0);
 	EXPECT_EQ(nf.regions[1].length, kRegion1Len);
+	EXPECT_STREQ(nf.token_hash, hash.c_str());
 }
 
 TEST(RdmaLocal, EveryOperationAndItsCounters)

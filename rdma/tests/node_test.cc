@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -231,8 +232,8 @@ TEST(NodeOpen, NodeFileOffsetsAreFileOffsets)
 	ASSERT_NE(realpath(nc.path.c_str(), real), nullptr);
 	EXPECT_STREQ(nf.pool, real);
 	EXPECT_NE(nf.durability, PM_DURABILITY_AUTO);
-	EXPECT_EQ(nf.token_hash, rdma__token_hash("tok", 3, nf.salt));
-	EXPECT_NE(nf.token_hash, rdma__token_hash("", 0, nf.salt));
+	EXPECT_EQ(rdma__token_check("tok", nf.token_hash), 0);
+	EXPECT_EQ(rdma__token_check("", nf.token_hash), RDMA_E_AUTH);
 	ASSERT_EQ(nf.nregions, 3u);
 
 	for (unsigned i = 0; i < 3; i++) {
@@ -404,6 +405,33 @@ TEST(NodeOpen, BadConfigs)
 	}
 	EXPECT_EQ(n, nullptr);
 	EXPECT_EQ(rdma_node_close(&n), 0) << "NULL is a no-op";
+}
+
+// The node file keeps the token only as a yescrypt crypt(3) string, salted
+// afresh at every open; the token itself is nowhere in the file.
+TEST(NodeOpen, NodeFileStoresTokenAsYescryptHash)
+{
+	const std::string token = "plain-Cluster-Token-7731";
+	NodeConfig nc(TempPath("tokenhash.pool"));
+	nc.SetToken(token);
+	std::string hashes[2];
+	for (std::string &hash : hashes) {
+		rdma_node *n = nullptr;
+		ASSERT_EQ(rdma_node_open(&n, &nc.cfg), 0) << nc.log.All();
+		std::ifstream in(nc.path + ".node");
+		std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+		EXPECT_EQ(text.find(token), std::string::npos) << text;
+		rdma__nodefile nf;
+		ASSERT_EQ(rdma__nodefile_read((nc.path + ".node").c_str(), &nf), 0);
+		hash = nf.token_hash;
+		EXPECT_EQ(hash.rfind("$y$", 0), 0u) << hash;
+		EXPECT_NE(text.find("token_hash = " + hash + "\n"), std::string::npos) << text;
+		EXPECT_EQ(rdma__token_check(token.c_str(), hash.c_str()), 0);
+		EXPECT_EQ(rdma__token_check((token + "x").c_str(), hash.c_str()), RDMA_E_AUTH);
+		EXPECT_EQ(rdma__token_check(token.substr(1).c_str(), hash.c_str()), RDMA_E_AUTH);
+		ASSERT_EQ(rdma_node_close(&n), 0);
+	}
+	EXPECT_NE(hashes[0], hashes[1]) << "a fresh salt at every open";
 }
 
 TEST(NodeOpen, DefaultRegionAndPoolSize)

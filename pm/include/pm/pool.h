@@ -12,8 +12,22 @@
  * empty files, and loops forever on others. pm_pool_open() therefore first
  * runs pmemobj_check() and a trial open in a forked child with a time limit;
  * a child that dies or runs out of time turns into PM_E_CORRUPT, so opening
- * never crashes or hangs the caller. PM_POOL_TRUSTED skips that check for
- * large pools whose provenance is known.
+ * never crashes or hangs the caller. The calling process enforces the limit
+ * (it kills and reaps the child on expiry), so it holds whatever the
+ * caller's signal mask and dispositions are; pm_pool_open() installs no
+ * signal handler and waits only for its own child, so a SIGCHLD handler or
+ * an ignored SIGCHLD in the caller does not disturb it. PM_POOL_TRUSTED
+ * skips that check for large pools whose provenance is known.
+ *
+ * Multi-threaded callers. The check child is forked without exec and calls
+ * PMDK, malloc and stdio, none of which is async-signal-safe. If another
+ * thread of the caller holds a lock inside one of them at the moment of the
+ * fork (malloc's arena lock, a PMDK-internal lock, stdio's), the child
+ * inherits that lock held by a thread that does not exist in it and
+ * deadlocks. The parent's time limit then turns the deadlock into
+ * PM_E_CORRUPT after check_timeout_s, for a pool that is in fact sound (with
+ * check_timeout_s 0 the open hangs). To avoid it, open untrusted pools before
+ * starting other threads, or pass PM_POOL_TRUSTED for pools of known origin.
  *
  * Persistence of the caller's data is the caller's business: use
  * pm/persist.h on pointers into the pool; the pool is registered as a region
@@ -54,7 +68,8 @@ struct pm_pool_config {
 	enum pm_durability durability; /* default PM_DURABILITY_AUTO */
 	unsigned flags;      /* PM_POOL_*; default 0 */
 	unsigned file_mode;  /* create only; default 0600 */
-	unsigned check_timeout_s; /* open: limit for the isolated check; default 60, 0 = none */
+	unsigned check_timeout_s; /* open: limit in seconds for the isolated check;
+				   * default 60, 0 = none (a hung check then hangs the open) */
 };
 
 /**
@@ -84,11 +99,15 @@ int pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg);
  * PMDK recovers interrupted PMDK transactions and allocations during open.
  * Return: 0; -ENOENT if the file is missing; -EINVAL for a bad config;
  * PM_E_CORRUPT if the file is not a pool or is damaged (including damage
- * on which PMDK crashes, or hangs past @cfg->check_timeout_s); PM_E_LAYOUT if the pool has another layout name or root
- * size; PM_E_VERSION if its layout version differs from @cfg->version;
- * -EBUSY if the pool is open elsewhere; PM_E_NOT_PMEM as for create; other
- * -errno. pm_errormsg() gives details. On failure *@out is unchanged.
- * Thread-safety: any thread. A pool file may be open once at a time.
+ * on which PMDK crashes, or hangs past @cfg->check_timeout_s, and a check
+ * child deadlocked by the fork as described under "Multi-threaded callers"
+ * above); PM_E_LAYOUT if the pool has another layout name or root size;
+ * PM_E_VERSION if its layout version differs from @cfg->version; -EBUSY if
+ * the pool is open elsewhere; PM_E_NOT_PMEM as for create; other -errno.
+ * pm_errormsg() gives details. On failure *@out is unchanged.
+ * Thread-safety: any thread, with the fork hazard described under
+ * "Multi-threaded callers" above unless PM_POOL_TRUSTED is set. A pool file
+ * may be open once at a time.
  */
 int pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg);
 
