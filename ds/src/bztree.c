@@ -8,8 +8,8 @@
  * changes what the node holds (inner: bits 16..63); a leaf's also holds the
  * slots used (COUNT, bits 4..15) and its LIVE records (bits 16..27), with the
  * version in bits 28..63 (a leaf sees at most 3 x cap bumps in its life:
- * one per publish, one per delete). Counting live records in the status
- * lets a delete see an underfull leaf without reading every record. level, n and the keys of inner nodes and of a leaf's
+ * one per publish, one per remove). Counting live records in the status
+ * lets a remove see an underfull leaf without reading every record. level, n and the keys of inner nodes and of a leaf's
  * sorted part are written before the node is published and never again.
  *   leaf:  n = records in the sorted part (built sorted, all live); slots
  *          n..COUNT-1 form the append area. w is the record's metadata word
@@ -44,7 +44,7 @@
  * the leaf changed since S' was read, so the check still holds at the MCAS
  * (this replaces BzTree's re-scan for concurrent inserts of the same key,
  * which waits for reserved slots, with a lock-free status comparison). A
- * delete is {status: S -> S + VERSION - LIVE_ONE, meta[i]: LIVE -> DEAD}. Every MCAS
+ * remove is {status: S -> S + VERSION - LIVE_ONE, meta[i]: LIVE -> DEAD}. Every MCAS
  * expects an unfrozen status, so nothing changes in a frozen node.
  *
  * Structure changes (SMOs). The node X to change (and its sibling Y for a
@@ -1068,7 +1068,7 @@ ds_bztree_update(struct ds_bztree_thread *h, uint64_t key, uint64_t value)
 }
 
 int
-ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
+ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key)
 {
 	struct ds_bztree *t = h->t;
 	bool underfull = false;
@@ -1323,7 +1323,7 @@ bz_free(struct ds_bztree *t)
 }
 
 int
-ds_bztree_create(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg)
+ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg)
 {
 	struct ds_bztree *t = NULL;
 	struct bz_node *leaf;
@@ -1723,7 +1723,7 @@ out:
 }
 
 int
-ds_bztree_destroy(struct ds_bztree **tp)
+ds_bztree_close(struct ds_bztree **tp)
 {
 	struct ds_bztree *t = tp ? *tp : NULL;
 	unsigned n;

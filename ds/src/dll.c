@@ -655,7 +655,7 @@ dll_sentinels_init(struct ds_dll *l)
 }
 
 int
-ds_dll_create(struct ds_dll **out, struct mcas *m)
+ds_dll_new(struct ds_dll **out, struct mcas *m)
 {
 	struct ds_dll *l = NULL;
 	int ret;
@@ -907,7 +907,7 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 }
 
 int
-ds_dll_destroy(struct ds_dll **lp)
+ds_dll_close(struct ds_dll **lp)
 {
 	struct ds_dll *l = lp ? *lp : NULL;
 	unsigned n;

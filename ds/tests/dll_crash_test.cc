@@ -131,8 +131,8 @@ std::string Exercise(ds_dll_thread *h)
 
 std::string Finish(World *w, ds_dll_thread **hp)
 {
-	if (ds_dll_thread_unregister(hp) != 0 || ds_dll_destroy(&w->env.l) != 0 ||
-			mcas_destroy(&w->env.m) != 0)
+	if (ds_dll_thread_unregister(hp) != 0 || ds_dll_close(&w->env.l) != 0 ||
+			mcas_close(&w->env.m) != 0)
 		return "clean shutdown after recovery failed";
 	return "";
 }
@@ -368,7 +368,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 TEST_P(DllCrashTest, EveryCrashPointOfCreation)
 {
 	// Start from an area that was never formatted.
-	ASSERT_EQ(ds_dll_destroy(&w.env.l), 0);
+	ASSERT_EQ(ds_dll_close(&w.env.l), 0);
 	std::memset(w.env.dll_area, 0, w.env.dll_size);
 	pm_persist(w.env.dll_area, w.env.dll_size);
 

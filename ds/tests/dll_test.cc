@@ -66,7 +66,7 @@ TEST_P(DllTest, EmptyListAndKeyRange)
 	EXPECT_EQ(st.size, 0u);
 	EXPECT_EQ(st.retired, 2u);
 	EXPECT_NE(ds_dll_thread_mcas(h), nullptr);
-	EXPECT_EQ(ds_dll_destroy(&env.l), -EBUSY); // a thread is registered
+	EXPECT_EQ(ds_dll_close(&env.l), -EBUSY); // a thread is registered
 	EXPECT_NE(std::string(ds_dll_errormsg()), "");
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 	EXPECT_EQ(h, nullptr);
@@ -313,7 +313,7 @@ protected:
 	}
 	// Closes the list only (the instance stays open), so tests can damage
 	// the area and open it again.
-	static void CloseList(ListEnv &env) { ASSERT_EQ(ds_dll_destroy(&env.l), 0); }
+	static void CloseList(ListEnv &env) { ASSERT_EQ(ds_dll_close(&env.l), 0); }
 	static int OpenList(ListEnv &env) { return ds_dll_pmem_open(&env.l, env.m, env.pool, env.dll_off); }
 
 	void Fill(ListEnv &env, std::initializer_list<uint64_t> keys)
@@ -511,7 +511,7 @@ TEST_P(DllPmemTest, Misuse)
 	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, nullptr, env.dll_off, 4), -EINVAL);
 	EXPECT_EQ(ds_dll_pmem_create(&l, nullptr, env.pool, env.dll_off, 4), -EINVAL);
 	EXPECT_EQ(ds_dll_pmem_open(&l, env.m, env.pool, env.dll_off + 8), -EINVAL);
-	EXPECT_EQ(ds_dll_create(&l, env.m), -EINVAL); // persistent instance, volatile list
+	EXPECT_EQ(ds_dll_new(&l, env.m), -EINVAL); // persistent instance, volatile list
 	EXPECT_NE(std::string(ds_dll_errormsg()).find("volatile"), std::string::npos);
 	// An area that was never formatted.
 	EXPECT_EQ(ds_dll_pmem_open(&l, env.m, env.pool, env.mcas_off + env.mcas_size - 64 * 4),
@@ -526,7 +526,7 @@ TEST_P(DllPmemTest, Misuse)
 	EXPECT_EQ(ds_dll_pmem_open(&l, other.m, env.pool, env.dll_off), -EINVAL);
 	EXPECT_EQ(l, nullptr);
 	EXPECT_EQ(OpenList(env), 0); // untouched by the refused calls
-	EXPECT_EQ(ds_dll_destroy(&l), 0); // NULL list accepted
+	EXPECT_EQ(ds_dll_close(&l), 0); // NULL list accepted
 }
 
 INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, DllPmemTest, testing::ValuesIn(dlltest::PmemVariants()),
@@ -543,8 +543,8 @@ TEST(DllApi, VolatileListNeedsVolatileInstance)
 		dlltest::SmallConfig(MCAS_ALG_AOPT), 8), 0);
 	ds_dll *l = nullptr;
 	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, penv.pool, penv.dll_off, 8), -EINVAL);
-	EXPECT_EQ(ds_dll_create(&l, nullptr), -EINVAL);
-	EXPECT_EQ(ds_dll_create(nullptr, env.m), -EINVAL);
+	EXPECT_EQ(ds_dll_new(&l, nullptr), -EINVAL);
+	EXPECT_EQ(ds_dll_new(nullptr, env.m), -EINVAL);
 	EXPECT_EQ(l, nullptr);
 }
 

@@ -144,7 +144,7 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 }
 
 int
-mcas_create(struct mcas **out, const struct mcas_config *cfg)
+mcas_new(struct mcas **out, const struct mcas_config *cfg)
 {
 	struct mcas_config c;
 	int ret = mcas_config_check(cfg, false, &c);
@@ -264,7 +264,7 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 }
 
 int
-mcas_destroy(struct mcas **mp)
+mcas_close(struct mcas **mp)
 {
 	struct mcas *m = mp ? *mp : NULL;
 

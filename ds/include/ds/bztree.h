@@ -12,7 +12,7 @@
  *     struct ds_bztree_thread *h;  ds_bztree_thread_register(tree, &h);
  *     ds_bztree_insert(h, 42, 7);       1: inserted, 0: already present
  *     ds_bztree_lookup(h, 42, &v);      1, v == 7
- *     ds_bztree_delete(h, 42);          1: deleted, 0: absent
+ *     ds_bztree_remove(h, 42);          1: removed, 0: absent
  *     ds_bztree_thread_unregister(&h);
  *
  * Keys and values are any 64-bit integers (0 .. UINT64_MAX).
@@ -32,7 +32,7 @@
  * Memory. Unlinked nodes are retired with mcas_retire() and reused after a
  * grace period; operations run inside mcas_guard_enter()/exit(). Node
  * memory is type-stable: volatile nodes come from slabs freed only by
- * ds_bztree_destroy(), persistent nodes from a fixed arena in the pool.
+ * ds_bztree_close(), persistent nodes from a fixed arena in the pool.
  *
  * Persistence. A persistent tree lives in an area of a pm/ pool next to a
  * persistent MCAS instance of the same pool: a header, the root word and a
@@ -108,9 +108,9 @@ struct ds_bztree_stats {
 void ds_bztree_config_init(struct ds_bztree_config *cfg);
 
 /**
- * ds_bztree_create -- create an empty volatile tree on MCAS instance @m.
- * @out: receives the tree; release it with ds_bztree_destroy().
- * @m:   a volatile instance (mcas_create()); the caller keeps ownership and
+ * ds_bztree_new -- create an empty volatile tree on MCAS instance @m.
+ * @out: receives the tree; release it with ds_bztree_close().
+ * @m:   a volatile instance (mcas_new()); the caller keeps ownership and
  *       must destroy it only after the tree.
  * @cfg: NULL for the defaults.
  *
@@ -118,7 +118,7 @@ void ds_bztree_config_init(struct ds_bztree_config *cfg);
  * MCAS_VALUE_PORTABLE_MASK, or @cfg is out of range; -ENOMEM.
  * Thread-safety: any thread.
  */
-int ds_bztree_create(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg);
+int ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg);
 
 /**
  * ds_bztree_pmem_area_size -- bytes of pool memory a persistent tree with
@@ -135,7 +135,7 @@ size_t ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nod
 /**
  * ds_bztree_pmem_create -- format an empty persistent tree in @pool at
  * offset @area_off and open it.
- * @out:      receives the tree; release it with ds_bztree_destroy().
+ * @out:      receives the tree; release it with ds_bztree_close().
  * @m:        a persistent MCAS instance in the same @pool; the caller keeps
  *            ownership and must destroy it only after the tree.
  * @area_off: offset of ds_bztree_pmem_area_size(@cfg, @nodes) bytes of
@@ -159,7 +159,7 @@ int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool
 /**
  * ds_bztree_pmem_open -- open the persistent tree formatted in @pool at
  * @area_off, and recover its free nodes.
- * @out: receives the tree; release it with ds_bztree_destroy().
+ * @out: receives the tree; release it with ds_bztree_close().
  * @m:   the tree's MCAS instance, opened with mcas_pmem_open() first: that
  *       call completes or rolls back every MCAS a crash interrupted.
  *       Ownership as for create.
@@ -182,19 +182,19 @@ int ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *
 	uint64_t area_off);
 
 /**
- * ds_bztree_destroy -- release @*t (NULL accepted) and set it to NULL.
+ * ds_bztree_close -- release @*t (NULL accepted) and set it to NULL.
  *
  * Every thread must have unregistered. A volatile tree frees every node; a
  * persistent tree leaves its area in the pool as it is.
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
  * Thread-safety: no other call on the tree may run concurrently.
  */
-int ds_bztree_destroy(struct ds_bztree **t);
+int ds_bztree_close(struct ds_bztree **t);
 
 /**
  * ds_bztree_errormsg -- a message explaining why the calling thread's last
- * ds_bztree_create(), ds_bztree_pmem_create(), ds_bztree_pmem_open(),
- * ds_bztree_destroy(), ds_bztree_thread_register() or
+ * ds_bztree_new(), ds_bztree_pmem_create(), ds_bztree_pmem_open(),
+ * ds_bztree_close(), ds_bztree_thread_register() or
  * ds_bztree_thread_unregister() failed; "" if it succeeded.
  * Return: a NUL-terminated string owned by the library, valid until the
  * thread's next such call. Thread-safety: the message is per thread.
@@ -294,17 +294,17 @@ int ds_bztree_upsert(struct ds_bztree_thread *h, uint64_t key, uint64_t value);
 int ds_bztree_update(struct ds_bztree_thread *h, uint64_t key, uint64_t value);
 
 /**
- * ds_bztree_delete -- remove @key.
+ * ds_bztree_remove -- remove @key.
  * @h: the calling thread's handle.
  *
  * Marks the key's record deleted (a 2-word MCAS on the leaf's status and
  * the record's metadata); a leaf left underfull is then merged with a
- * sibling or rebalanced, best effort (the delete has already succeeded).
+ * sibling or rebalanced, best effort (the remove has already succeeded).
  * Return: 1 if removed; 0 if absent; -EBUSY or -ELOOP as for
  * ds_bztree_insert(); on error the map is unchanged.
  * Persistence, ordering, progress, thread-safety: as ds_bztree_insert().
  */
-int ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key);
+int ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key);
 
 /**
  * ds_bztree_lookup -- the value of @key.

@@ -32,7 +32,7 @@
  * Memory. Unlinked nodes are retired with mcas_retire() and reused after a
  * grace period; readers traverse inside mcas_guard_enter()/exit(). Node
  * memory is type-stable: volatile nodes come from 64-node slabs that are
- * freed only by ds_dll_destroy(), persistent nodes from a fixed arena in the
+ * freed only by ds_dll_close(), persistent nodes from a fixed arena in the
  * pool. (AOPT detaches finalized descriptors lazily and may still load a
  * target word of a node after the node's grace period, so node memory must
  * stay mapped; see dll.c.)
@@ -95,16 +95,16 @@ struct ds_dll_stats {
 };
 
 /**
- * ds_dll_create -- create an empty volatile list on MCAS instance @m.
- * @out: receives the list; release it with ds_dll_destroy().
- * @m:   a volatile instance (mcas_create()); the caller keeps ownership and
+ * ds_dll_new -- create an empty volatile list on MCAS instance @m.
+ * @out: receives the list; release it with ds_dll_close().
+ * @m:   a volatile instance (mcas_new()); the caller keeps ownership and
  *       must destroy it only after the list.
  *
  * Return: 0; -EINVAL if @m is persistent or reserves a bit the list uses
  * (mcas_value_mask() beyond MCAS_VALUE_PORTABLE_MASK); -ENOMEM.
  * Thread-safety: any thread.
  */
-int ds_dll_create(struct ds_dll **out, struct mcas *m);
+int ds_dll_new(struct ds_dll **out, struct mcas *m);
 
 /**
  * ds_dll_pmem_area_size -- bytes of pool memory a persistent list of
@@ -120,7 +120,7 @@ size_t ds_dll_pmem_area_size(uint64_t capacity);
 /**
  * ds_dll_pmem_create -- format an empty persistent list in @pool at offset
  * @area_off and open it.
- * @out:      receives the list; release it with ds_dll_destroy().
+ * @out:      receives the list; release it with ds_dll_close().
  * @m:        a persistent MCAS instance in the same @pool (mcas_pmem_create()
  *            or mcas_pmem_open()); the caller keeps ownership and must
  *            destroy it only after the list.
@@ -145,7 +145,7 @@ int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool
 /**
  * ds_dll_pmem_open -- open the persistent list formatted in @pool at
  * @area_off, and recover its free nodes.
- * @out: receives the list; release it with ds_dll_destroy().
+ * @out: receives the list; release it with ds_dll_close().
  * @m:   the list's MCAS instance, opened with mcas_pmem_open() first: that
  *       call completes or rolls back every MCAS a crash interrupted, so
  *       every link word holds a value again. Ownership as for create.
@@ -170,19 +170,19 @@ int ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off);
 
 /**
- * ds_dll_destroy -- release @*l (NULL accepted) and set it to NULL.
+ * ds_dll_close -- release @*l (NULL accepted) and set it to NULL.
  *
  * Every thread must have unregistered. A volatile list frees every node; a
  * persistent list leaves its area in the pool as it is (nothing needs to be
  * written for a clean shutdown) and does not touch the MCAS instance.
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
  */
-int ds_dll_destroy(struct ds_dll **l);
+int ds_dll_close(struct ds_dll **l);
 
 /**
  * ds_dll_errormsg -- a message explaining why the calling thread's last
- * ds_dll_create(), ds_dll_pmem_create(), ds_dll_pmem_open(),
- * ds_dll_destroy(), ds_dll_thread_register() or ds_dll_thread_unregister()
+ * ds_dll_new(), ds_dll_pmem_create(), ds_dll_pmem_open(),
+ * ds_dll_close(), ds_dll_thread_register() or ds_dll_thread_unregister()
  * failed (for PM_E_CORRUPT: what recovery found); "" if it succeeded.
  * Return: a NUL-terminated string owned by the library, valid until the
  * thread's next such call. Thread-safety: the message is per thread.

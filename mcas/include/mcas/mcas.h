@@ -141,15 +141,15 @@ struct mcas_stats {
 void mcas_config_init(struct mcas_config *cfg);
 
 /**
- * mcas_create -- create a volatile instance (targets in ordinary memory).
- * @out: receives the instance; release it with mcas_destroy().
+ * mcas_new -- create a volatile instance (targets in ordinary memory).
+ * @out: receives the instance; release it with mcas_close().
  * @cfg: NULL for the defaults.
  *
  * Return: 0; -EINVAL for a bad config or an algorithm that is persistent
  * only; -ENOMEM.
  * Thread-safety: any thread.
  */
-int mcas_create(struct mcas **out, const struct mcas_config *cfg);
+int mcas_new(struct mcas **out, const struct mcas_config *cfg);
 
 /**
  * mcas_pmem_area_size -- bytes of pool memory a persistent instance with
@@ -163,7 +163,7 @@ size_t mcas_pmem_area_size(const struct mcas_config *cfg);
  * @area_off: offset of mcas_pmem_area_size(@cfg) bytes of @pool owned by the
  *            instance from now on, 64-byte aligned (pm_pool_alloc() memory or
  *            part of the root object).
- * @out: receives the instance; release it with mcas_destroy().
+ * @out: receives the instance; release it with mcas_close().
  *
  * The area is durable and valid when this returns; a crash before that
  * leaves it reading as PM_E_CORRUPT to mcas_pmem_open() (the header is
@@ -194,14 +194,14 @@ int mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	const struct mcas_config *cfg);
 
 /**
- * mcas_destroy -- release @*m (NULL accepted) and set it to NULL.
+ * mcas_close -- release @*m (NULL accepted) and set it to NULL.
  *
  * Every thread must have unregistered. For a persistent instance the area
  * stays in the pool with every descriptor detached (a clean shutdown needs
  * no recovery work next time).
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
  */
-int mcas_destroy(struct mcas **m);
+int mcas_close(struct mcas **m);
 
 /**
  * mcas_algorithm_name -- "aopt", "harris" or "pmwcas"; NULL if out of range.
