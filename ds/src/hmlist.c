@@ -146,8 +146,8 @@ retry:
 }
 
 int
-ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
-	struct ds_hmlist **out)
+ds_hmlist_new(struct ds_hmlist **out, struct reclaim_domain *d, reclaim_free_fn free_fn,
+	void *free_ctx)
 {
 	if (d == NULL || out == NULL)
 		return -EINVAL;
@@ -170,16 +170,11 @@ ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *fre
 }
 
 int
-ds_hmlist_create(struct reclaim_domain *d, struct ds_hmlist **out)
+ds_hmlist_delete(struct ds_hmlist **lp)
 {
-	return ds_hmlist_create_ex(d, NULL, NULL, out);
-}
-
-int
-ds_hmlist_destroy(struct ds_hmlist *l)
-{
-	if (l == NULL)
+	if (lp == NULL || *lp == NULL)
 		return 0;
+	struct ds_hmlist *l = *lp;
 	struct hm_node *n = hm_ptr(atomic_load_explicit(&l->head.next, memory_order_acquire));
 	while (n != &l->tail) {
 		struct hm_node *next = hm_ptr(atomic_load_explicit(&n->next, memory_order_acquire));
@@ -187,6 +182,7 @@ ds_hmlist_destroy(struct ds_hmlist *l)
 		n = next;
 	}
 	free(l);
+	*lp = NULL;
 	return 0;
 }
 

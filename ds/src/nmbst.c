@@ -317,8 +317,8 @@ nm_node_new(uint64_t key, struct nm_node *l, struct nm_node *r)
 }
 
 int
-ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
-	struct ds_nmbst **out)
+ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d, reclaim_free_fn free_fn,
+	void *free_ctx)
 {
 	if (d == NULL || out == NULL)
 		return -EINVAL;
@@ -350,13 +350,7 @@ ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free
 	return 0;
 }
 
-int
-ds_nmbst_create(struct reclaim_domain *d, struct ds_nmbst **out)
-{
-	return ds_nmbst_create_ex(d, NULL, NULL, out);
-}
-
-/* nm_is_sentinel -- whether @n is one of the five nodes create() made. */
+/* nm_is_sentinel -- whether @n is one of the five nodes ds_nmbst_new() made. */
 static bool
 nm_is_sentinel(const struct ds_nmbst *b, const struct nm_node *n)
 {
@@ -364,10 +358,11 @@ nm_is_sentinel(const struct ds_nmbst *b, const struct nm_node *n)
 }
 
 int
-ds_nmbst_destroy(struct ds_nmbst *b)
+ds_nmbst_delete(struct ds_nmbst **bp)
 {
-	if (b == NULL)
+	if (bp == NULL || *bp == NULL)
 		return 0;
+	struct ds_nmbst *b = *bp;
 	/* Free by right rotations: no recursion, no stack, O(n). */
 	struct nm_node *n = b->r;
 	while (n != NULL) {
@@ -388,6 +383,7 @@ ds_nmbst_destroy(struct ds_nmbst *b)
 		}
 	}
 	free(b);
+	*bp = NULL;
 	return 0;
 }
 

@@ -249,8 +249,8 @@ ds_skiplist_hazards(unsigned levels)
 }
 
 int
-ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn free_fn,
-	void *free_ctx, struct ds_skiplist **out)
+ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned levels,
+	reclaim_free_fn free_fn, void *free_ctx)
 {
 	if (d == NULL || out == NULL)
 		return -EINVAL;
@@ -285,16 +285,11 @@ ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn
 }
 
 int
-ds_skiplist_create(struct reclaim_domain *d, unsigned levels, struct ds_skiplist **out)
+ds_skiplist_delete(struct ds_skiplist **sp)
 {
-	return ds_skiplist_create_ex(d, levels, NULL, NULL, out);
-}
-
-int
-ds_skiplist_destroy(struct ds_skiplist *s)
-{
-	if (s == NULL)
+	if (sp == NULL || *sp == NULL)
 		return 0;
+	struct ds_skiplist *s = *sp;
 	/* Quiescent: every node still linked anywhere is linked at level 0
 	 * and was never retired (retirement follows the unlink everywhere). */
 	struct sl_node *n = sl_ptr(atomic_load_explicit(&s->head->next[0], memory_order_acquire));
@@ -307,6 +302,7 @@ ds_skiplist_destroy(struct ds_skiplist *s)
 	free(s->head);
 	free(s->tail);
 	free(s);
+	*sp = NULL;
 	return 0;
 }
 

@@ -32,8 +32,8 @@
  * Memory. Each key is one malloc()ed node of 16 + 8 * height bytes
  * (2 words on average). An insert allocates at most one node and a remove
  * none; no operation makes a system call of its own. Retired nodes are
- * freed by the domain, possibly after ds_skiplist_destroy(), so the domain
- * must be destroyed after the list's last operation.
+ * freed by the domain, possibly after ds_skiplist_delete(), so the domain
+ * must be deleted after the list's last operation.
  *
  * Errors: 0 or positive on success, -errno on failure. The library never
  * prints, aborts or exits.
@@ -76,43 +76,37 @@ struct ds_skiplist;
 unsigned ds_skiplist_hazards(unsigned levels);
 
 /**
- * ds_skiplist_create -- create an empty skip list of @levels levels whose
- * nodes are reclaimed through domain @d and released with free().
- * @d:      the reclamation domain; the caller keeps ownership and destroys
- *          it after the list.
- * @levels: DS_SKIPLIST_MIN_LEVELS..DS_SKIPLIST_MAX_LEVELS, or 0 for
- *          DS_SKIPLIST_DEFAULT_LEVELS; about log2 of the expected size.
- * @out:    receives the list; release it with ds_skiplist_destroy().
- *
- * Return: 0; -EINVAL if @d or @out is NULL, @levels is out of range, or @d's
- * scheme keeps hazard pointers (HP, Cadence, QSense) with fewer than
- * ds_skiplist_hazards(@levels) slots per thread; -ENOMEM.
- * Thread-safety: any thread.
- */
-int ds_skiplist_create(struct reclaim_domain *d, unsigned levels, struct ds_skiplist **out);
-
-/**
- * ds_skiplist_create_ex -- ds_skiplist_create() with a node free function.
+ * ds_skiplist_new -- create an empty skip list whose nodes are reclaimed
+ * through domain @d.
+ * @out:      receives the list; release it with ds_skiplist_delete().
+ * @d:        the reclamation domain; the caller keeps ownership and deletes
+ *            it after the list (retired nodes live in the domain until freed).
+ * @levels:   DS_SKIPLIST_MIN_LEVELS..DS_SKIPLIST_MAX_LEVELS, or 0 for
+ *            DS_SKIPLIST_DEFAULT_LEVELS; about log2 of the expected size.
  * @free_fn:  called once on every node the list stops using: by the domain
- *            when a retired node is safe, and by ds_skiplist_destroy() on
+ *            when a retired node is safe, and by ds_skiplist_delete() on
  *            the nodes still linked. Nodes come from malloc(), so @free_fn
  *            must release them with free() (it may first poison or count
  *            them; malloc_usable_size() gives the size). NULL means free().
  * @free_ctx: passed to @free_fn; must stay valid until both the list and
- *            the domain are destroyed.
+ *            the domain are deleted.
  *
- * Return, thread-safety: as ds_skiplist_create().
+ * Return: 0; -EINVAL if @out or @d is NULL, @levels is out of range, or @d's
+ * scheme keeps hazard pointers (HP, Cadence, QSense) with fewer than
+ * ds_skiplist_hazards(@levels) slots per thread; -ENOMEM.
+ * Thread-safety: any thread.
  */
-int ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn free_fn,
-	void *free_ctx, struct ds_skiplist **out);
+int ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned levels,
+	reclaim_free_fn free_fn, void *free_ctx);
 
 /**
- * ds_skiplist_destroy -- free the nodes still linked and the list (NULL is a
- * no-op). Nodes already retired belong to the domain, which frees them.
- * Return: 0.
+ * ds_skiplist_delete -- free the nodes still linked and the list *@sp, and
+ * set *@sp to NULL (@sp or *@sp NULL: nothing to do). Nodes already retired
+ * belong to the domain, which frees them.
+ * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the list concurrently or later.
  */
-int ds_skiplist_destroy(struct ds_skiplist *s);
+int ds_skiplist_delete(struct ds_skiplist **sp);
 
 /**
  * ds_skiplist_levels -- the list's level count (its maximum node height).

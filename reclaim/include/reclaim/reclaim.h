@@ -21,7 +21,7 @@
  * no reference to any node of the domain (that is its quiescent state).
  *
  * Schemes (thesis ch. 6, ../shared/seeds/003, sect. 6.3-6.5):
- *   RECLAIM_NONE       leaky: nothing is freed before reclaim_domain_destroy().
+ *   RECLAIM_NONE       leaky: nothing is freed before reclaim_domain_delete().
  *   RECLAIM_QSBR       quiescent-state-based reclamation, three epochs and
  *                      limbo lists (sect. 6.3.1); a quiescent state every Q
  *                      operations. Not robust: one stalled thread stops all
@@ -51,7 +51,7 @@
  * Beyond the thesis (its stated limits, sect. 6.5.2):
  *   - Dynamic membership: threads register and unregister while others run.
  *     A thread that unregisters hands its retired nodes to the domain, and
- *     they are freed by the others' later scans or by destroy.
+ *     they are freed by the others' later scans or by reclaim_domain_delete().
  *   - Eviction: a registered thread whose OS thread no longer exists (it
  *     exited or was killed without unregistering) is evicted when a grace
  *     period or a presence check finds it lagging: its slot stops counting
@@ -60,8 +60,8 @@
  *     never evicted (it could still hold references); a stalled live thread
  *     is what the Cadence fallback is for. reclaim_thread_offline() lets a
  *     live thread that is about to block say so explicitly.
- *     Eviction needs /proc: the domain opens /proc/self/task at create
- *     (a later chroot or unmount does not matter); without it nothing is
+ *     Eviction needs /proc: the domain opens /proc/self/task in
+ *     reclaim_domain_new() (a later chroot or unmount does not matter); without it nothing is
  *     evicted.
  *
  * Memory bounds (Prop. 6.6.3 and 6.6.5), with N registered threads, K hazard
@@ -74,7 +74,7 @@
  *
  * Errors: functions that can fail return 0 (or a documented non-negative
  * value) on success and -errno on failure. The library never prints, aborts
- * or exits; it only allocates in reclaim_domain_create(),
+ * or exits; it only allocates in reclaim_domain_new(),
  * reclaim_thread_register() and when a thread's retired list grows.
  *
  * Platform: x86-64 only. Cadence and QSense rest on x86-64's total store
@@ -114,12 +114,12 @@ enum reclaim_scheme {
 /* What a retired node is handed to once it is safe: free(node) by default,
  * or a pool's or slab's own release function. Called exactly once per
  * retired node, on whichever registered thread frees it (RECLAIM_URCU_QSBR:
- * liburcu's call_rcu thread), or in reclaim_domain_destroy(); it must not
+ * liburcu's call_rcu thread), or in reclaim_domain_delete(); it must not
  * call back into the domain. */
 typedef void (*reclaim_free_fn)(void *node, void *ctx);
 
 /*
- * Domain parameters. Fill with reclaim_config_default() and change what you
+ * Domain parameters. Fill with reclaim_config_init() and change what you
  * need; a zero field means "the default" where noted.
  */
 struct reclaim_config {
@@ -159,10 +159,10 @@ struct reclaim_config {
 };
 
 /**
- * reclaim_config_default -- fill @cfg with the defaults for @scheme.
+ * reclaim_config_init -- fill @cfg with the defaults for @scheme.
  * Thread-safety: any thread; writes only @cfg.
  */
-void reclaim_config_default(struct reclaim_config *cfg, enum reclaim_scheme scheme);
+void reclaim_config_init(struct reclaim_config *cfg, enum reclaim_scheme scheme);
 
 /**
  * reclaim_scheme_name -- the scheme's short name ("none", "qsbr", "ebr",
@@ -196,7 +196,7 @@ struct reclaim_bound {
  * R and C are resolved as a domain with @cfg resolves them once @nthreads
  * threads have registered.
  * Return: 0, or -EINVAL if @cfg is invalid (exactly when
- * reclaim_domain_create() would reject it).
+ * reclaim_domain_new() would reject it).
  * Thread-safety: any thread; pure.
  */
 int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
@@ -205,14 +205,15 @@ int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 struct reclaim_domain;
 
 /**
- * reclaim_domain_create -- a reclamation domain with @cfg (copied).
+ * reclaim_domain_new -- a reclamation domain with @cfg (copied).
+ * @out: receives the domain; release it with reclaim_domain_delete().
  * Cadence and QSense start one rooster thread per online CPU of the system
  * (/sys/devices/system/cpu/online, whatever the calling thread's affinity),
  * each pinned to its CPU, with every signal blocked; they run until
- * destroy. A CPU that refuses the pinning as unavailable (EINVAL: offline
+ * reclaim_domain_delete(). A CPU that refuses the pinning as unavailable (EINVAL: offline
  * by now, or outside the process's cpuset) gets none, as no thread of the
  * process can run there. CPUs that come online, or join the cpuset, after
- * create have no rooster: a worker that runs there may make Cadence free
+ * this call have no rooster: a worker that runs there may make Cadence free
  * too early, so such a change needs a new domain.
  * Return: 0 and *@out, or -EINVAL (bad parameter, or derived thresholds
  * beyond 32 bits), -ENOMEM, -ENOENT (or another -errno) if
@@ -220,20 +221,21 @@ struct reclaim_domain;
  * error of creating or pinning a rooster (-EAGAIN, -EPERM...).
  * Thread-safety: any thread.
  */
-int reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **out);
+int reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config *cfg);
 
 /**
- * reclaim_domain_destroy -- stop the roosters, free every retired node not
- * yet freed (with its free function) and the domain. A registered thread
+ * reclaim_domain_delete -- stop the roosters, free every retired node not
+ * yet freed (with its free function) and the domain *@dp, and set *@dp to
+ * NULL. A registered thread
  * whose OS thread no longer exists is evicted first (except under
  * RECLAIM_URCU_QSBR, whose threads must unregister). RECLAIM_URCU_QSBR waits
  * for liburcu's pending callbacks (urcu_qsbr_barrier(), which needs a grace
  * period of every thread registered with liburcu).
- * Return: 0, or -EBUSY (nothing freed) while a live thread is still
- * registered. NULL is a no-op returning 0.
+ * Return: 0 (also for @dp or *@dp NULL), or -EBUSY while a live thread is
+ * still registered: nothing is freed and *@dp is left as it is.
  * Thread-safety: no thread may use the domain concurrently.
  */
-int reclaim_domain_destroy(struct reclaim_domain *d);
+int reclaim_domain_delete(struct reclaim_domain **dp);
 
 /**
  * reclaim_domain_config -- the domain's parameters, defaults resolved (R and
@@ -277,7 +279,8 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
 /**
  * reclaim_thread_unregister -- leave the domain. The thread must be between
  * operations. Its retired nodes go to the domain (freed later by others, or
- * by destroy); its hazard slots are cleared; @t is freed.
+ * by reclaim_domain_delete()); its hazard slots are cleared; the handle
+ * *@tp is released and *@tp set to NULL.
  * Eviction happens only to threads judged dead, so a live thread should
  * never see it. Were it evicted anyway, its handle may name a slot that
  * another thread has registered in since: it must then not be used for
@@ -285,11 +288,12 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
  * (The library's out-of-line calls check, doing nothing and, for
  * reclaim_retire(), leaking the node; reclaim_op_begin(), reclaim_op_end()
  * and reclaim_protect() are inline and cannot afford to.)
- * Return: 0, or -ESRCH if @t no longer names the caller's registration (it
- * was evicted, or already unregistered); nothing is changed then.
- * Thread-safety: only the thread that registered @t.
+ * Return: 0 (also for @tp or *@tp NULL), or -ESRCH if *@tp no longer names
+ * the caller's registration (it was evicted, or already unregistered):
+ * nothing is changed then, *@tp included.
+ * Thread-safety: only the thread that registered *@tp.
  */
-int reclaim_thread_unregister(struct reclaim_thread *t);
+int reclaim_thread_unregister(struct reclaim_thread **tp);
 
 /**
  * reclaim_thread_offline -- declare an extended quiescent state (the thread
@@ -445,7 +449,7 @@ struct reclaim_stats {
 	uint64_t to_fast;          /* QSense switches fallback -> fast */
 	uint64_t rooster_wakeups;  /* rooster wake-ups, all CPUs */
 	uint64_t roosters;         /* rooster threads (Cadence, QSense: one per
-	                            * CPU, see reclaim_domain_create()) */
+	                            * CPU, see reclaim_domain_new()) */
 	uint64_t registered;       /* threads registered now */
 	uint64_t evicted;          /* threads evicted so far */
 	enum reclaim_mode mode;
