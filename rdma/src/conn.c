@@ -90,28 +90,32 @@ rdma_conn_open(struct rdma_conn **out, const char *uri,
 	return 0;
 }
 
-/* Bounded wait for a batch in flight before its buffers are released. */
-static void
+/* Bounded wait for a batch in flight before its buffers are released; 0 or
+ * how that batch ended. */
+static int
 conn_drain(struct rdma_conn *c)
 {
 	if (c->state == RDMA__INFLIGHT || c->state == RDMA__DEFERRED)
-		(void)rdma_wait(c);
+		return rdma_wait(c);
+	return 0;
 }
 
-void
+int
 rdma_conn_close(struct rdma_conn **cp)
 {
 	struct rdma_conn *c;
+	int ret;
 
 	if (cp == NULL || *cp == NULL)
-		return;
+		return 0;
 	c = *cp;
-	conn_drain(c);
+	ret = conn_drain(c);
 	if (c->be != NULL)
 		c->backend->close(c);
 	free(c->uri);
 	free(c);
 	*cp = NULL;
+	return ret;
 }
 
 int

@@ -223,10 +223,16 @@ int rdma_conn_open(struct rdma_conn **out, const char *uri,
 	const struct rdma_conn_config *cfg);
 
 /**
- * rdma_conn_close -- release *@c (waiting at most timeout_ms for a batch in
- * flight, whose completion is then lost) and set *@c to NULL. NULL is a no-op.
+ * rdma_conn_close -- release *@cp (waiting at most timeout_ms for a batch in
+ * flight, whose completion is then lost) and set *@cp to NULL.
+ *
+ * Return: 0 (also for @cp or *@cp NULL); or the error with which that batch
+ * in flight ended, the last teardown step that can fail (-ETIMEDOUT,
+ * RDMA_E_CONN, ...; the backend's release of its provider objects reports
+ * nothing). The handle is freed and *@cp set to NULL either way.
+ * Thread-safety: the thread using the connection.
  */
-void rdma_conn_close(struct rdma_conn **c);
+int rdma_conn_close(struct rdma_conn **cp);
 
 /**
  * rdma_conn_reconnect -- reopen a broken (or healthy) connection to the
