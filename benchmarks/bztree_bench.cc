@@ -202,7 +202,7 @@ struct TreeFixture : mcasbench::McasFixture {
 	{
 		McasFixture::Fail(ret, what);
 		if (!is_map)
-			error += std::string(" ") + ds_bztree_errormsg();
+			error += std::string(" ") + pm_errormsg();
 		return ret;
 	}
 

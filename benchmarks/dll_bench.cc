@@ -120,7 +120,7 @@ struct ListFixture : mcasbench::McasFixture {
 	int Fail(int ret, const char *what)
 	{
 		McasFixture::Fail(ret, what);
-		error += std::string(" ") + ds_dll_errormsg();
+		error += std::string(" ") + pm_errormsg();
 		return ret;
 	}
 

@@ -121,7 +121,7 @@ std::string Recover(World *w, ds_bztree_thread **hp)
 	ret = ds_bztree_pmem_open(&e.t, e.m, e.pool, e.tree_off);
 	if (ret != 0)
 		return "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-			ds_bztree_errormsg();
+			pm_errormsg();
 	ret = ds_bztree_thread_register(e.t, hp);
 	if (ret != 0)
 		return "register: " + std::to_string(ret);
@@ -390,7 +390,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 		ds_bztree_stats st;
 		if (ret != 0)
 			err = "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-				ds_bztree_errormsg();
+				pm_errormsg();
 		else if (ds_bztree_thread_register(e.t, &h) != 0)
 			err = "register failed";
 		else if (!(err = bztest::Check(h, &st)).empty() || st.size != 0 ||

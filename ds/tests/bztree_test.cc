@@ -97,7 +97,7 @@ TEST_P(BzTreeTest, EmptyTreeAndExtremes)
 	EXPECT_EQ(st.size, 2u);
 
 	EXPECT_EQ(ds_bztree_close(&env.t), -EBUSY); // a thread is registered
-	EXPECT_NE(std::string(ds_bztree_errormsg()), "");
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 	EXPECT_EQ(h, nullptr);
 	EXPECT_EQ(ds_bztree_thread_unregister(&h), 0); // NULL accepted
@@ -349,7 +349,7 @@ TEST_P(BzTreePmemTest, ReopenKeepsContents)
 	pm_cost c0, c1, d;
 	pm_cost_read_thread(&c0);
 	ASSERT_EQ(ds_bztree_pmem_open(&env.t, env.m, env.pool, env.tree_off), 0)
-		<< ds_bztree_errormsg();
+		<< pm_errormsg();
 	pm_cost_read_thread(&c1);
 	pm_cost_diff(&c1, &c0, &d);
 	EXPECT_EQ(d.n[PM_COST_FLUSH], 0u);
@@ -407,7 +407,7 @@ TEST_P(BzTreePmemTest, DamagedAreasAreRejected)
 	uint64_t root = words[8];
 	words[8] = 8;
 	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
-	EXPECT_NE(std::string(ds_bztree_errormsg()), "");
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	words[8] = root;
 	ASSERT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), 0);
 	env.t = t;
@@ -428,7 +428,7 @@ TEST(BzTreeApi, BadArguments)
 	EXPECT_EQ(ds_bztree_new(&t, nullptr, &cfg), -EINVAL);
 	cfg.node_capacity = DS_BZTREE_MIN_CAPACITY - 1;
 	EXPECT_EQ(ds_bztree_new(&t, m, &cfg), -EINVAL);
-	EXPECT_NE(std::string(ds_bztree_errormsg()), "");
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	EXPECT_EQ(ds_bztree_pmem_area_size(&cfg, 100), 0u);
 	cfg.node_capacity = DS_BZTREE_MAX_CAPACITY + 1;
 	EXPECT_EQ(ds_bztree_new(&t, m, &cfg), -EINVAL);
@@ -439,7 +439,7 @@ TEST(BzTreeApi, BadArguments)
 	// A volatile instance cannot back a persistent tree.
 	EXPECT_EQ(ds_bztree_pmem_create(&t, m, nullptr, 0, nullptr, 16), -EINVAL);
 	ASSERT_EQ(ds_bztree_new(&t, m, nullptr), 0);
-	EXPECT_STREQ(ds_bztree_errormsg(), "");
+	EXPECT_STREQ(pm_errormsg(), "");
 	EXPECT_EQ(ds_bztree_capacity(t), DS_BZTREE_DEFAULT_CAPACITY);
 	EXPECT_EQ(ds_bztree_close(&t), 0);
 	EXPECT_EQ(t, nullptr);

@@ -134,7 +134,7 @@ struct TreeEnv {
 	do {                                                                               \
 		int setup_ret_ = (env).Create((name), (variant), (cfg), ##__VA_ARGS__);    \
 		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_)    \
-					 << " / " << ds_bztree_errormsg();                \
+					 << " / " << pm_errormsg();                \
 	} while (0)
 
 // ds_bztree_check as a string: "" when every invariant holds.

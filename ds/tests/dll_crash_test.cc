@@ -92,7 +92,7 @@ std::string Recover(World *w, ds_dll_thread **hp, ds_dll_stats *st)
 		return "mcas_pmem_open: " + std::string(pm_strerror(ret));
 	ret = ds_dll_pmem_open(&e.l, e.m, e.pool, e.dll_off);
 	if (ret != 0)
-		return "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " + ds_dll_errormsg();
+		return "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " + pm_errormsg();
 	// No link word of any node, reachable or not, holds a descriptor.
 	const uint64_t *words = reinterpret_cast<const uint64_t *>(
 		static_cast<const char *>(e.dll_area) + 64);
@@ -346,7 +346,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 			return 0; // not formatted yet: the caller formats again
 		if (ret != 0) {
 			err = "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-				ds_dll_errormsg();
+				pm_errormsg();
 		} else {
 			ds_dll_thread *h = nullptr;
 			ds_dll_stats st;

@@ -143,7 +143,7 @@ struct ListEnv {
 									 : "volatile")           \
 				     << " instances yet (mcas create returned -EINVAL)";             \
 		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_) << " / " \
-					 << ds_dll_errormsg();                                 \
+					 << pm_errormsg();                                 \
 	} while (0)
 
 // DLL_SETUP_OR_SKIP in a test parametrised by Variant: GetParam()'s variant

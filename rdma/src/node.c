@@ -826,7 +826,7 @@ node_on_hello(struct rdma_node *n, struct node_client *c, const uint8_t *body)
 	if (ret != 0) {
 		node_count(&n->clients_refused);
 		node_log(n, RDMA_NODE_LOG_WARN, "client %s: refused by %s: %s", c->peer,
-			s->srv->name, rdma_strerror(ret));
+			s->srv->name, pm_strerror(ret));
 		(void)node_refuse(c, c->hdr.seq, ret, "backend could not admit the client");
 		node_client_close(n, c, "refused");
 		return false;
@@ -834,7 +834,7 @@ node_on_hello(struct rdma_node *n, struct node_client *c, const uint8_t *body)
 	mlen = rdma_wire_welcome_encode(msg, sizeof(msg), c->hdr.seq, &welcome);
 	if (mlen < 0) {
 		node_log(n, RDMA_NODE_LOG_ERROR, "client %s: cannot encode WELCOME: %s", c->peer,
-			rdma_strerror(mlen));
+			pm_strerror(mlen));
 		(void)node_refuse(c, c->hdr.seq, mlen, "cannot encode WELCOME");
 		node_client_close(n, c, "cannot encode WELCOME");
 		return false;
@@ -1178,10 +1178,10 @@ node_start_servers(struct rdma_node *n, unsigned backends)
 		s->state = NULL;
 		if (ret == RDMA_E_NO_DEVICE) {
 			node_log(n, RDMA_NODE_LOG_WARN, "not serving %s: %s", all[i]->name,
-				rdma_strerror(ret));
+				pm_strerror(ret));
 		} else {
 			node_log(n, RDMA_NODE_LOG_ERROR, "cannot serve %s: %s", all[i]->name,
-				rdma_strerror(ret));
+				pm_strerror(ret));
 			if (first_err == 0)
 				first_err = ret;
 		}

@@ -44,8 +44,9 @@
  * arena node it does not reach, so no node leaks across a crash.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
- * pm_strerror()) on failure. The library never prints, aborts or exits on
- * bad input.
+ * pm_strerror()) on failure. Constructors, destructors and registration
+ * leave a message in pm_errormsg() when they fail (for PM_E_CORRUPT: what
+ * recovery found). The library never prints, aborts or exits on bad input.
  */
 #ifndef DS_BZTREE_H
 #define DS_BZTREE_H
@@ -190,16 +191,6 @@ int ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *
  * Thread-safety: no other call on the tree may run concurrently.
  */
 int ds_bztree_close(struct ds_bztree **t);
-
-/**
- * ds_bztree_errormsg -- a message explaining why the calling thread's last
- * ds_bztree_new(), ds_bztree_pmem_create(), ds_bztree_pmem_open(),
- * ds_bztree_close(), ds_bztree_thread_register() or
- * ds_bztree_thread_unregister() failed; "" if it succeeded.
- * Return: a NUL-terminated string owned by the library, valid until the
- * thread's next such call. Thread-safety: the message is per thread.
- */
-const char *ds_bztree_errormsg(void);
 
 /**
  * ds_bztree_is_persistent -- whether @t lives in a pm/ pool.

@@ -46,8 +46,9 @@
  * not reach, so no node leaks across a crash.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
- * pm_strerror()) on failure. The library never prints, aborts or exits on
- * bad input.
+ * pm_strerror()) on failure. Constructors, destructors and registration
+ * leave a message in pm_errormsg() when they fail (for PM_E_CORRUPT: what
+ * recovery found). The library never prints, aborts or exits on bad input.
  */
 #ifndef DS_DLL_H
 #define DS_DLL_H
@@ -178,16 +179,6 @@ int ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
  */
 int ds_dll_close(struct ds_dll **l);
-
-/**
- * ds_dll_errormsg -- a message explaining why the calling thread's last
- * ds_dll_new(), ds_dll_pmem_create(), ds_dll_pmem_open(),
- * ds_dll_close(), ds_dll_thread_register() or ds_dll_thread_unregister()
- * failed (for PM_E_CORRUPT: what recovery found); "" if it succeeded.
- * Return: a NUL-terminated string owned by the library, valid until the
- * thread's next such call. Thread-safety: the message is per thread.
- */
-const char *ds_dll_errormsg(void);
 
 /**
  * ds_dll_is_persistent -- whether @l lives in a pm/ pool.

@@ -43,9 +43,10 @@
  *                     a read or persist after an atomic, carry the fence flag.
  *                     Needs an RDMA device.
  *
- * Errors. Functions return 0 or a negative code: -errno or RDMA_E_*. Every
- * access is checked against its region before anything is executed, so a
- * rejected batch has no effect. A batch that fails in flight (dead peer,
+ * Errors. Functions return 0 or a negative code: -errno or RDMA_E_* (declared
+ * in pm/error.h with the suite's other codes; pm_strerror() names them, and
+ * pm_errormsg() says what failed). Every access is checked against its
+ * region before anything is executed, so a rejected batch has no effect. A batch that fails in flight (dead peer,
  * timeout) may have executed a prefix of its operations, as with real RDMA.
  * After such a failure the connection is broken: every later post returns
  * RDMA_E_CONN until rdma_conn_reconnect() succeeds.
@@ -60,28 +61,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pm/error.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Codes of the rdma range; they never collide with -errno or PM_E_*. */
-#define RDMA_E_BASE (-11000)
-/* The access lies (partly) outside its region. */
-#define RDMA_E_BOUNDS (RDMA_E_BASE - 1)
-/* No region with that id on this node. */
-#define RDMA_E_NO_REGION (RDMA_E_BASE - 2)
-/* The node refused the cluster token. */
-#define RDMA_E_AUTH (RDMA_E_BASE - 3)
-/* A malformed or unexpected message was received. */
-#define RDMA_E_PROTO (RDMA_E_BASE - 4)
-/* The connection is lost or the node is dead; reconnect. */
-#define RDMA_E_CONN (RDMA_E_BASE - 5)
-/* Fault injection (rdma_conn_inject) made the operation fail. */
-#define RDMA_E_INJECTED (RDMA_E_BASE - 6)
-/* The backend needs hardware or a provider this machine lacks. */
-#define RDMA_E_NO_DEVICE (RDMA_E_BASE - 7)
-/* Lowest code of the rdma range. */
-#define RDMA_E_LAST RDMA_E_NO_DEVICE
 
 /* Most operations in one batch. */
 #define RDMA_BATCH_MAX_OPS 32
@@ -341,11 +325,6 @@ void rdma_stats_read_thread(struct rdma_stats *out);
  */
 void rdma_stats_diff(const struct rdma_stats *after,
 	const struct rdma_stats *before, struct rdma_stats *out);
-
-/**
- * rdma_strerror -- a static description of 0, -errno, PM_E_* or RDMA_E_*.
- */
-const char *rdma_strerror(int code);
 
 #ifdef __cplusplus
 }
