@@ -105,6 +105,8 @@ struct ds_bztree_stats {
 
 /**
  * ds_bztree_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void ds_bztree_config_init(struct ds_bztree_config *cfg);
 
@@ -118,6 +120,8 @@ void ds_bztree_config_init(struct ds_bztree_config *cfg);
  * Return: 0; -EINVAL if @m is persistent or reserves bits beyond
  * MCAS_VALUE_PORTABLE_MASK, or @cfg is out of range; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg);
 
@@ -130,6 +134,9 @@ int ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree
  * grace period after it is unlinked, and each registered thread caches up
  * to 2 * min(8, max(1, @nodes / 64)) free nodes: size the arena with room
  * to spare beyond keys / capacity leaves.
+ * Return: the size in bytes; 0 for an invalid argument.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 size_t ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nodes);
 
@@ -153,6 +160,7 @@ size_t ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nod
  * misaligned; -ERANGE if the area is not inside @pool; -EAGAIN if @m has no
  * free thread slot for the pool check; -ENOMEM.
  * Thread-safety: any thread; the area must not be in use.
+ * Ordering: as ds_bztree_new().
  */
 int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off, const struct ds_bztree_config *cfg, uint64_t nodes);
@@ -178,6 +186,7 @@ int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool
  * pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the tree
  * until it returns.
+ * Ordering: as ds_bztree_new(); recovery is single-threaded.
  */
 int ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off);
@@ -189,18 +198,24 @@ int ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *
  * persistent tree leaves its area in the pool as it is.
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
  * Thread-safety: no other call on the tree may run concurrently.
+ * On -EBUSY *@t is left as it is.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_bztree_close(struct ds_bztree **t);
 
 /**
  * ds_bztree_is_persistent -- whether @t lives in a pm/ pool.
  * Thread-safety: any thread.
+ * Return: true for a tree in a pool.
+ * Ordering: none (reads fields fixed at creation).
  */
 bool ds_bztree_is_persistent(const struct ds_bztree *t);
 
 /**
  * ds_bztree_capacity -- records per node of @t.
  * Thread-safety: any thread.
+ * Return: the capacity.
+ * Ordering: none (reads fields fixed at creation).
  */
 unsigned ds_bztree_capacity(const struct ds_bztree *t);
 
@@ -214,6 +229,8 @@ unsigned ds_bztree_capacity(const struct ds_bztree *t);
  * their grace period ends, as late as mcas_thread_unregister().
  * Return: 0; -EAGAIN if the instance has no free thread slot; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
+ * Ordering: as mcas_thread_register() for its mcas_thread; the
+ * handle is linked into the registry under a mutex.
  */
 int ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out);
 
@@ -228,6 +245,8 @@ int ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out
  * mcas_thread is inside a guard or building a descriptor); the handle is
  * then still valid.
  * Thread-safety: the owning thread only.
+ * Ordering: as mcas_thread_unregister(); the free nodes go back
+ * under a mutex.
  */
 int ds_bztree_thread_unregister(struct ds_bztree_thread **h);
 
@@ -235,6 +254,8 @@ int ds_bztree_thread_unregister(struct ds_bztree_thread **h);
  * ds_bztree_thread_mcas -- the mcas_thread @h registered, for
  * mcas_thread_stats(). Owned by @h: never unregister it directly.
  * Thread-safety: the owning thread only.
+ * Return: the mcas_thread.
+ * Ordering: none.
  */
 struct mcas_thread *ds_bztree_thread_mcas(struct ds_bztree_thread *h);
 
@@ -324,6 +345,8 @@ int ds_bztree_lookup(struct ds_bztree_thread *h, uint64_t key, uint64_t *value);
  * some moment during the scan.
  * Return: the number of pairs copied (0 if @max is 0 or on -ELOOP damage).
  * Progress, thread-safety: as ds_bztree_lookup().
+ * Ordering: each leaf as ds_bztree_lookup() reads it (mcas_read()); no
+ * order across leaves beyond that.
  */
 size_t ds_bztree_scan(struct ds_bztree_thread *h, uint64_t start, size_t max, uint64_t *keys,
 	uint64_t *values);
@@ -332,6 +355,8 @@ size_t ds_bztree_scan(struct ds_bztree_thread *h, uint64_t start, size_t max, ui
  * ds_bztree_size -- the number of keys, counted leaf by leaf as
  * ds_bztree_scan() walks them: exact when no update runs concurrently.
  * @h: the calling thread's handle. Thread-safety: as ds_bztree_lookup().
+ * Return: the count.
+ * Ordering: as ds_bztree_scan().
  */
 uint64_t ds_bztree_size(struct ds_bztree_thread *h);
 
@@ -351,6 +376,7 @@ uint64_t ds_bztree_size(struct ds_bztree_thread *h);
  * Return: NULL if every invariant holds; otherwise @buf.
  * Thread-safety: no operation may run on the tree concurrently, and every
  * registered handle's thread must be quiescent; @h's owning thread.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 const char *ds_bztree_check(struct ds_bztree_thread *h, struct ds_bztree_stats *st, char *buf,
 	size_t buflen);

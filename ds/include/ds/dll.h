@@ -104,6 +104,8 @@ struct ds_dll_stats {
  * Return: 0; -EINVAL if @m is persistent or reserves a bit the list uses
  * (mcas_value_mask() beyond MCAS_VALUE_PORTABLE_MASK); -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int ds_dll_new(struct ds_dll **out, struct mcas *m);
 
@@ -115,6 +117,9 @@ int ds_dll_new(struct ds_dll **out, struct mcas *m);
  * A list holds at most @capacity keys, and fewer while removed nodes wait
  * for a grace period or sit in other threads' free-node caches (each
  * registered thread caches up to 2 * min(32, max(1, @capacity / 64))).
+ * Return: the size in bytes; 0 for an invalid argument.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 size_t ds_dll_pmem_area_size(uint64_t capacity);
 
@@ -139,6 +144,7 @@ size_t ds_dll_pmem_area_size(uint64_t capacity);
  * misaligned; -ERANGE if the area is not inside @pool; -EAGAIN if @m has no
  * free thread slot for the pool check; -ENOMEM.
  * Thread-safety: any thread; the area must not be in use.
+ * Ordering: as ds_dll_new().
  */
 int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off, uint64_t capacity);
@@ -166,6 +172,7 @@ int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool
  * allocated and the pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the list
  * until it returns.
+ * Ordering: as ds_dll_new(); recovery is single-threaded.
  */
 int ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off);
@@ -177,12 +184,18 @@ int ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
  * persistent list leaves its area in the pool as it is (nothing needs to be
  * written for a clean shutdown) and does not touch the MCAS instance.
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
+ * Thread-safety: one caller, ordered after every
+ * ds_dll_thread_unregister() (joined, for example).
+ * On -EBUSY *@l is left as it is.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_dll_close(struct ds_dll **l);
 
 /**
  * ds_dll_is_persistent -- whether @l lives in a pm/ pool.
  * Thread-safety: any thread.
+ * Return: true for a list in a pool.
+ * Ordering: none (reads fields fixed at creation).
  */
 bool ds_dll_is_persistent(const struct ds_dll *l);
 
@@ -197,6 +210,8 @@ bool ds_dll_is_persistent(const struct ds_dll *l);
  * mcas_thread_unregister(), so the handle must own that registration.
  * Return: 0; -EAGAIN if the instance has no free thread slot; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
+ * Ordering: as mcas_thread_register() for its mcas_thread; the
+ * handle is linked into the registry under a mutex.
  */
 int ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out);
 
@@ -210,6 +225,8 @@ int ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out);
  * thread's mcas_thread is inside a guard or building a descriptor); the
  * handle is then still valid.
  * Thread-safety: the owning thread only.
+ * Ordering: as mcas_thread_unregister(); the free nodes go back
+ * under a mutex.
  */
 int ds_dll_thread_unregister(struct ds_dll_thread **h);
 
@@ -217,6 +234,8 @@ int ds_dll_thread_unregister(struct ds_dll_thread **h);
  * ds_dll_thread_mcas -- the mcas_thread @h registered, for mcas_thread_stats()
  * and for other MCAS operations of the same thread. Owned by @h: never
  * unregister it directly. Thread-safety: the owning thread only.
+ * Return: the mcas_thread.
+ * Ordering: none.
  */
 struct mcas_thread *ds_dll_thread_mcas(struct ds_dll_thread *h);
 
@@ -283,6 +302,7 @@ bool ds_dll_contains(struct ds_dll_thread *h, uint64_t key);
  * steps as the list has nodes (a damaged list; ds_dll_check() says more).
  * Thread-safety: no operation may run on the list concurrently (call it
  * after joining the workers); @h's owning thread.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_dll_keys(struct ds_dll_thread *h, uint64_t *keys, size_t max);
 
@@ -300,6 +320,7 @@ size_t ds_dll_keys(struct ds_dll_thread *h, uint64_t *keys, size_t max);
  * Thread-safety: no operation may run on the list concurrently, and every
  * registered handle's thread must be quiescent (joined, or between
  * operations with a happens-before edge to the caller); @h's owning thread.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 const char *ds_dll_check(struct ds_dll_thread *h, struct ds_dll_stats *st, char *buf,
 	size_t buflen);

@@ -84,6 +84,8 @@ struct ds_hmlist;
  * pointers (HP, Cadence, QSense) with fewer than DS_HMLIST_HAZARDS slots per
  * thread; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int ds_hmlist_new(struct ds_hmlist **out, struct reclaim_domain *d,
 	reclaim_free_fn free_fn, void *free_ctx);
@@ -95,6 +97,7 @@ int ds_hmlist_new(struct ds_hmlist **out, struct reclaim_domain *d,
  * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the list concurrently or later
  * (join the workers first).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_hmlist_delete(struct ds_hmlist **lp);
 
@@ -143,6 +146,8 @@ int ds_hmlist_contains(struct ds_hmlist *l, struct reclaim_thread *t, uint64_t k
 /**
  * ds_hmlist_size -- the number of keys in the set (unmarked linked nodes).
  * Thread-safety: quiescent only: no operation may run concurrently.
+ * Return: the count.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_hmlist_size(const struct ds_hmlist *l);
 
@@ -161,6 +166,7 @@ size_t ds_hmlist_size(const struct ds_hmlist *l);
  * Thread-safety: quiescent only: no operation may run concurrently, and
  * every thread that operated must be joined (or otherwise ordered before
  * the caller).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_hmlist_check(const struct ds_hmlist *l, char *buf, size_t buflen);
 

@@ -77,6 +77,8 @@ struct ds_nmbst;
  * pointers (HP, Cadence, QSense) with fewer than DS_NMBST_HAZARDS slots per
  * thread; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d,
 	reclaim_free_fn free_fn, void *free_ctx);
@@ -88,6 +90,7 @@ int ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d,
  * deep).
  * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the tree concurrently or later.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_nmbst_delete(struct ds_nmbst **bp);
 
@@ -139,6 +142,7 @@ int ds_nmbst_contains(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key
  * sentinels).
  * Return: the count, or 0 if the scratch stack cannot be allocated.
  * Thread-safety: quiescent only: no operation may run concurrently.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_nmbst_size(const struct ds_nmbst *b);
 
@@ -160,6 +164,7 @@ size_t ds_nmbst_size(const struct ds_nmbst *b);
  * Thread-safety: quiescent only: no operation may run concurrently, and
  * every thread that operated must be joined (or otherwise ordered before
  * the caller).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_nmbst_check(const struct ds_nmbst *b, char *buf, size_t buflen);
 

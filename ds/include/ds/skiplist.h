@@ -72,6 +72,7 @@ struct ds_skiplist;
  * (DS_SKIPLIST_HAZARDS; @levels 0 means DS_SKIPLIST_DEFAULT_LEVELS).
  * Return: the count, or 0 if @levels is above DS_SKIPLIST_MAX_LEVELS.
  * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 unsigned ds_skiplist_hazards(unsigned levels);
 
@@ -95,6 +96,8 @@ unsigned ds_skiplist_hazards(unsigned levels);
  * scheme keeps hazard pointers (HP, Cadence, QSense) with fewer than
  * ds_skiplist_hazards(@levels) slots per thread; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned levels,
 	reclaim_free_fn free_fn, void *free_ctx);
@@ -105,12 +108,15 @@ int ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned
  * belong to the domain, which frees them.
  * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the list concurrently or later.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_skiplist_delete(struct ds_skiplist **sp);
 
 /**
  * ds_skiplist_levels -- the list's level count (its maximum node height).
  * Thread-safety: any thread.
+ * Return: the level count (0 for NULL).
+ * Ordering: none (reads fields fixed at creation).
  */
 unsigned ds_skiplist_levels(const struct ds_skiplist *s);
 
@@ -162,6 +168,8 @@ int ds_skiplist_contains(struct ds_skiplist *s, struct reclaim_thread *t, uint64
  * ds_skiplist_size -- the number of keys in the set (level-0 nodes not
  * marked).
  * Thread-safety: quiescent only: no operation may run concurrently.
+ * Return: the count.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_skiplist_size(const struct ds_skiplist *s);
 
@@ -181,6 +189,7 @@ size_t ds_skiplist_size(const struct ds_skiplist *s);
  * Thread-safety: quiescent only: no operation may run concurrently, and
  * every thread that operated must be joined (or otherwise ordered before
  * the caller).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_skiplist_check(const struct ds_skiplist *s, char *buf, size_t buflen);
 

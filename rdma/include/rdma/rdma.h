@@ -118,6 +118,7 @@ void rdma_batch_init(struct rdma_batch *b);
  * (RDMA_BATCH_MAX_OPS or RDMA_BATCH_MAX_BYTES). Bounds are checked at post.
  * A read concurrent with writes to the same bytes may return any mix of old
  * and new 8-byte words (as RDMA does); validate with a checksum if needed.
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_read(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	void *dst, uint32_t len);
@@ -126,6 +127,7 @@ int rdma_batch_read(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * rdma_batch_write -- append "write @len bytes from @src to (@region, @offset)".
  * @src is read when the batch executes, not when it is added.
  * Return: as rdma_batch_read().
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_write(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	const void *src, uint32_t len);
@@ -136,6 +138,7 @@ int rdma_batch_write(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * NULL) receives the previous value at completion, so the CAS succeeded iff
  * *@old == @expected.
  * Return: 0; -EINVAL if @offset is not 8-byte aligned; -E2BIG if full.
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_cas(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	uint64_t expected, uint64_t desired, uint64_t *old);
@@ -144,6 +147,7 @@ int rdma_batch_cas(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * rdma_batch_faa -- append an 8-byte fetch-and-add of @add (wrapping).
  * *@old (if not NULL) receives the previous value at completion.
  * Return: as rdma_batch_cas().
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_faa(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	uint64_t add, uint64_t *old);
@@ -156,6 +160,7 @@ int rdma_batch_faa(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * covered too (on local and ofi also other connections' completed writes;
  * on verbs only this queue pair's).
  * Return: as rdma_batch_read() (no buffer).
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_persist(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	uint32_t len);
@@ -186,6 +191,7 @@ struct rdma_conn_config {
 
 /**
  * rdma_conn_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
  */
 void rdma_conn_config_init(struct rdma_conn_config *cfg);
 
@@ -224,22 +230,28 @@ int rdma_conn_close(struct rdma_conn **cp);
  * Region ids and lengths must be unchanged, else RDMA_E_PROTO and the
  * connection stays broken. A batch in flight is abandoned.
  * Return: as rdma_conn_open().
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_conn_reconnect(struct rdma_conn *c);
 
 /**
  * rdma_conn_backend -- "local", "ofi+tcp", "ofi+shm", "ofi+verbs" or "verbs".
+ * Return: a static string.
+ * Thread-safety: any thread.
  */
 const char *rdma_conn_backend(const struct rdma_conn *c);
 
 /**
  * rdma_conn_region_count -- number of regions the node exposes.
+ * Return: the count.
+ * Thread-safety: the thread using @c (one at a time).
  */
 unsigned rdma_conn_region_count(const struct rdma_conn *c);
 
 /**
  * rdma_conn_region -- describe the @index-th region (0-based) in *@out.
  * Return: 0; -EINVAL if @index is out of range.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_conn_region(const struct rdma_conn *c, unsigned index,
 	struct rdma_region_info *out);
@@ -253,6 +265,7 @@ int rdma_conn_region(const struct rdma_conn *c, unsigned index,
  * RDMA_E_NO_REGION or RDMA_E_BOUNDS; -EBUSY if a batch is already in flight
  * on @c; RDMA_E_CONN if @c is broken; RDMA_E_INJECTED under an injected
  * failure.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_post(struct rdma_conn *c, struct rdma_batch *b);
 
@@ -261,6 +274,7 @@ int rdma_post(struct rdma_conn *c, struct rdma_batch *b);
  * Return: 0 if it completed (results and read buffers are filled);
  * -EINPROGRESS if not yet; -EINVAL if nothing is in flight; a negative code
  * if it failed (the connection is then broken, see the top of this file).
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_poll(struct rdma_conn *c);
 
@@ -269,11 +283,14 @@ int rdma_poll(struct rdma_conn *c);
  * or the connection's timeout passes.
  * Return: as rdma_poll(), or -ETIMEDOUT (connection broken) instead of
  * -EINPROGRESS.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_wait(struct rdma_conn *c);
 
 /**
  * rdma_execute -- rdma_post() then rdma_wait(): one batch, one round trip.
+ * Return: as rdma_post(), then as rdma_wait().
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_execute(struct rdma_conn *c, struct rdma_batch *b);
 
@@ -290,6 +307,7 @@ enum rdma_fault {
  * rdma_conn_inject -- set the fault @c suffers from now on (@delay_us is used
  * by RDMA_FAULT_DELAY only). Affects later posts, not a batch in flight.
  * Return: 0; -EINVAL for an unknown fault.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault,
 	uint32_t delay_us);
@@ -317,11 +335,13 @@ struct rdma_stats {
  * rdma_stats_read_thread -- the calling thread's counters into *@out.
  * The transport also adds to pm/cost.h (PM_COST_ROUND_TRIP, REMOTE_*), so
  * one pm_cost snapshot covers an operation end to end.
+ * Thread-safety: any thread; reads its own counters.
  */
 void rdma_stats_read_thread(struct rdma_stats *out);
 
 /**
  * rdma_stats_diff -- @out = @after - @before, field by field (may alias).
+ * Thread-safety: any thread; pure.
  */
 void rdma_stats_diff(const struct rdma_stats *after,
 	const struct rdma_stats *before, struct rdma_stats *out);

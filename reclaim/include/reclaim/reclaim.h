@@ -161,6 +161,7 @@ struct reclaim_config {
 /**
  * reclaim_config_init -- fill @cfg with the defaults for @scheme.
  * Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void reclaim_config_init(struct reclaim_config *cfg, enum reclaim_scheme scheme);
 
@@ -168,6 +169,7 @@ void reclaim_config_init(struct reclaim_config *cfg, enum reclaim_scheme scheme)
  * reclaim_scheme_name -- the scheme's short name ("none", "qsbr", "ebr",
  * "hp", "cadence", "qsense", "urcu-qsbr"), or "?" for an unknown value.
  * Return: a static string. Thread-safety: any thread.
+ * Ordering: none (touches no shared memory).
  */
 const char *reclaim_scheme_name(enum reclaim_scheme scheme);
 
@@ -175,6 +177,7 @@ const char *reclaim_scheme_name(enum reclaim_scheme scheme);
  * reclaim_scheme_parse -- the inverse of reclaim_scheme_name().
  * Return: 0 and *@out set, or -EINVAL for an unknown name.
  * Thread-safety: any thread.
+ * Ordering: none (touches no shared memory).
  */
 int reclaim_scheme_parse(const char *name, enum reclaim_scheme *out);
 
@@ -198,6 +201,7 @@ struct reclaim_bound {
  * Return: 0, or -EINVAL if @cfg is invalid (exactly when
  * reclaim_domain_new() would reject it).
  * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 	unsigned per_op, uint64_t young, struct reclaim_bound *out);
@@ -220,6 +224,8 @@ struct reclaim_domain;
  * /sys/devices/system/cpu/online cannot be read (Cadence, QSense), or the
  * error of creating or pinning a rooster (-EAGAIN, -EPERM...).
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config *cfg);
 
@@ -234,6 +240,9 @@ int reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config 
  * Return: 0 (also for @dp or *@dp NULL), or -EBUSY while a live thread is
  * still registered: nothing is freed and *@dp is left as it is.
  * Thread-safety: no thread may use the domain concurrently.
+ * Ordering: acquire loads of every slot's state, the other side of
+ * the release with which unregistration frees a slot; the caller
+ * must be ordered after the last operations (joined threads).
  */
 int reclaim_domain_delete(struct reclaim_domain **dp);
 
@@ -241,6 +250,7 @@ int reclaim_domain_delete(struct reclaim_domain **dp);
  * reclaim_domain_config -- the domain's parameters, defaults resolved (R and
  * C left at 0 are resolved for the registry's current high-water mark).
  * Thread-safety: any thread.
+ * Ordering: relaxed (the registry's high-water mark).
  */
 void reclaim_domain_config(const struct reclaim_domain *d, struct reclaim_config *out);
 
@@ -273,6 +283,10 @@ enum {
  * Return: 0 and *@out (owned by the caller until unregister), -ENOSPC when
  * max_threads are registered, -EEXIST if already registered in @d, -ENOMEM.
  * Thread-safety: any thread, concurrently with everything else on @d.
+ * Ordering: the slot is claimed with an acquire CAS (the other side
+ * of the previous owner's release) and the thread's epoch and
+ * presence announced before it returns, so grace periods that
+ * start later wait for it.
  */
 int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out);
 
@@ -292,6 +306,9 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
  * the caller's registration (it was evicted, or already unregistered):
  * nothing is changed then, *@tp included.
  * Thread-safety: only the thread that registered *@tp.
+ * Ordering: the slot's state goes to LEAVING with an acq_rel CAS
+ * and to FREE with a release store: this thread's reads of nodes
+ * happen before frees by a grace period that sees either.
  */
 int reclaim_thread_unregister(struct reclaim_thread **tp);
 
@@ -303,18 +320,26 @@ int reclaim_thread_unregister(struct reclaim_thread **tp);
  * offline. Under RECLAIM_URCU_QSBR this is liburcu's per-thread state, so
  * it holds for every domain of that scheme the thread is registered in.
  * Thread-safety: only @t's thread, between operations.
+ * Ordering: as reclaim_op_end() at a quiescent state: the thread's
+ * earlier reads happen before frees of a grace period that sees it
+ * offline.
  */
 void reclaim_thread_offline(struct reclaim_thread *t);
 
 /**
  * reclaim_thread_online -- end an extended quiescent state.
  * Thread-safety: only @t's thread.
+ * Ordering: as reclaim_op_begin() (EBR: a full fence).
  */
 void reclaim_thread_online(struct reclaim_thread *t);
 
-/* Slow path of reclaim_op_begin(); not for direct use. */
+/* Slow path of reclaim_op_begin(); not for direct use.
+ * Thread-safety, ordering: as reclaim_op_begin().
+ */
 void reclaim__op_begin_slow(struct reclaim_thread *t);
-/* Slow path of reclaim_op_end(); not for direct use. */
+/* Slow path of reclaim_op_end(); not for direct use.
+ * Thread-safety, ordering: as reclaim_op_end().
+ */
 void reclaim__op_end_slow(struct reclaim_thread *t);
 
 /**
@@ -335,6 +360,10 @@ reclaim_op_begin(struct reclaim_thread *t)
  * to any node. Every Q-th call declares a quiescent state (QSBR, QSense,
  * urcu), which may free nodes retired by this thread; EBR leaves its epoch.
  * Thread-safety: only @t's thread.
+ * Ordering: a quiescent state publishes the thread's epoch or
+ * presence with a release store: its reads of nodes during the
+ * operation happen before any free by a grace period that sees it
+ * (acquire); otherwise nothing.
  */
 static inline void
 reclaim_op_end(struct reclaim_thread *t)
@@ -390,6 +419,8 @@ reclaim_protect(struct reclaim_thread *t, unsigned slot, const void *p)
  * so that a structure must re-check reachability after reclaim_protect().
  * Under the epoch schemes the check is unnecessary and may be skipped.
  * Thread-safety: only @t's thread.
+ * Return: true under HP, Cadence and QSense.
+ * Ordering: none.
  */
 static inline bool
 reclaim_needs_validation(const struct reclaim_thread *t)
@@ -420,6 +451,8 @@ void reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, vo
  * Never waits for other threads.
  * Return: how many of this thread's retired nodes are still waiting.
  * Thread-safety: only @t's thread, between operations.
+ * Ordering: as reclaim_op_end() at a quiescent state, plus a hazard
+ * scan's seq_cst fence where the scheme has them.
  */
 size_t reclaim_drain(struct reclaim_thread *t);
 
@@ -431,6 +464,8 @@ enum reclaim_mode {
 /**
  * reclaim_domain_mode -- QSense's current path (the shared fallback flag).
  * Thread-safety: any thread; a relaxed snapshot.
+ * Return: RECLAIM_MODE_FAST or RECLAIM_MODE_FALLBACK.
+ * Ordering: relaxed.
  */
 enum reclaim_mode reclaim_domain_mode(const struct reclaim_domain *d);
 
@@ -462,6 +497,7 @@ struct reclaim_stats {
  * except where the schedule decides (epochs, scans, switches, wake-ups).
  * Thread-safety: any thread; the fields are read one by one (relaxed), so
  * a snapshot taken while threads run is approximate.
+ * Ordering: relaxed loads, field by field.
  */
 void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out);
 
