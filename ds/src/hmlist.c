@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include <ds/hmlist.h>
+#include <pm/error.h>
 
 #include "lf_link.h"
 #include <reclaim/reclaim.h>
@@ -149,14 +150,15 @@ int
 ds_hmlist_new(struct ds_hmlist **out, struct reclaim_domain *d, reclaim_free_fn free_fn,
 	void *free_ctx)
 {
+	pm_error_clear();
 	if (d == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_hmlist_new: %s", pm_strerror(-EINVAL));
 	*out = NULL;
 	if (!ds__domain_has_hazards(d, DS_HMLIST_HAZARDS))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_hmlist_new: %s", pm_strerror(-EINVAL));
 	struct ds_hmlist *l = aligned_alloc(64, sizeof(*l));
 	if (l == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_hmlist_new: %s", pm_strerror(-ENOMEM));
 	memset(l, 0, sizeof(*l));
 	l->domain = d;
 	l->free_fn = free_fn;

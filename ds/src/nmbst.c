@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include <ds/nmbst.h>
+#include <pm/error.h>
 
 #include "lf_link.h"
 #include <reclaim/reclaim.h>
@@ -320,14 +321,15 @@ int
 ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d, reclaim_free_fn free_fn,
 	void *free_ctx)
 {
+	pm_error_clear();
 	if (d == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_nmbst_new: %s", pm_strerror(-EINVAL));
 	*out = NULL;
 	if (!ds__domain_has_hazards(d, DS_NMBST_HAZARDS))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_nmbst_new: %s", pm_strerror(-EINVAL));
 	struct ds_nmbst *b = calloc(1, sizeof(*b));
 	if (b == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_nmbst_new: %s", pm_strerror(-ENOMEM));
 	b->leaf[0] = nm_node_new(NM_INF0, NULL, NULL);
 	b->leaf[1] = nm_node_new(NM_INF1, NULL, NULL);
 	b->leaf[2] = nm_node_new(NM_INF2, NULL, NULL);
@@ -341,7 +343,7 @@ ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d, reclaim_free_fn fr
 		free(b->leaf[2]);
 		free(b->s);
 		free(b);
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_nmbst_new: %s", pm_strerror(-ENOMEM));
 	}
 	b->domain = d;
 	b->free_fn = free_fn;

@@ -88,6 +88,7 @@
 #include <string.h>
 
 #include <ds/skiplist.h>
+#include <pm/error.h>
 
 #include "lf_link.h"
 #include <reclaim/reclaim.h>
@@ -252,25 +253,26 @@ int
 ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned levels,
 	reclaim_free_fn free_fn, void *free_ctx)
 {
+	pm_error_clear();
 	if (d == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_skiplist_new: %s", pm_strerror(-EINVAL));
 	*out = NULL;
 	if (levels == 0)
 		levels = DS_SKIPLIST_DEFAULT_LEVELS;
 	if (levels < DS_SKIPLIST_MIN_LEVELS || levels > DS_SKIPLIST_MAX_LEVELS)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_skiplist_new: %s", pm_strerror(-EINVAL));
 	if (!ds__domain_has_hazards(d, DS_SKIPLIST_HAZARDS(levels)))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_skiplist_new: %s", pm_strerror(-EINVAL));
 	struct ds_skiplist *s = calloc(1, sizeof(*s));
 	if (s == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_skiplist_new: %s", pm_strerror(-ENOMEM));
 	s->head = sl_node_new(0, levels);
 	s->tail = sl_node_new(UINT64_MAX, levels);
 	if (s->head == NULL || s->tail == NULL) {
 		free(s->head);
 		free(s->tail);
 		free(s);
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_skiplist_new: %s", pm_strerror(-ENOMEM));
 	}
 	for (unsigned i = 0; i < levels; i++) {
 		atomic_init(&s->tail->next[i], 0);

@@ -487,13 +487,15 @@ rdma_node_open(struct rdma_node **out, const struct rdma_node_config *cfg)
 	struct rdma_node *n;
 	unsigned nregions = 0;
 	struct stat st;
+	char why[256];
 	int ret;
 
+	pm_error_clear();
 	if (out == NULL || cfg == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "rdma_node_open: no %s", out == NULL ? "output" : "config");
 	n = calloc(1, sizeof(*n));
 	if (n == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "rdma_node_open: out of memory");
 	n->log = cfg->log;
 	n->log_arg = cfg->log_arg;
 	n->listen_fd = -1;
@@ -558,10 +560,14 @@ rdma_node_open(struct rdma_node **out, const struct rdma_node_config *cfg)
 	*out = n;
 	return 0;
 fail_pool:
+	/* The pool's own message says most; closing the pool clears it. */
+	snprintf(why, sizeof(why), "%s", pm_errormsg()[0] != '\0' ? pm_errormsg() : pm_strerror(ret));
 	pm_pool_close(&n->pool);
+	node_free(n);
+	return pm_error_set(ret, "rdma_node_open: %s: %s", cfg->pool_path, why);
 fail:
 	node_free(n);
-	return ret;
+	return pm_error_set(ret, "rdma_node_open: %s", pm_strerror(ret));
 }
 
 /* rdma_node_region_count -- regions in the table */

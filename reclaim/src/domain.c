@@ -57,6 +57,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pm/error.h>
+
 #include "reclaim_internal.h"
 #include "reclaim_testing.h"
 
@@ -232,14 +234,15 @@ reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 int
 reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config *cfg)
 {
+	pm_error_clear();
 	int ret = reclaim_config_check(cfg);
 
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "reclaim_domain_new: invalid configuration");
 	struct reclaim_domain *d = aligned_alloc(RECLAIM__CACHELINE,
 		sizeof(*d));
 	if (d == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "reclaim_domain_new: out of memory");
 	memset(d, 0, sizeof(*d));
 	/* Opened now, while /proc is surely there (domain.c top). */
 	d->task_dir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -297,7 +300,8 @@ err_free:
 	free(d->hazards);
 	free(d->slots);
 	free(d);
-	return ret;
+	return pm_error_set(ret, "reclaim_domain_new: %s", ret == -ENOMEM ? "out of memory" :
+		"cannot start the rooster threads");
 }
 
 /* reclaim_task_open -- open "TID/stat" under @d's task directory; an fd
@@ -454,6 +458,7 @@ reclaim__lagging(struct reclaim__slot *me, unsigned i)
 int
 reclaim_domain_delete(struct reclaim_domain **dp)
 {
+	pm_error_clear();
 	if (dp == NULL || *dp == NULL)
 		return 0;
 	struct reclaim_domain *d = *dp;
@@ -470,7 +475,8 @@ reclaim_domain_delete(struct reclaim_domain **dp)
 			continue;
 		if (!d->scheme->evictable || !reclaim_owner_dead(s) ||
 				!reclaim_evict(s, sw))
-			return -EBUSY;
+			return pm_error_set(-EBUSY, "reclaim_domain_delete: a live thread is "
+				"still registered");
 	}
 	if (d->scheme->uses_roosters)
 		reclaim__roosters_stop(d);
@@ -594,14 +600,17 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 	uint64_t start = 0;
 	char state;
 
+	pm_error_clear();
 	/* Unknown start time (no /proc): the slot is never evicted. */
 	if (reclaim_task_stat(d, tid, &state, &start) != 0)
 		start = 0;
 	if (reclaim_self_registered(d, tid, start))
-		return -EEXIST;
+		return pm_error_set(-EEXIST, "reclaim_thread_register: thread %d is already "
+			"registered in this domain", tid);
 	struct reclaim__slot *s = reclaim_claim(d, tid, start);
 	if (s == NULL)
-		return -ENOSPC;
+		return pm_error_set(-ENOSPC, "reclaim_thread_register: all %u slots in use",
+			d->cfg.max_threads);
 	uint64_t gen = RECLAIM__SW_GEN(atomic_load_explicit(&s->sw,
 		memory_order_relaxed));
 
@@ -614,7 +623,7 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 			atomic_store_explicit(&s->sw,
 				RECLAIM__SW(gen, RECLAIM__FREE),
 				memory_order_release);
-			return -ENOMEM;
+			return pm_error_set(-ENOMEM, "reclaim_thread_register: out of memory");
 		}
 	}
 	/* pub.reclaim__fences is left alone: like the other counters it
@@ -648,6 +657,7 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 int
 reclaim_thread_unregister(struct reclaim_thread **tp)
 {
+	pm_error_clear();
 	if (tp == NULL || *tp == NULL)
 		return 0;
 	struct reclaim__slot *s = reclaim__slot_of(*tp);
@@ -664,7 +674,7 @@ reclaim_thread_unregister(struct reclaim_thread **tp)
 			/* Another thread's registration: ours was evicted
 			 * and the slot claimed again. */
 			if (!own)
-				return -ESRCH;
+				goto stale;
 			/* Release: this thread's reads of nodes happen
 			 * before the frees of a grace period that reads
 			 * LEAVING (acquire) and skips the slot. */
@@ -686,14 +696,14 @@ reclaim_thread_unregister(struct reclaim_thread **tp)
 			if (atomic_compare_exchange_weak_explicit(&s->sw, &sw,
 					RECLAIM__SW(gen, RECLAIM__FREE),
 					memory_order_release, memory_order_acquire))
-				return -ESRCH;
+				goto stale;
 			continue;
 		default:
 			/* FREE, CLAIMED, LEAVING: the slot is between owners
 			 * or being claimed or left by another thread, after
 			 * the caller's registration was evicted (or it
 			 * unregistered already). */
-			return -ESRCH;
+			goto stale;
 		}
 	}
 leave:
@@ -709,6 +719,9 @@ leave:
 		memory_order_release);
 	*tp = NULL;
 	return 0;
+stale:
+	return pm_error_set(-ESRCH, "reclaim_thread_unregister: the handle no longer names "
+		"this thread's registration (evicted, or unregistered already)");
 }
 
 /* reclaim_thread_offline -- clear hazards, leave the grace periods */
