@@ -39,8 +39,9 @@
  * operation and the free function (and its context) must stay valid until
  * reclaim_domain_delete() returns.
  *
- * Errors: 0 or positive on success, -errno on failure. The library never
- * prints, aborts or exits.
+ * Errors: 0 or positive on success, -errno on failure; ds_hmlist_new() also
+ * leaves a message in pm_errormsg() (pm/error.h). The library never prints,
+ * aborts or exits.
  */
 #ifndef DS_HMLIST_H
 #define DS_HMLIST_H

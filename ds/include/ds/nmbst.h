@@ -32,8 +32,9 @@
  * possibly after ds_nmbst_delete(), so the domain must be deleted after
  * the tree's last operation.
  *
- * Errors: 0 or positive on success, -errno on failure. The library never
- * prints, aborts or exits.
+ * Errors: 0 or positive on success, -errno on failure; ds_nmbst_new() also
+ * leaves a message in pm_errormsg() (pm/error.h). The library never prints,
+ * aborts or exits.
  */
 #ifndef DS_NMBST_H
 #define DS_NMBST_H

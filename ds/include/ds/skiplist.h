@@ -35,8 +35,9 @@
  * freed by the domain, possibly after ds_skiplist_delete(), so the domain
  * must be deleted after the list's last operation.
  *
- * Errors: 0 or positive on success, -errno on failure. The library never
- * prints, aborts or exits.
+ * Errors: 0 or positive on success, -errno on failure; ds_skiplist_new() also
+ * leaves a message in pm_errormsg() (pm/error.h). The library never prints,
+ * aborts or exits.
  */
 #ifndef DS_SKIPLIST_H
 #define DS_SKIPLIST_H

@@ -66,8 +66,10 @@
  * returned by mcas_read() is durable when mcas_read() returns.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
- * pm_strerror()) on failure. The library never prints, aborts or exits on
- * bad input.
+ * pm_strerror()) on failure. Constructors, mcas_close() and registration
+ * leave a message in pm_errormsg() when they fail; the descriptor calls and
+ * mcas_read() do not touch it (README, Conventions). The library never
+ * prints, aborts or exits on bad input.
  */
 #ifndef MCAS_MCAS_H
 #define MCAS_MCAS_H
@@ -208,7 +210,8 @@ int mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
  * Every thread must have unregistered. For a persistent instance the area
  * stays in the pool with every descriptor detached (a clean shutdown needs
  * no recovery work next time).
- * Return: 0; -EBUSY (nothing released) if a thread is still registered.
+ * Return: 0; -EBUSY if a thread is still registered: nothing is released
+ * and *@m is left as it is.
  * Thread-safety: one caller, ordered after every thread's
  * mcas_thread_unregister() (joined, for example).
  * Ordering: none of its own; the caller's happens-before edge to

@@ -56,7 +56,10 @@
  * Registration waits for that flag too.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h) on
- * failure. The library never prints, aborts or exits on bad input.
+ * failure. onll_create(), onll_open(), onll_close() and registration leave
+ * a message in pm_errormsg() when they fail; the per-operation calls do not
+ * touch it (README, Conventions). The library never prints, aborts or exits
+ * on bad input.
  */
 #ifndef ONLL_ONLL_H
 #define ONLL_ONLL_H

@@ -73,7 +73,8 @@
  * reclaim_bound_compute() computes both.
  *
  * Errors: functions that can fail return 0 (or a documented non-negative
- * value) on success and -errno on failure. The library never prints, aborts
+ * value) on success and -errno on failure; the domain and registration
+ * calls also leave a message in pm_errormsg() (pm/error.h). The library never prints, aborts
  * or exits; it only allocates in reclaim_domain_new(),
  * reclaim_thread_register() and when a thread's retired list grows.
  *
