@@ -181,8 +181,8 @@ struct TreeFixture : mcasbench::McasFixture {
 			ret = CreateMcas(*v, 0);
 			if (ret != 0)
 				return ret;
-			ret = ds_bztree_create(&t, m, &cfg);
-			return ret == 0 ? 0 : Fail(ret, "ds_bztree_create");
+			ret = ds_bztree_new(&t, m, &cfg);
+			return ret == 0 ? 0 : Fail(ret, "ds_bztree_new");
 		}
 		// Leaves at least half full after a split, ~1/3 after merges:
 		// 4x the minimal leaf count, plus room for retired nodes
@@ -202,7 +202,7 @@ struct TreeFixture : mcasbench::McasFixture {
 	{
 		McasFixture::Fail(ret, what);
 		if (!is_map)
-			error += std::string(" ") + ds_bztree_errormsg();
+			error += std::string(" ") + pm_errormsg();
 		return ret;
 	}
 
@@ -296,7 +296,7 @@ struct TreeFixture : mcasbench::McasFixture {
 		last = now;
 	}
 
-	~TreeFixture() { ds_bztree_destroy(&t); }
+	~TreeFixture() { ds_bztree_close(&t); }
 };
 
 // Records a failed operation: ends the loop at its next check (and keeps
@@ -355,7 +355,7 @@ void BM_Sweep(benchmark::State &state, const Variant *v, int size, int read_pct)
 			ret = ds_bztree_insert(h, key, key);
 			c.inserted += ret > 0;
 		} else {
-			ret = ds_bztree_delete(h, key);
+			ret = ds_bztree_remove(h, key);
 			c.removed += ret > 0;
 		}
 		if (ret < 0) {

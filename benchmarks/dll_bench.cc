@@ -76,8 +76,8 @@ struct ListFixture : mcasbench::McasFixture {
 			int ret = CreateMcas(*v, 0);
 			if (ret != 0)
 				return ret;
-			ret = ds_dll_create(&l, m);
-			return ret == 0 ? Fill() : Fail(ret, "ds_dll_create");
+			ret = ds_dll_new(&l, m);
+			return ret == 0 ? Fill() : Fail(ret, "ds_dll_new");
 		}
 		// Nodes: the whole key range, plus what each thread may hold
 		// back: up to 64 cached and, while a preempted thread delays
@@ -120,7 +120,7 @@ struct ListFixture : mcasbench::McasFixture {
 	int Fail(int ret, const char *what)
 	{
 		McasFixture::Fail(ret, what);
-		error += std::string(" ") + ds_dll_errormsg();
+		error += std::string(" ") + pm_errormsg();
 		return ret;
 	}
 
@@ -159,7 +159,7 @@ struct ListFixture : mcasbench::McasFixture {
 		state.counters["n_updates"] = static_cast<double>(total.updates);
 	}
 
-	~ListFixture() { ds_dll_destroy(&l); }
+	~ListFixture() { ds_dll_close(&l); }
 };
 
 void BM_List(benchmark::State &state, const Variant *v, int size, int read_pct)

@@ -100,8 +100,8 @@ struct McasFixture : bench::FixtureBase<Counts> {
 		int ret;
 
 		if (!v.persistent) {
-			ret = mcas_create(&m, &cfg);
-			return ret == 0 ? 0 : Fail(ret, "mcas_create");
+			ret = mcas_new(&m, &cfg);
+			return ret == 0 ? 0 : Fail(ret, "mcas_new");
 		}
 		const size_t area = mcas_pmem_area_size(&cfg);
 		if (area == 0)
@@ -113,7 +113,7 @@ struct McasFixture : bench::FixtureBase<Counts> {
 		return ret == 0 ? 0 : Fail(ret, "mcas_pmem_create");
 	}
 
-	~McasFixture() { mcas_destroy(&m); }
+	~McasFixture() { mcas_close(&m); }
 };
 
 // Registers @fn(state, &variant, @args...) as "@prefix/<variant>@config"

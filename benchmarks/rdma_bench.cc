@@ -105,7 +105,7 @@ class Node {
 		cfg.durability = PM_DURABILITY_PMEM;
 		int ret = rdma_node_open(&node_, &cfg);
 		if (ret != 0) {
-			error_ = std::string("rdma_node_open(") + path_ + "): " + rdma_strerror(ret) +
+			error_ = std::string("rdma_node_open(") + path_ + "): " + pm_strerror(ret) +
 				(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
 			return;
 		}
@@ -115,7 +115,7 @@ class Node {
 		sc.backends = RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM;
 		ret = rdma_node_serve(node_, &sc);
 		if (ret != 0)
-			error_ = std::string("rdma_node_serve: ") + rdma_strerror(ret);
+			error_ = std::string("rdma_node_serve: ") + pm_strerror(ret);
 	}
 	std::string path_;
 	std::string error_;
@@ -173,7 +173,7 @@ void BM_Rdma(benchmark::State &state, std::string backend, std::string op, int n
 	rdma_conn *c = nullptr;
 	int ret = rdma_conn_open(&c, node.Uri(base).c_str(), &cfg);
 	if (ret != 0) {
-		state.SkipWithError((backend + ": " + rdma_strerror(ret)).c_str());
+		state.SkipWithError((backend + ": " + pm_strerror(ret)).c_str());
 		return;
 	}
 	std::vector<char> buf(RDMA_BATCH_MAX_BYTES, 'x');
@@ -186,7 +186,7 @@ void BM_Rdma(benchmark::State &state, std::string backend, std::string op, int n
 		FillBatch(&b, op, n, &rng, buf.data(), olds);
 		ret = rdma_execute(c, &b);
 		if (ret != 0) {
-			state.SkipWithError((backend + " batch: " + rdma_strerror(ret)).c_str());
+			state.SkipWithError((backend + " batch: " + pm_strerror(ret)).c_str());
 			break;
 		}
 	}

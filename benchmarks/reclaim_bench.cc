@@ -145,8 +145,7 @@ struct Fixture : bench::FixtureBase<Counts> {
 	}
 	void Unregister(reclaim_thread **t)
 	{
-		reclaim_thread_unregister(*t);
-		*t = nullptr;
+		reclaim_thread_unregister(t);
 	}
 
 	void Account() { expect += total.inserted - total.removed; }

@@ -309,7 +309,7 @@ void Worker(Run *r, unsigned id)
 		if (c.errors != 0)
 			break;
 	}
-	reclaim_thread_unregister(t);
+	reclaim_thread_unregister(&t);
 }
 
 struct Sample {

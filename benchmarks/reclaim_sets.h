@@ -11,7 +11,7 @@
 // for smoke runs: RECLAIM_BENCH_LIST_SIZE, RECLAIM_BENCH_SKIPLIST_SIZE,
 // RECLAIM_BENCH_BST_SIZE (at most 2^28).
 //
-// Domain. reclaim_config_default() of the scheme, with max_threads 16 (8
+// Domain. reclaim_config_init() of the scheme, with max_threads 16 (8
 // workers, the filler, slack) and hazards_per_thread = the structure's K.
 // The other parameters are the library's defaults (Q, T, epsilon; R and C,
 // which grow with the threads registered so far); RECLAIM_BENCH_Q and
@@ -51,8 +51,8 @@ struct SetOps {
 	unsigned retire_per_op; // m: nodes one remove retires (without helping)
 	uint64_t thesis_size;   // initial size in the thesis
 	const char *size_env;   // environment override of the initial size
-	int (*create)(reclaim_domain *d, void **out);
-	int (*destroy)(void *s);
+	int (*make)(reclaim_domain *d, void **out);
+	int (*del)(void *s);
 	int (*insert)(void *s, reclaim_thread *t, uint64_t key);
 	int (*remove)(void *s, reclaim_thread *t, uint64_t key);
 	int (*contains)(void *s, reclaim_thread *t, uint64_t key);
@@ -73,11 +73,14 @@ inline const SetOps &Ops(Structure st)
 		"list", DS_HMLIST_HAZARDS, 1, 2000, "RECLAIM_BENCH_LIST_SIZE",
 		+[](reclaim_domain *d, void **out) {
 			L *l = nullptr;
-			int ret = ds_hmlist_create(d, &l);
+			int ret = ds_hmlist_new(&l, d, nullptr, nullptr);
 			*out = l;
 			return ret;
 		},
-		+[](void *s) { return ds_hmlist_destroy(static_cast<L *>(s)); },
+		+[](void *s) {
+			L *p = static_cast<L *>(s);
+			return ds_hmlist_delete(&p);
+		},
 		+[](void *s, reclaim_thread *t, uint64_t k) {
 			return ds_hmlist_insert(static_cast<L *>(s), t, k);
 		},
@@ -96,11 +99,14 @@ inline const SetOps &Ops(Structure st)
 		"skiplist", DS_SKIPLIST_HAZARDS(kSkipLevels), 1, 20000, "RECLAIM_BENCH_SKIPLIST_SIZE",
 		+[](reclaim_domain *d, void **out) {
 			S *l = nullptr;
-			int ret = ds_skiplist_create(d, kSkipLevels, &l);
+			int ret = ds_skiplist_new(&l, d, kSkipLevels, nullptr, nullptr);
 			*out = l;
 			return ret;
 		},
-		+[](void *s) { return ds_skiplist_destroy(static_cast<S *>(s)); },
+		+[](void *s) {
+			S *p = static_cast<S *>(s);
+			return ds_skiplist_delete(&p);
+		},
 		+[](void *s, reclaim_thread *t, uint64_t k) {
 			return ds_skiplist_insert(static_cast<S *>(s), t, k);
 		},
@@ -119,11 +125,14 @@ inline const SetOps &Ops(Structure st)
 		"bst", DS_NMBST_HAZARDS, 2, 2000000, "RECLAIM_BENCH_BST_SIZE",
 		+[](reclaim_domain *d, void **out) {
 			B *b = nullptr;
-			int ret = ds_nmbst_create(d, &b);
+			int ret = ds_nmbst_new(&b, d, nullptr, nullptr);
 			*out = b;
 			return ret;
 		},
-		+[](void *s) { return ds_nmbst_destroy(static_cast<B *>(s)); },
+		+[](void *s) {
+			B *p = static_cast<B *>(s);
+			return ds_nmbst_delete(&p);
+		},
 		+[](void *s, reclaim_thread *t, uint64_t k) {
 			return ds_nmbst_insert(static_cast<B *>(s), t, k);
 		},
@@ -163,7 +172,7 @@ inline uint64_t InitialSize(Structure st)
 inline reclaim_config DomainConfig(enum reclaim_scheme scheme, unsigned hazards)
 {
 	reclaim_config c;
-	reclaim_config_default(&c, scheme);
+	reclaim_config_init(&c, scheme);
 	c.max_threads = 16;
 	c.hazards_per_thread = hazards;
 	c.quiescence_threshold = bench::EnvUnsigned("RECLAIM_BENCH_Q", c.quiescence_threshold);
@@ -180,7 +189,7 @@ inline std::string Err(int ret, const std::string &what)
 
 // A domain of @scheme and an empty @st set on it, then filled by the
 // calling thread (registered for the fill only) with @size distinct keys
-// drawn uniformly from [0, 2 @size). Owns both; the set is destroyed before
+// drawn uniformly from [0, 2 @size). Owns both; the set is deleted before
 // the domain.
 class Instance {
  public:
@@ -197,10 +206,10 @@ class Instance {
 		ops_ = &Ops(st);
 		range_ = 2 * size;
 		reclaim_config c = DomainConfig(scheme, ops_->hazards);
-		int ret = reclaim_domain_create(&c, &d_);
+		int ret = reclaim_domain_new(&d_, &c);
 		if (ret != 0)
-			return Err(ret, "reclaim_domain_create");
-		ret = ops_->create(d_, &s_);
+			return Err(ret, "reclaim_domain_new");
+		ret = ops_->make(d_, &s_);
 		if (ret != 0)
 			return Err(ret, std::string(ops_->name) + " create");
 		reclaim_thread *t = nullptr;
@@ -219,7 +228,7 @@ class Instance {
 			ret = ops_->insert(s_, t, keys[i]);
 			ret = ret == 1 ? 0 : ret < 0 ? ret : -EEXIST;
 		}
-		reclaim_thread_unregister(t);
+		reclaim_thread_unregister(&t);
 		if (ret < 0)
 			return Err(ret, "fill insert");
 		return "";
@@ -228,10 +237,10 @@ class Instance {
 	void Close()
 	{
 		if (s_ != nullptr)
-			ops_->destroy(s_);
+			ops_->del(s_);
 		s_ = nullptr;
 		if (d_ != nullptr)
-			reclaim_domain_destroy(d_);
+			reclaim_domain_delete(&d_);
 		d_ = nullptr;
 	}
 

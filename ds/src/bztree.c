@@ -8,8 +8,8 @@
  * changes what the node holds (inner: bits 16..63); a leaf's also holds the
  * slots used (COUNT, bits 4..15) and its LIVE records (bits 16..27), with the
  * version in bits 28..63 (a leaf sees at most 3 x cap bumps in its life:
- * one per publish, one per delete). Counting live records in the status
- * lets a delete see an underfull leaf without reading every record. level, n and the keys of inner nodes and of a leaf's
+ * one per publish, one per remove). Counting live records in the status
+ * lets a remove see an underfull leaf without reading every record. level, n and the keys of inner nodes and of a leaf's
  * sorted part are written before the node is published and never again.
  *   leaf:  n = records in the sorted part (built sorted, all live); slots
  *          n..COUNT-1 form the append area. w is the record's metadata word
@@ -44,7 +44,7 @@
  * the leaf changed since S' was read, so the check still holds at the MCAS
  * (this replaces BzTree's re-scan for concurrent inserts of the same key,
  * which waits for reserved slots, with a lock-free status comparison). A
- * delete is {status: S -> S + VERSION - LIVE_ONE, meta[i]: LIVE -> DEAD}. Every MCAS
+ * remove is {status: S -> S + VERSION - LIVE_ONE, meta[i]: LIVE -> DEAD}. Every MCAS
  * expects an unfrozen status, so nothing changes in a frozen node.
  *
  * Structure changes (SMOs). The node X to change (and its sibling Y for a
@@ -97,7 +97,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,35 +238,6 @@ struct bz_path {
 	uint64_t hi;     /* the last node's range is [.., hi), or unbounded */
 	bool has_hi;
 };
-
-/* ---- error messages ---- */
-
-static __thread char bz_errbuf[256];
-
-/* bz_err_clear -- start of a call that can leave a message */
-static void
-bz_err_clear(void)
-{
-	bz_errbuf[0] = '\0';
-}
-
-/* bz_err -- record a message for ds_bztree_errormsg() and return @code */
-static int __attribute__((format(printf, 2, 3)))
-bz_err(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(bz_errbuf, sizeof(bz_errbuf), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-const char *
-ds_bztree_errormsg(void)
-{
-	return bz_errbuf;
-}
 
 /* ---- words and nodes ---- */
 
@@ -1068,7 +1038,7 @@ ds_bztree_update(struct ds_bztree_thread *h, uint64_t key, uint64_t value)
 }
 
 int
-ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key)
+ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key)
 {
 	struct ds_bztree *t = h->t;
 	bool underfull = false;
@@ -1246,13 +1216,13 @@ static int
 bz_mcas_ok(struct mcas *m, bool persistent)
 {
 	if (m == NULL)
-		return bz_err(-EINVAL, "no MCAS instance");
+		return pm_error_set(-EINVAL, "ds_bztree: no MCAS instance");
 	if (mcas_is_persistent(m) != persistent)
-		return bz_err(-EINVAL, "a %s tree needs a %s MCAS instance",
+		return pm_error_set(-EINVAL, "ds_bztree: a %s tree needs a %s MCAS instance",
 			persistent ? "persistent" : "volatile",
 			persistent ? "persistent" : "volatile");
 	if ((mcas_value_mask(m) & ~MCAS_VALUE_PORTABLE_MASK) != 0)
-		return bz_err(-EINVAL, "MCAS algorithm %s reserves bits beyond "
+		return pm_error_set(-EINVAL, "ds_bztree: MCAS algorithm %s reserves bits beyond "
 			"MCAS_VALUE_PORTABLE_MASK", mcas_algorithm_name(mcas_algorithm_of(m)));
 	return 0;
 }
@@ -1267,7 +1237,8 @@ bz_probe_pool(struct mcas *m, uint64_t *word)
 	int ret = mcas_thread_register(m, &mt);
 
 	if (ret != 0)
-		return bz_err(ret, "cannot register a thread on the MCAS instance: %d", ret);
+		return pm_error_set(ret,
+			"ds_bztree: cannot register a thread on the MCAS instance: %d", ret);
 	ret = mcas_desc_begin(mt, &d);
 	if (ret == 0) {
 		ret = mcas_desc_add(d, word, 0, 0);
@@ -1275,9 +1246,10 @@ bz_probe_pool(struct mcas *m, uint64_t *word)
 	}
 	mcas_thread_unregister(&mt);
 	if (ret == -ERANGE)
-		return bz_err(-EINVAL, "the MCAS instance is not in the tree's pool");
+		return pm_error_set(-EINVAL,
+			"ds_bztree: the MCAS instance is not in the tree's pool");
 	if (ret != 0)
-		return bz_err(ret, "probing the MCAS instance failed: %d", ret);
+		return pm_error_set(ret, "ds_bztree: probing the MCAS instance failed: %d", ret);
 	return 0;
 }
 
@@ -1288,12 +1260,13 @@ bz_new(struct ds_bztree **out, struct mcas *m, bool persistent, unsigned cap, si
 	struct ds_bztree *t = calloc(1, sizeof(*t));
 
 	if (t == NULL)
-		return bz_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_bztree: out of memory");
 	if (free_cap > 0) {
 		t->free_v = malloc(free_cap * sizeof(*t->free_v));
 		if (t->free_v == NULL) {
 			free(t);
-			return bz_err(-ENOMEM, "out of memory for %zu free-node entries", free_cap);
+			return pm_error_set(-ENOMEM,
+				"ds_bztree: out of memory for %zu free-node entries", free_cap);
 		}
 		t->free_cap = free_cap;
 	}
@@ -1323,18 +1296,19 @@ bz_free(struct ds_bztree *t)
 }
 
 int
-ds_bztree_create(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg)
+ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg)
 {
 	struct ds_bztree *t = NULL;
 	struct bz_node *leaf;
 	unsigned cap = bz_cfg_cap(cfg);
 	int ret;
 
-	bz_err_clear();
+	pm_error_clear();
 	if (out == NULL)
-		return bz_err(-EINVAL, "no output pointer");
+		return pm_error_set(-EINVAL, "ds_bztree_new: no output pointer");
 	if (cap == 0)
-		return bz_err(-EINVAL, "node capacity %u is not in %u..%u", cfg->node_capacity,
+		return pm_error_set(-EINVAL,
+			"ds_bztree_new: node capacity %u is not in %u..%u", cfg->node_capacity,
 			DS_BZTREE_MIN_CAPACITY, DS_BZTREE_MAX_CAPACITY);
 	ret = bz_mcas_ok(m, false);
 	if (ret != 0)
@@ -1345,7 +1319,7 @@ ds_bztree_create(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_
 	t->root_line = aligned_alloc(64, 64);
 	if (t->root_line == NULL || bz_slab_add_locked(t) != 0) {
 		bz_free(t);
-		return bz_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_bztree_new: out of memory");
 	}
 	t->root = t->root_line;
 	leaf = t->free_v[--t->free_n];
@@ -1408,15 +1382,15 @@ bz_pmem_area(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t len
 	int ret;
 
 	if (pool == NULL)
-		return bz_err(-EINVAL, "no pool");
+		return pm_error_set(-EINVAL, "ds_bztree: no pool");
 	if (area_off % 64 != 0)
-		return bz_err(-EINVAL, "area offset %#llx is not 64-byte aligned",
+		return pm_error_set(-EINVAL, "ds_bztree: area offset %#llx is not 64-byte aligned",
 			(unsigned long long)area_off);
 	ret = bz_mcas_ok(m, true);
 	if (ret != 0)
 		return ret;
 	if (pm_pool_ptr(pool, area_off, len, area) != 0)
-		return bz_err(-ERANGE, "area [%#llx, +%zu) is not inside the pool",
+		return pm_error_set(-ERANGE, "ds_bztree: area [%#llx, +%zu) is not inside the pool",
 			(unsigned long long)area_off, len);
 	return 0;
 }
@@ -1432,11 +1406,12 @@ ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *po
 	void *area;
 	int ret;
 
-	bz_err_clear();
+	pm_error_clear();
 	if (out == NULL)
-		return bz_err(-EINVAL, "no output pointer");
+		return pm_error_set(-EINVAL, "ds_bztree_pmem_create: no output pointer");
 	if (len == 0)
-		return bz_err(-EINVAL, "node capacity not in %u..%u or %llu nodes not in 2..%llu",
+		return pm_error_set(-EINVAL,
+			"ds_bztree_pmem_create: node capacity not in %u..%u or %llu nodes not in 2..%llu",
 			DS_BZTREE_MIN_CAPACITY, DS_BZTREE_MAX_CAPACITY, (unsigned long long)nodes,
 			(unsigned long long)DS_BZTREE_PMEM_MAX_NODES);
 	ret = bz_pmem_area(m, pool, area_off, len, &area);
@@ -1659,18 +1634,20 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 	void *area;
 	int ret;
 
-	bz_err_clear();
+	pm_error_clear();
 	if (out == NULL)
-		return bz_err(-EINVAL, "no output pointer");
+		return pm_error_set(-EINVAL, "ds_bztree_pmem_open: no output pointer");
 	ret = bz_pmem_area(m, pool, area_off, sizeof(*hdr), &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
 	if (hdr->magic != BZ_PMEM_MAGIC || hdr->checksum != bz_header_sum(hdr))
-		return bz_err(PM_E_CORRUPT, "no valid tree header at %#llx",
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_bztree_pmem_open: no valid tree header at %#llx",
 			(unsigned long long)area_off);
 	if (hdr->version != DS_BZTREE_PMEM_VERSION)
-		return bz_err(PM_E_VERSION, "tree layout version %u, expected %u", hdr->version,
+		return pm_error_set(PM_E_VERSION,
+			"ds_bztree_pmem_open: tree layout version %u, expected %u", hdr->version,
 			DS_BZTREE_PMEM_VERSION);
 	struct ds_bztree_config cfg = { .node_capacity = hdr->capacity };
 
@@ -1678,12 +1655,15 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 	if (cap == 0 || hdr->node_size != bz_node_size(cap) ||
 			ds_bztree_pmem_area_size(&cfg, hdr->nodes) == 0 ||
 			hdr->area_size != ds_bztree_pmem_area_size(&cfg, hdr->nodes))
-		return bz_err(PM_E_CORRUPT, "the tree header describes an impossible area");
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_bztree_pmem_open: the tree header describes an impossible area");
 	if (hdr->area_off != area_off)
-		return bz_err(PM_E_CORRUPT, "the tree area was formatted at %#llx, not %#llx",
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_bztree_pmem_open: the tree area was formatted at %#llx, not %#llx",
 			(unsigned long long)hdr->area_off, (unsigned long long)area_off);
 	if (pm_pool_ptr(pool, area_off, hdr->area_size, &area) != 0)
-		return bz_err(PM_E_CORRUPT, "the tree area does not fit the pool");
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_bztree_pmem_open: the tree area does not fit the pool");
 	ret = bz_pmem_new(&t, m, pool, hdr, cap, hdr->nodes);
 	if (ret != 0)
 		return ret;
@@ -1694,12 +1674,12 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 	w.reach = malloc(t->nodes * sizeof(*w.reach));
 	w.keys = malloc(cap * sizeof(*w.keys));
 	if (w.reach == NULL || w.keys == NULL) {
-		ret = bz_err(-ENOMEM, "out of memory");
+		ret = pm_error_set(-ENOMEM, "ds_bztree_pmem_open: out of memory");
 		goto out;
 	}
 	err = bz_walk_tree(&w);
 	if (err != NULL) {
-		ret = bz_err(PM_E_CORRUPT, "%s", err);
+		ret = pm_error_set(PM_E_CORRUPT, "ds_bztree_pmem_open: %s", err);
 		goto out;
 	}
 	/* Every node not reached is free; w.reach is sorted. */
@@ -1723,19 +1703,19 @@ out:
 }
 
 int
-ds_bztree_destroy(struct ds_bztree **tp)
+ds_bztree_close(struct ds_bztree **tp)
 {
 	struct ds_bztree *t = tp ? *tp : NULL;
 	unsigned n;
 
-	bz_err_clear();
+	pm_error_clear();
 	if (t == NULL)
 		return 0;
 	pthread_mutex_lock(&t->lock);
 	n = t->nthreads;
 	pthread_mutex_unlock(&t->lock);
 	if (n != 0)
-		return bz_err(-EBUSY, "%u threads are still registered", n);
+		return pm_error_set(-EBUSY, "ds_bztree_close: %u threads are still registered", n);
 	bz_free(t);
 	*tp = NULL;
 	return 0;
@@ -1761,21 +1741,22 @@ ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out)
 	struct ds_bztree_thread *h;
 	int ret;
 
-	bz_err_clear();
+	pm_error_clear();
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
-		return bz_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_bztree_thread_register: out of memory");
 	/* An SMO copies up to two nodes' records plus the parent's children. */
 	h->scratch = malloc(3 * (size_t)t->cap * sizeof(*h->scratch));
 	if (h->scratch == NULL) {
 		free(h);
-		return bz_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_bztree_thread_register: out of memory");
 	}
 	ret = mcas_thread_register(t->m, &h->mt);
 	if (ret != 0) {
 		free(h->scratch);
 		free(h);
-		return bz_err(ret, "mcas_thread_register: %d", ret);
+		return pm_error_set(ret,
+			"ds_bztree_thread_register: mcas_thread_register: %d", ret);
 	}
 	h->t = t;
 	pthread_mutex_lock(&t->lock);
@@ -1797,7 +1778,7 @@ ds_bztree_thread_unregister(struct ds_bztree_thread **hp)
 	uint64_t lost = 0;
 	int ret;
 
-	bz_err_clear();
+	pm_error_clear();
 	if (h == NULL)
 		return 0;
 	t = h->t;
@@ -1808,7 +1789,8 @@ ds_bztree_thread_unregister(struct ds_bztree_thread **hp)
 	 * nodes come back through bz_node_reclaim() into h's cache. */
 	ret = mcas_thread_unregister(&h->mt);
 	if (ret != 0)
-		return bz_err(ret, "mcas_thread_unregister: %d", ret);
+		return pm_error_set(ret,
+			"ds_bztree_thread_unregister: mcas_thread_unregister: %d", ret);
 	pthread_mutex_lock(&t->lock);
 	while (h->ncache > 0)
 		t->free_v[t->free_n++] = h->cache[--h->ncache];

@@ -82,7 +82,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,35 +182,6 @@ struct ds_dll_thread {
 	/* Registry links, under l->lock. */
 	struct ds_dll_thread *reg_prev, *reg_next;
 };
-
-/* ---- error messages ---- */
-
-static __thread char dll_errbuf[256];
-
-/* dll_err_clear -- start of a call that can leave a message */
-static void
-dll_err_clear(void)
-{
-	dll_errbuf[0] = '\0';
-}
-
-/* dll_err -- record a message for ds_dll_errormsg() and return @code */
-static int __attribute__((format(printf, 2, 3)))
-dll_err(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(dll_errbuf, sizeof(dll_errbuf), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-const char *
-ds_dll_errormsg(void)
-{
-	return dll_errbuf;
-}
 
 /* ---- nodes and links ---- */
 
@@ -560,13 +530,13 @@ static int
 dll_mcas_ok(struct mcas *m, bool persistent)
 {
 	if (m == NULL)
-		return dll_err(-EINVAL, "no MCAS instance");
+		return pm_error_set(-EINVAL, "ds_dll: no MCAS instance");
 	if (mcas_is_persistent(m) != persistent)
-		return dll_err(-EINVAL, "a %s list needs a %s MCAS instance",
+		return pm_error_set(-EINVAL, "ds_dll: a %s list needs a %s MCAS instance",
 			persistent ? "persistent" : "volatile",
 			persistent ? "persistent" : "volatile");
 	if ((mcas_value_mask(m) & ~MCAS_VALUE_PORTABLE_MASK) != 0)
-		return dll_err(-EINVAL, "MCAS algorithm %s reserves bits beyond "
+		return pm_error_set(-EINVAL, "ds_dll: MCAS algorithm %s reserves bits beyond "
 			"MCAS_VALUE_PORTABLE_MASK (mask %#llx)",
 			mcas_algorithm_name(mcas_algorithm_of(m)),
 			(unsigned long long)mcas_value_mask(m));
@@ -588,7 +558,8 @@ dll_probe_pool(struct mcas *m, uint64_t *word)
 	int ret = mcas_thread_register(m, &t);
 
 	if (ret != 0)
-		return dll_err(ret, "cannot register a thread on the MCAS instance: %d", ret);
+		return pm_error_set(ret,
+			"ds_dll: cannot register a thread on the MCAS instance: %d", ret);
 	ret = mcas_desc_begin(t, &d);
 	if (ret == 0) {
 		ret = mcas_desc_add(d, word, 0, 0);
@@ -596,9 +567,9 @@ dll_probe_pool(struct mcas *m, uint64_t *word)
 	}
 	mcas_thread_unregister(&t);
 	if (ret == -ERANGE)
-		return dll_err(-EINVAL, "the MCAS instance is not in the list's pool");
+		return pm_error_set(-EINVAL, "ds_dll: the MCAS instance is not in the list's pool");
 	if (ret != 0)
-		return dll_err(ret, "probing the MCAS instance failed: %d", ret);
+		return pm_error_set(ret, "ds_dll: probing the MCAS instance failed: %d", ret);
 	return 0;
 }
 
@@ -609,12 +580,13 @@ dll_new(struct ds_dll **out, struct mcas *m, bool persistent, size_t free_cap)
 	struct ds_dll *l = calloc(1, sizeof(*l));
 
 	if (l == NULL)
-		return dll_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_dll: out of memory");
 	if (free_cap > 0) {
 		l->free_v = malloc(free_cap * sizeof(*l->free_v));
 		if (l->free_v == NULL) {
 			free(l);
-			return dll_err(-ENOMEM, "out of memory for %zu free-node entries",
+			return pm_error_set(-ENOMEM,
+				"ds_dll: out of memory for %zu free-node entries",
 				free_cap);
 		}
 		l->free_cap = free_cap;
@@ -655,14 +627,14 @@ dll_sentinels_init(struct ds_dll *l)
 }
 
 int
-ds_dll_create(struct ds_dll **out, struct mcas *m)
+ds_dll_new(struct ds_dll **out, struct mcas *m)
 {
 	struct ds_dll *l = NULL;
 	int ret;
 
-	dll_err_clear();
+	pm_error_clear();
 	if (out == NULL)
-		return dll_err(-EINVAL, "no output pointer");
+		return pm_error_set(-EINVAL, "ds_dll_new: no output pointer");
 	ret = dll_mcas_ok(m, false);
 	if (ret != 0)
 		return ret;
@@ -672,7 +644,7 @@ ds_dll_create(struct ds_dll **out, struct mcas *m)
 	l->sentinels = aligned_alloc(DS_DLL_NODE_SIZE, 2 * sizeof(struct ds_dll_node));
 	if (l->sentinels == NULL) {
 		dll_free(l);
-		return dll_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_dll_new: out of memory");
 	}
 	l->base = 0;
 	l->head = &l->sentinels[0];
@@ -731,15 +703,15 @@ dll_pmem_area(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t le
 	int ret;
 
 	if (pool == NULL)
-		return dll_err(-EINVAL, "no pool");
+		return pm_error_set(-EINVAL, "ds_dll: no pool");
 	if (area_off % DS_DLL_NODE_SIZE != 0)
-		return dll_err(-EINVAL, "area offset %#llx is not 64-byte aligned",
+		return pm_error_set(-EINVAL, "ds_dll: area offset %#llx is not 64-byte aligned",
 			(unsigned long long)area_off);
 	ret = dll_mcas_ok(m, true);
 	if (ret != 0)
 		return ret;
 	if (pm_pool_ptr(pool, area_off, len, area) != 0)
-		return dll_err(-ERANGE, "area [%#llx, +%zu) is not inside the pool",
+		return pm_error_set(-ERANGE, "ds_dll: area [%#llx, +%zu) is not inside the pool",
 			(unsigned long long)area_off, len);
 	return 0;
 }
@@ -754,11 +726,11 @@ ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	void *area;
 	int ret;
 
-	dll_err_clear();
+	pm_error_clear();
 	if (out == NULL)
-		return dll_err(-EINVAL, "no output pointer");
+		return pm_error_set(-EINVAL, "ds_dll_pmem_create: no output pointer");
 	if (len == 0)
-		return dll_err(-EINVAL, "capacity %llu is not in 1..%llu",
+		return pm_error_set(-EINVAL, "ds_dll_pmem_create: capacity %llu is not in 1..%llu",
 			(unsigned long long)capacity,
 			(unsigned long long)DS_DLL_PMEM_MAX_CAPACITY);
 	ret = dll_pmem_area(m, pool, area_off, len, &area);
@@ -807,29 +779,33 @@ dll_recover(struct ds_dll *l, uint8_t *seen, uint64_t *size)
 	uint64_t count = 0;
 
 	if (dll_load(&l->head->key) != 0 || dll_load(&l->head->prev) != 0)
-		return dll_err(PM_E_CORRUPT, "the head sentinel is damaged");
+		return pm_error_set(PM_E_CORRUPT, "ds_dll: the head sentinel is damaged");
 	seen[0] = 1;
 	for (;;) {
 		uint64_t v = dll_load(&prev->next), idx, key;
 		struct ds_dll_node *curr;
 
 		if (v & DS_DLL_MARK_DELETED)
-			return dll_err(PM_E_CORRUPT, "a reachable node (key %llu) is marked deleted",
+			return pm_error_set(PM_E_CORRUPT,
+				"ds_dll: a reachable node (key %llu) is marked deleted",
 				(unsigned long long)dll_load(&prev->key));
 		if (v & DLL_ALIGN_MASK)
-			return dll_err(PM_E_CORRUPT, "link %#llx after key %llu is not a node "
+			return pm_error_set(PM_E_CORRUPT,
+				"ds_dll: link %#llx after key %llu is not a node "
 				"(an MCAS descriptor left by a crash? run mcas_pmem_open() first)",
 				(unsigned long long)v, (unsigned long long)dll_load(&prev->key));
 		if (v < arena_link || (v - arena_link) / DS_DLL_NODE_SIZE >= n)
-			return dll_err(PM_E_CORRUPT, "link %#llx after key %llu leaves the arena",
+			return pm_error_set(PM_E_CORRUPT,
+				"ds_dll: link %#llx after key %llu leaves the arena",
 				(unsigned long long)v, (unsigned long long)dll_load(&prev->key));
 		idx = (v - arena_link) / DS_DLL_NODE_SIZE;
 		curr = &l->arena[idx];
 		if (seen[idx])
-			return dll_err(PM_E_CORRUPT, "node %llu is reached twice",
+			return pm_error_set(PM_E_CORRUPT, "ds_dll: node %llu is reached twice",
 				(unsigned long long)idx);
 		if (dll_load(&curr->prev) != dll_link(l, prev))
-			return dll_err(PM_E_CORRUPT, "the prev link of node %llu (key %llu) is "
+			return pm_error_set(PM_E_CORRUPT,
+				"ds_dll: the prev link of node %llu (key %llu) is "
 				"%#llx, not its predecessor", (unsigned long long)idx,
 				(unsigned long long)dll_load(&curr->key),
 				(unsigned long long)dll_load(&curr->prev));
@@ -837,11 +813,12 @@ dll_recover(struct ds_dll *l, uint8_t *seen, uint64_t *size)
 		key = dll_load(&curr->key);
 		if (curr == l->tail) {
 			if (key != UINT64_MAX || dll_load(&curr->next) != 0)
-				return dll_err(PM_E_CORRUPT, "the tail sentinel is damaged");
+				return pm_error_set(PM_E_CORRUPT,
+					"ds_dll: the tail sentinel is damaged");
 			break;
 		}
 		if (key <= dll_load(&prev->key) || key > DS_DLL_KEY_MAX)
-			return dll_err(PM_E_CORRUPT, "key %llu follows key %llu",
+			return pm_error_set(PM_E_CORRUPT, "ds_dll: key %llu follows key %llu",
 				(unsigned long long)key, (unsigned long long)dll_load(&prev->key));
 		count++;
 		prev = curr;
@@ -861,35 +838,39 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	void *area;
 	int ret;
 
-	dll_err_clear();
+	pm_error_clear();
 	if (out == NULL)
-		return dll_err(-EINVAL, "no output pointer");
+		return pm_error_set(-EINVAL, "ds_dll_pmem_open: no output pointer");
 	ret = dll_pmem_area(m, pool, area_off, sizeof(*hdr), &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
 	if (hdr->magic != DLL_PMEM_MAGIC || hdr->checksum != dll_header_sum(hdr))
-		return dll_err(PM_E_CORRUPT, "no valid list header at %#llx",
+		return pm_error_set(PM_E_CORRUPT, "ds_dll_pmem_open: no valid list header at %#llx",
 			(unsigned long long)area_off);
 	if (hdr->version != DS_DLL_PMEM_VERSION)
-		return dll_err(PM_E_VERSION, "list layout version %u, expected %u",
+		return pm_error_set(PM_E_VERSION,
+			"ds_dll_pmem_open: list layout version %u, expected %u",
 			hdr->version, DS_DLL_PMEM_VERSION);
 	capacity = hdr->capacity;
 	if (hdr->node_size != DS_DLL_NODE_SIZE || ds_dll_pmem_area_size(capacity) == 0 ||
 			hdr->area_size != ds_dll_pmem_area_size(capacity))
-		return dll_err(PM_E_CORRUPT, "the list header describes an impossible area");
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_dll_pmem_open: the list header describes an impossible area");
 	if (hdr->area_off != area_off)
-		return dll_err(PM_E_CORRUPT, "the list area was formatted at %#llx, not %#llx",
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_dll_pmem_open: the list area was formatted at %#llx, not %#llx",
 			(unsigned long long)hdr->area_off, (unsigned long long)area_off);
 	if (pm_pool_ptr(pool, area_off, hdr->area_size, &area) != 0)
-		return dll_err(PM_E_CORRUPT, "the list area does not fit the pool");
+		return pm_error_set(PM_E_CORRUPT,
+			"ds_dll_pmem_open: the list area does not fit the pool");
 	ret = dll_pmem_new(&l, m, pool, hdr, capacity);
 	if (ret != 0)
 		return ret;
 	seen = calloc(capacity + 2, 1);
 	if (seen == NULL) {
 		dll_free(l);
-		return dll_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_dll_pmem_open: out of memory");
 	}
 	ret = dll_recover(l, seen, &size);
 	if (ret == 0) {
@@ -907,19 +888,19 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 }
 
 int
-ds_dll_destroy(struct ds_dll **lp)
+ds_dll_close(struct ds_dll **lp)
 {
 	struct ds_dll *l = lp ? *lp : NULL;
 	unsigned n;
 
-	dll_err_clear();
+	pm_error_clear();
 	if (l == NULL)
 		return 0;
 	pthread_mutex_lock(&l->lock);
 	n = l->nthreads;
 	pthread_mutex_unlock(&l->lock);
 	if (n != 0)
-		return dll_err(-EBUSY, "%u threads are still registered", n);
+		return pm_error_set(-EBUSY, "ds_dll_close: %u threads are still registered", n);
 	/* Every handle unregistered its mcas_thread, which detached every
 	 * descriptor it had: no reclamation step can touch a node any more. */
 	dll_free(l);
@@ -941,14 +922,14 @@ ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out)
 	struct ds_dll_thread *h;
 	int ret;
 
-	dll_err_clear();
+	pm_error_clear();
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
-		return dll_err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "ds_dll_thread_register: out of memory");
 	ret = mcas_thread_register(l->m, &h->t);
 	if (ret != 0) {
 		free(h);
-		return dll_err(ret, "mcas_thread_register: %d", ret);
+		return pm_error_set(ret, "ds_dll_thread_register: mcas_thread_register: %d", ret);
 	}
 	h->l = l;
 	pthread_mutex_lock(&l->lock);
@@ -970,7 +951,7 @@ ds_dll_thread_unregister(struct ds_dll_thread **hp)
 	uint64_t lost = 0;
 	int ret;
 
-	dll_err_clear();
+	pm_error_clear();
 	if (h == NULL)
 		return 0;
 	l = h->l;
@@ -983,7 +964,8 @@ ds_dll_thread_unregister(struct ds_dll_thread **hp)
 	 * runs without l->lock. */
 	ret = mcas_thread_unregister(&h->t);
 	if (ret != 0)
-		return dll_err(ret, "mcas_thread_unregister: %d", ret);
+		return pm_error_set(ret,
+			"ds_dll_thread_unregister: mcas_thread_unregister: %d", ret);
 	pthread_mutex_lock(&l->lock);
 	while (h->ncache > 0)
 		l->free_v[l->free_n++] = h->cache[--h->ncache];

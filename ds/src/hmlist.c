@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include <ds/hmlist.h>
+#include <pm/error.h>
 
 #include "lf_link.h"
 #include <reclaim/reclaim.h>
@@ -146,17 +147,18 @@ retry:
 }
 
 int
-ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
-	struct ds_hmlist **out)
+ds_hmlist_new(struct ds_hmlist **out, struct reclaim_domain *d, reclaim_free_fn free_fn,
+	void *free_ctx)
 {
+	pm_error_clear();
 	if (d == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_hmlist_new: %s", pm_strerror(-EINVAL));
 	*out = NULL;
 	if (!ds__domain_has_hazards(d, DS_HMLIST_HAZARDS))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_hmlist_new: %s", pm_strerror(-EINVAL));
 	struct ds_hmlist *l = aligned_alloc(64, sizeof(*l));
 	if (l == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_hmlist_new: %s", pm_strerror(-ENOMEM));
 	memset(l, 0, sizeof(*l));
 	l->domain = d;
 	l->free_fn = free_fn;
@@ -170,16 +172,11 @@ ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *fre
 }
 
 int
-ds_hmlist_create(struct reclaim_domain *d, struct ds_hmlist **out)
+ds_hmlist_delete(struct ds_hmlist **lp)
 {
-	return ds_hmlist_create_ex(d, NULL, NULL, out);
-}
-
-int
-ds_hmlist_destroy(struct ds_hmlist *l)
-{
-	if (l == NULL)
+	if (lp == NULL || *lp == NULL)
 		return 0;
+	struct ds_hmlist *l = *lp;
 	struct hm_node *n = hm_ptr(atomic_load_explicit(&l->head.next, memory_order_acquire));
 	while (n != &l->tail) {
 		struct hm_node *next = hm_ptr(atomic_load_explicit(&n->next, memory_order_acquire));
@@ -187,6 +184,7 @@ ds_hmlist_destroy(struct ds_hmlist *l)
 		n = next;
 	}
 	free(l);
+	*lp = NULL;
 	return 0;
 }
 

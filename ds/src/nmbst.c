@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include <ds/nmbst.h>
+#include <pm/error.h>
 
 #include "lf_link.h"
 #include <reclaim/reclaim.h>
@@ -317,17 +318,18 @@ nm_node_new(uint64_t key, struct nm_node *l, struct nm_node *r)
 }
 
 int
-ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
-	struct ds_nmbst **out)
+ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d, reclaim_free_fn free_fn,
+	void *free_ctx)
 {
+	pm_error_clear();
 	if (d == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_nmbst_new: %s", pm_strerror(-EINVAL));
 	*out = NULL;
 	if (!ds__domain_has_hazards(d, DS_NMBST_HAZARDS))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_nmbst_new: %s", pm_strerror(-EINVAL));
 	struct ds_nmbst *b = calloc(1, sizeof(*b));
 	if (b == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_nmbst_new: %s", pm_strerror(-ENOMEM));
 	b->leaf[0] = nm_node_new(NM_INF0, NULL, NULL);
 	b->leaf[1] = nm_node_new(NM_INF1, NULL, NULL);
 	b->leaf[2] = nm_node_new(NM_INF2, NULL, NULL);
@@ -341,7 +343,7 @@ ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free
 		free(b->leaf[2]);
 		free(b->s);
 		free(b);
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_nmbst_new: %s", pm_strerror(-ENOMEM));
 	}
 	b->domain = d;
 	b->free_fn = free_fn;
@@ -350,13 +352,7 @@ ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free
 	return 0;
 }
 
-int
-ds_nmbst_create(struct reclaim_domain *d, struct ds_nmbst **out)
-{
-	return ds_nmbst_create_ex(d, NULL, NULL, out);
-}
-
-/* nm_is_sentinel -- whether @n is one of the five nodes create() made. */
+/* nm_is_sentinel -- whether @n is one of the five nodes ds_nmbst_new() made. */
 static bool
 nm_is_sentinel(const struct ds_nmbst *b, const struct nm_node *n)
 {
@@ -364,10 +360,11 @@ nm_is_sentinel(const struct ds_nmbst *b, const struct nm_node *n)
 }
 
 int
-ds_nmbst_destroy(struct ds_nmbst *b)
+ds_nmbst_delete(struct ds_nmbst **bp)
 {
-	if (b == NULL)
+	if (bp == NULL || *bp == NULL)
 		return 0;
+	struct ds_nmbst *b = *bp;
 	/* Free by right rotations: no recursion, no stack, O(n). */
 	struct nm_node *n = b->r;
 	while (n != NULL) {
@@ -388,6 +385,7 @@ ds_nmbst_destroy(struct ds_nmbst *b)
 		}
 	}
 	free(b);
+	*bp = NULL;
 	return 0;
 }
 

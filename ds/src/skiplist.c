@@ -88,6 +88,7 @@
 #include <string.h>
 
 #include <ds/skiplist.h>
+#include <pm/error.h>
 
 #include "lf_link.h"
 #include <reclaim/reclaim.h>
@@ -249,28 +250,29 @@ ds_skiplist_hazards(unsigned levels)
 }
 
 int
-ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn free_fn,
-	void *free_ctx, struct ds_skiplist **out)
+ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned levels,
+	reclaim_free_fn free_fn, void *free_ctx)
 {
+	pm_error_clear();
 	if (d == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_skiplist_new: %s", pm_strerror(-EINVAL));
 	*out = NULL;
 	if (levels == 0)
 		levels = DS_SKIPLIST_DEFAULT_LEVELS;
 	if (levels < DS_SKIPLIST_MIN_LEVELS || levels > DS_SKIPLIST_MAX_LEVELS)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_skiplist_new: %s", pm_strerror(-EINVAL));
 	if (!ds__domain_has_hazards(d, DS_SKIPLIST_HAZARDS(levels)))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "ds_skiplist_new: %s", pm_strerror(-EINVAL));
 	struct ds_skiplist *s = calloc(1, sizeof(*s));
 	if (s == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_skiplist_new: %s", pm_strerror(-ENOMEM));
 	s->head = sl_node_new(0, levels);
 	s->tail = sl_node_new(UINT64_MAX, levels);
 	if (s->head == NULL || s->tail == NULL) {
 		free(s->head);
 		free(s->tail);
 		free(s);
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "ds_skiplist_new: %s", pm_strerror(-ENOMEM));
 	}
 	for (unsigned i = 0; i < levels; i++) {
 		atomic_init(&s->tail->next[i], 0);
@@ -285,16 +287,11 @@ ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn
 }
 
 int
-ds_skiplist_create(struct reclaim_domain *d, unsigned levels, struct ds_skiplist **out)
+ds_skiplist_delete(struct ds_skiplist **sp)
 {
-	return ds_skiplist_create_ex(d, levels, NULL, NULL, out);
-}
-
-int
-ds_skiplist_destroy(struct ds_skiplist *s)
-{
-	if (s == NULL)
+	if (sp == NULL || *sp == NULL)
 		return 0;
+	struct ds_skiplist *s = *sp;
 	/* Quiescent: every node still linked anywhere is linked at level 0
 	 * and was never retired (retirement follows the unlink everywhere). */
 	struct sl_node *n = sl_ptr(atomic_load_explicit(&s->head->next[0], memory_order_acquire));
@@ -307,6 +304,7 @@ ds_skiplist_destroy(struct ds_skiplist *s)
 	free(s->head);
 	free(s->tail);
 	free(s);
+	*sp = NULL;
 	return 0;
 }
 

@@ -42,7 +42,7 @@ constexpr unsigned kMaxThreads = 2;
 
 using Map = std::map<uint64_t, uint64_t>;
 
-enum class Kind { kInsert, kUpsert, kUpdate, kDelete };
+enum class Kind { kInsert, kUpsert, kUpdate, kRemove };
 
 struct Op {
 	Kind kind;
@@ -89,7 +89,7 @@ void Plan(World *w, unsigned t, const Map &initial, const std::vector<Op> &ops)
 			if (present)
 				s[op.key] = op.value;
 			break;
-		case Kind::kDelete:
+		case Kind::kRemove:
 			op.expect = present;
 			s.erase(op.key);
 			break;
@@ -121,7 +121,7 @@ std::string Recover(World *w, ds_bztree_thread **hp)
 	ret = ds_bztree_pmem_open(&e.t, e.m, e.pool, e.tree_off);
 	if (ret != 0)
 		return "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-			ds_bztree_errormsg();
+			pm_errormsg();
 	ret = ds_bztree_thread_register(e.t, hp);
 	if (ret != 0)
 		return "register: " + std::to_string(ret);
@@ -140,7 +140,7 @@ std::string Exercise(ds_bztree_thread *h)
 {
 	uint64_t v = 0;
 	if (ds_bztree_insert(h, 1000, 1) != 1 || ds_bztree_lookup(h, 1000, &v) != 1 || v != 1 ||
-			ds_bztree_delete(h, 1000) != 1)
+			ds_bztree_remove(h, 1000) != 1)
 		return "the recovered tree does not work";
 	std::string err = bztest::Check(h);
 	return err.empty() ? "" : "after using the recovered tree: " + err;
@@ -148,8 +148,8 @@ std::string Exercise(ds_bztree_thread *h)
 
 std::string Finish(World *w, ds_bztree_thread **hp)
 {
-	if (ds_bztree_thread_unregister(hp) != 0 || ds_bztree_destroy(&w->env.t) != 0 ||
-			mcas_destroy(&w->env.m) != 0)
+	if (ds_bztree_thread_unregister(hp) != 0 || ds_bztree_close(&w->env.t) != 0 ||
+			mcas_close(&w->env.m) != 0)
 		return "clean shutdown after recovery failed";
 	return "";
 }
@@ -200,7 +200,7 @@ int RunThread(World *w, unsigned t)
 		int r = op.kind == Kind::kInsert ? ds_bztree_insert(h, op.key, op.value) :
 			op.kind == Kind::kUpsert ? ds_bztree_upsert(h, op.key, op.value) :
 			op.kind == Kind::kUpdate ? ds_bztree_update(h, op.key, op.value) :
-						   ds_bztree_delete(h, op.key);
+						   ds_bztree_remove(h, op.key);
 		if (r != op.expect)
 			return 100 + (int)i;
 		w->done[t].store((unsigned)i + 1);
@@ -303,7 +303,7 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfGrowth)
 	w.SetThreads(1);
 	const Map initial = { { 10, 1 }, { 20, 2 }, { 30, 3 } };
 	Plan(&w, 0, initial, { { Kind::kInsert, 40, 4 }, { Kind::kUpsert, 20, 22 },
-		{ Kind::kInsert, 50, 5 }, { Kind::kInsert, 25, 6 }, { Kind::kDelete, 10, 0 },
+		{ Kind::kInsert, 50, 5 }, { Kind::kInsert, 25, 6 }, { Kind::kRemove, 10, 0 },
 		{ Kind::kInsert, 35, 7 }, { Kind::kInsert, 45, 8 }, { Kind::kInsert, 15, 9 } });
 	pmtest::CrashRun r = Simulate(initial, SimConfig(PM_CRASHSIM_EVERY));
 	ASSERT_EQ(r.ret, 0) << r.report;
@@ -313,17 +313,17 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfGrowth)
 	EXPECT_GT(after.consolidations, before.consolidations);
 }
 
-// Deletes from a three-level tree: merges, rebalances, the root collapsing.
+// Removes from a three-level tree: merges, rebalances, the root collapsing.
 TEST_P(BzTreeCrashTest, EveryCrashPointOfShrinking)
 {
 	w.SetThreads(1);
 	Map initial;
 	for (uint64_t k = 1; k <= 12; k++)
 		initial[k * 10] = k;
-	Plan(&w, 0, initial, { { Kind::kDelete, 10, 0 }, { Kind::kDelete, 20, 0 },
-		{ Kind::kUpdate, 30, 33 }, { Kind::kDelete, 40, 0 }, { Kind::kDelete, 30, 0 },
-		{ Kind::kUpdate, 30, 1 }, { Kind::kDelete, 60, 0 }, { Kind::kDelete, 50, 0 },
-		{ Kind::kDelete, 90, 0 }, { Kind::kDelete, 80, 0 } });
+	Plan(&w, 0, initial, { { Kind::kRemove, 10, 0 }, { Kind::kRemove, 20, 0 },
+		{ Kind::kUpdate, 30, 33 }, { Kind::kRemove, 40, 0 }, { Kind::kRemove, 30, 0 },
+		{ Kind::kUpdate, 30, 1 }, { Kind::kRemove, 60, 0 }, { Kind::kRemove, 50, 0 },
+		{ Kind::kRemove, 90, 0 }, { Kind::kRemove, 80, 0 } });
 	pmtest::CrashRun r = Simulate(initial, SimConfig(PM_CRASHSIM_EVERY));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
@@ -390,7 +390,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 		ds_bztree_stats st;
 		if (ret != 0)
 			err = "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-				ds_bztree_errormsg();
+				pm_errormsg();
 		else if (ds_bztree_thread_register(e.t, &h) != 0)
 			err = "register failed";
 		else if (!(err = bztest::Check(h, &st)).empty() || st.size != 0 ||
@@ -405,7 +405,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 
 TEST_P(BzTreeCrashTest, EveryCrashPointOfCreation)
 {
-	ASSERT_EQ(ds_bztree_destroy(&w.env.t), 0);
+	ASSERT_EQ(ds_bztree_close(&w.env.t), 0);
 	std::memset(w.env.tree_area, 0, w.env.tree_size);
 	pm_persist(w.env.tree_area, w.env.tree_size);
 	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_EVERY);

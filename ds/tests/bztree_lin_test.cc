@@ -2,7 +2,7 @@
 // ds/tests/bztree_lin_test.cc -- recorded concurrent histories of the
 // BzTree with 4-record nodes (so concurrent operations race with
 // consolidations, splits and merges), checked for linearizability: upsert,
-// delete and lookup against a map, insert, delete and lookup against a set;
+// remove and lookup against a map, insert, remove and lookup against a set;
 // every MCAS algorithm and mode.
 #include <random>
 #include <thread>
@@ -46,7 +46,7 @@ void MapWorker(ds_bztree *t, MapRecorder::Handle *rec, unsigned id, unsigned see
 			rec->complete(tk, lincheck::MapOp::put(k, v, r == 0));
 		} else if (kind == 1) {
 			auto tk = rec->invoke(lincheck::MapOp::remove(k));
-			int r = ds_bztree_delete(h, k);
+			int r = ds_bztree_remove(h, k);
 			ASSERT_GE(r, 0);
 			rec->complete(tk, lincheck::MapOp::remove(k, r == 1));
 		} else {
@@ -75,7 +75,7 @@ void SetWorker(ds_bztree *t, SetRecorder::Handle *rec, unsigned seed)
 			rec->complete(tk, lincheck::SetOp::insert(k, r == 1));
 		} else if (kind == 1) {
 			auto tk = rec->invoke(lincheck::SetOp::remove(k));
-			int r = ds_bztree_delete(h, k);
+			int r = ds_bztree_remove(h, k);
 			ASSERT_GE(r, 0);
 			rec->complete(tk, lincheck::SetOp::remove(k, r == 1));
 		} else {

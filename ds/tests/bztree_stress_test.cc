@@ -73,7 +73,7 @@ void UpdateWorker(ds_bztree *t, const Workload &w, unsigned id, std::atomic<unsi
 			ret = ds_bztree_insert(h, key, ValueOf(key, id));
 			res->inserted[key] += ret == 1;
 		} else if (r < w.update_pct * 2 / 3) {
-			ret = ds_bztree_delete(h, key);
+			ret = ds_bztree_remove(h, key);
 			res->deleted[key] += ret == 1;
 		} else if (r < w.update_pct) {
 			ret = ds_bztree_upsert(h, key, ValueOf(key, id));
@@ -198,7 +198,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 				uint64_t k = rng() % kKeys;
 				int r = k % 2 == 0 ? ds_bztree_upsert(wh, k, ValueOf(k, 0)) :
 					rng() % 2 ? ds_bztree_insert(wh, k, ValueOf(k, i + 1)) :
-						    ds_bztree_delete(wh, k);
+						    ds_bztree_remove(wh, k);
 				if (r < 0 || (k % 2 == 0 && r != 0))
 					errors[i] = "writer op on " + std::to_string(k) + ": " +
 						std::to_string(r);

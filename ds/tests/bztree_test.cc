@@ -54,7 +54,7 @@ TEST_P(BzTreeTest, EmptyTreeAndExtremes)
 	uint64_t v = 99;
 	EXPECT_EQ(ds_bztree_lookup(h, 5, &v), 0);
 	EXPECT_EQ(v, 99u);
-	EXPECT_EQ(ds_bztree_delete(h, 5), 0);
+	EXPECT_EQ(ds_bztree_remove(h, 5), 0);
 	EXPECT_EQ(ds_bztree_update(h, 5, 1), 0);
 	EXPECT_EQ(ds_bztree_size(h), 0u);
 	EXPECT_EQ(Scan(h), Pairs{});
@@ -90,14 +90,14 @@ TEST_P(BzTreeTest, EmptyTreeAndExtremes)
 	EXPECT_EQ(ds_bztree_size(h), 4u);
 	EXPECT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.size, 4u);
-	EXPECT_EQ(ds_bztree_delete(h, 0), 1);
-	EXPECT_EQ(ds_bztree_delete(h, 0), 0);
-	EXPECT_EQ(ds_bztree_delete(h, UINT64_MAX), 1);
+	EXPECT_EQ(ds_bztree_remove(h, 0), 1);
+	EXPECT_EQ(ds_bztree_remove(h, 0), 0);
+	EXPECT_EQ(ds_bztree_remove(h, UINT64_MAX), 1);
 	EXPECT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.size, 2u);
 
-	EXPECT_EQ(ds_bztree_destroy(&env.t), -EBUSY); // a thread is registered
-	EXPECT_NE(std::string(ds_bztree_errormsg()), "");
+	EXPECT_EQ(ds_bztree_close(&env.t), -EBUSY); // a thread is registered
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 	EXPECT_EQ(h, nullptr);
 	EXPECT_EQ(ds_bztree_thread_unregister(&h), 0); // NULL accepted
@@ -126,7 +126,7 @@ void RunRandom(TreeEnv &env, uint64_t range, uint64_t stride, unsigned ops, uint
 			ASSERT_EQ(ds_bztree_insert(h, key, val), present ? 0 : 1) << "op " << i;
 			model.emplace(key, val);
 		} else if (r < 55) {
-			ASSERT_EQ(ds_bztree_delete(h, key), present ? 1 : 0) << "op " << i;
+			ASSERT_EQ(ds_bztree_remove(h, key), present ? 1 : 0) << "op " << i;
 			model.erase(key);
 		} else if (r < 65) {
 			ASSERT_EQ(ds_bztree_upsert(h, key, val), present ? 0 : 1) << "op " << i;
@@ -166,7 +166,7 @@ void RunRandom(TreeEnv &env, uint64_t range, uint64_t stride, unsigned ops, uint
 // The counted cost of each operation on a leaf that needs no structure
 // change (thesis Table 5.1 per MCAS): a new key is a 1-word reservation and
 // a 2-word publish; a replacement (upsert, update) a reservation and a
-// 3-word publish that also retires the old record; a delete one 2-word
+// 3-word publish that also retires the old record; a remove one 2-word
 // MCAS; lookups, scans and updates that find nothing to do no MCAS and no
 // CAS. Measured on a fresh handle over words an unregistered one left
 // clean, with efficient-read detaching off so reads are deterministic, and
@@ -211,7 +211,7 @@ TEST_P(BzTreeTest, OperationCosts)
 	dstest::ExpectMcases(mt, v, "update", { 1, 3 }, [h] { return ds_bztree_update(h, 25, 3); });
 	EXPECT_EQ(ds_bztree_lookup(h, 25, &val), 1);
 	EXPECT_EQ(val, 3u);
-	dstest::ExpectMcases(mt, v, "delete", { 2 }, [h] { return ds_bztree_delete(h, 25); });
+	dstest::ExpectMcases(mt, v, "remove", { 2 }, [h] { return ds_bztree_remove(h, 25); });
 
 	// Through words AOPT left referring to finalized descriptors, reads
 	// still write nothing and help nobody; misses run no MCAS.
@@ -221,7 +221,7 @@ TEST_P(BzTreeTest, OperationCosts)
 		EXPECT_EQ(Scan(h), (Pairs{ { 10, 10 }, { 20, 20 }, { 30, 30 }, { 40, 40 } }));
 		EXPECT_EQ(ds_bztree_insert(h, 20, 0), 0);
 		EXPECT_EQ(ds_bztree_update(h, 26, 0), 0);
-		EXPECT_EQ(ds_bztree_delete(h, 26), 0);
+		EXPECT_EQ(ds_bztree_remove(h, 26), 0);
 	});
 	ds_bztree_stats after;
 	ASSERT_EQ(Check(h, &after), "");
@@ -293,7 +293,7 @@ TEST_P(BzTreeTest, SortedFillAndDrain)
 			ASSERT_EQ(all[i], std::make_pair(i * 8, i));
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t k = round == 0 ? i : n - 1 - i;
-			ASSERT_EQ(ds_bztree_delete(h, k * 8), 1) << k;
+			ASSERT_EQ(ds_bztree_remove(h, k * 8), 1) << k;
 			if (i % 37 == 0) {
 				ASSERT_EQ(Check(h), "") << "after deleting " << k;
 			}
@@ -330,7 +330,7 @@ TEST_P(BzTreePmemTest, ReopenKeepsContents)
 		model[k * 3] = k;
 	}
 	for (uint64_t k = 0; k < 150; k += 4) {
-		ASSERT_EQ(ds_bztree_delete(h, k * 3), 1);
+		ASSERT_EQ(ds_bztree_remove(h, k * 3), 1);
 		model.erase(k * 3);
 	}
 	ASSERT_EQ(ds_bztree_upsert(h, 3, 333), 0);
@@ -341,15 +341,15 @@ TEST_P(BzTreePmemTest, ReopenKeepsContents)
 	// Reopen by hand to count the tree's own recovery: it only reads the
 	// pool, so a crash inside it needs nothing beyond running it again
 	// (mcas_pmem_open's recovery is crash-tested in mcas/).
-	ASSERT_EQ(ds_bztree_destroy(&env.t), 0);
-	ASSERT_EQ(mcas_destroy(&env.m), 0);
+	ASSERT_EQ(ds_bztree_close(&env.t), 0);
+	ASSERT_EQ(mcas_close(&env.m), 0);
 	ASSERT_EQ(pmtest::ReopenPool(&env.pool, env.PoolConfig()), 0);
 	env.Locate();
 	ASSERT_EQ(mcas_pmem_open(&env.m, env.pool, env.mcas_off, &env.cfg), 0);
 	pm_cost c0, c1, d;
 	pm_cost_read_thread(&c0);
 	ASSERT_EQ(ds_bztree_pmem_open(&env.t, env.m, env.pool, env.tree_off), 0)
-		<< ds_bztree_errormsg();
+		<< pm_errormsg();
 	pm_cost_read_thread(&c1);
 	pm_cost_diff(&c1, &c0, &d);
 	EXPECT_EQ(d.n[PM_COST_FLUSH], 0u);
@@ -387,7 +387,7 @@ TEST_P(BzTreePmemTest, FullArenaFailsCleanly)
 	// Present keys still answer, and deletes still work.
 	EXPECT_EQ(ds_bztree_insert(h, 0, 5), 0);
 	EXPECT_EQ(ds_bztree_update(h, 0, 5), 1);
-	EXPECT_EQ(ds_bztree_delete(h, 1), 1);
+	EXPECT_EQ(ds_bztree_remove(h, 1), 1);
 	EXPECT_EQ(Check(h), "");
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 }
@@ -396,7 +396,7 @@ TEST_P(BzTreePmemTest, DamagedAreasAreRejected)
 {
 	TreeEnv env;
 	BZ_SETUP(env, Name("damaged"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 64);
-	ASSERT_EQ(ds_bztree_destroy(&env.t), 0);
+	ASSERT_EQ(ds_bztree_close(&env.t), 0);
 	ds_bztree *t = nullptr;
 	// Moved area, then a damaged header, then a root word out of the arena.
 	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off + 64), PM_E_CORRUPT);
@@ -407,7 +407,7 @@ TEST_P(BzTreePmemTest, DamagedAreasAreRejected)
 	uint64_t root = words[8];
 	words[8] = 8;
 	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
-	EXPECT_NE(std::string(ds_bztree_errormsg()), "");
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	words[8] = root;
 	ASSERT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), 0);
 	env.t = t;
@@ -419,32 +419,32 @@ INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, BzTreePmemTest,
 TEST(BzTreeApi, BadArguments)
 {
 	mcas *m = nullptr;
-	ASSERT_EQ(mcas_create(&m, nullptr), 0);
+	ASSERT_EQ(mcas_new(&m, nullptr), 0);
 	ds_bztree *t = nullptr;
 	ds_bztree_config cfg;
 	ds_bztree_config_init(&cfg);
 	EXPECT_EQ(cfg.node_capacity, DS_BZTREE_DEFAULT_CAPACITY);
-	EXPECT_EQ(ds_bztree_create(nullptr, m, &cfg), -EINVAL);
-	EXPECT_EQ(ds_bztree_create(&t, nullptr, &cfg), -EINVAL);
+	EXPECT_EQ(ds_bztree_new(nullptr, m, &cfg), -EINVAL);
+	EXPECT_EQ(ds_bztree_new(&t, nullptr, &cfg), -EINVAL);
 	cfg.node_capacity = DS_BZTREE_MIN_CAPACITY - 1;
-	EXPECT_EQ(ds_bztree_create(&t, m, &cfg), -EINVAL);
-	EXPECT_NE(std::string(ds_bztree_errormsg()), "");
+	EXPECT_EQ(ds_bztree_new(&t, m, &cfg), -EINVAL);
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	EXPECT_EQ(ds_bztree_pmem_area_size(&cfg, 100), 0u);
 	cfg.node_capacity = DS_BZTREE_MAX_CAPACITY + 1;
-	EXPECT_EQ(ds_bztree_create(&t, m, &cfg), -EINVAL);
+	EXPECT_EQ(ds_bztree_new(&t, m, &cfg), -EINVAL);
 	cfg.node_capacity = DS_BZTREE_MAX_CAPACITY;
 	EXPECT_EQ(ds_bztree_pmem_area_size(&cfg, 1), 0u);
 	EXPECT_EQ(ds_bztree_pmem_area_size(&cfg, DS_BZTREE_PMEM_MAX_NODES + 1), 0u);
 	EXPECT_GT(ds_bztree_pmem_area_size(nullptr, 2), 0u);
 	// A volatile instance cannot back a persistent tree.
 	EXPECT_EQ(ds_bztree_pmem_create(&t, m, nullptr, 0, nullptr, 16), -EINVAL);
-	ASSERT_EQ(ds_bztree_create(&t, m, nullptr), 0);
-	EXPECT_STREQ(ds_bztree_errormsg(), "");
+	ASSERT_EQ(ds_bztree_new(&t, m, nullptr), 0);
+	EXPECT_STREQ(pm_errormsg(), "");
 	EXPECT_EQ(ds_bztree_capacity(t), DS_BZTREE_DEFAULT_CAPACITY);
-	EXPECT_EQ(ds_bztree_destroy(&t), 0);
+	EXPECT_EQ(ds_bztree_close(&t), 0);
 	EXPECT_EQ(t, nullptr);
-	EXPECT_EQ(ds_bztree_destroy(&t), 0); // NULL accepted
-	EXPECT_EQ(mcas_destroy(&m), 0);
+	EXPECT_EQ(ds_bztree_close(&t), 0); // NULL accepted
+	EXPECT_EQ(mcas_close(&m), 0);
 }
 
 TEST(BzTreeApi, PersistentInstanceCannotBackVolatileTree)
@@ -453,7 +453,7 @@ TEST(BzTreeApi, PersistentInstanceCannotBackVolatileTree)
 	BZ_SETUP(env, "bz-api-pmem", (Variant{ MCAS_ALG_AOPT, true }),
 		dstest::SmallConfig(MCAS_ALG_AOPT), 4, 16);
 	ds_bztree *t = nullptr;
-	EXPECT_EQ(ds_bztree_create(&t, env.m, nullptr), -EINVAL);
+	EXPECT_EQ(ds_bztree_new(&t, env.m, nullptr), -EINVAL);
 	EXPECT_EQ(ds_bztree_pmem_create(&t, env.m, env.pool, env.tree_off + 1, nullptr, 16),
 		-EINVAL);
 	EXPECT_EQ(ds_bztree_pmem_create(&t, env.m, env.pool, UINT64_MAX - 63, nullptr, 16),

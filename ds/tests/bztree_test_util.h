@@ -62,8 +62,8 @@ struct TreeEnv {
 		tcfg.node_capacity = capacity;
 		nodes = arena;
 		if (!v.persistent) {
-			int ret = mcas_create(&m, &cfg);
-			return ret != 0 ? ret : ds_bztree_create(&t, m, &tcfg);
+			int ret = mcas_new(&m, &cfg);
+			return ret != 0 ? ret : ds_bztree_new(&t, m, &tcfg);
 		}
 		path = pmtest::TempPath(name + ".pool");
 		tree_size = ds_bztree_pmem_area_size(&tcfg, nodes);
@@ -101,9 +101,9 @@ struct TreeEnv {
 	// Closes everything, reopens the pool file and recovers (persistent).
 	int Reopen()
 	{
-		int ret = ds_bztree_destroy(&t);
+		int ret = ds_bztree_close(&t);
 		if (ret == 0)
-			ret = mcas_destroy(&m);
+			ret = mcas_close(&m);
 		if (ret == 0)
 			ret = pmtest::ReopenPool(&pool, PoolConfig());
 		if (ret != 0)
@@ -121,8 +121,8 @@ struct TreeEnv {
 
 	~TreeEnv()
 	{
-		ds_bztree_destroy(&t);
-		mcas_destroy(&m);
+		ds_bztree_close(&t);
+		mcas_close(&m);
 		pm_pool_close(&pool);
 		if (!path.empty())
 			unlink(path.c_str());
@@ -134,7 +134,7 @@ struct TreeEnv {
 	do {                                                                               \
 		int setup_ret_ = (env).Create((name), (variant), (cfg), ##__VA_ARGS__);    \
 		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_)    \
-					 << " / " << ds_bztree_errormsg();                \
+					 << " / " << pm_errormsg();                \
 	} while (0)
 
 // ds_bztree_check as a string: "" when every invariant holds.

@@ -92,7 +92,7 @@ std::string Recover(World *w, ds_dll_thread **hp, ds_dll_stats *st)
 		return "mcas_pmem_open: " + std::string(pm_strerror(ret));
 	ret = ds_dll_pmem_open(&e.l, e.m, e.pool, e.dll_off);
 	if (ret != 0)
-		return "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " + ds_dll_errormsg();
+		return "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " + pm_errormsg();
 	// No link word of any node, reachable or not, holds a descriptor.
 	const uint64_t *words = reinterpret_cast<const uint64_t *>(
 		static_cast<const char *>(e.dll_area) + 64);
@@ -131,8 +131,8 @@ std::string Exercise(ds_dll_thread *h)
 
 std::string Finish(World *w, ds_dll_thread **hp)
 {
-	if (ds_dll_thread_unregister(hp) != 0 || ds_dll_destroy(&w->env.l) != 0 ||
-			mcas_destroy(&w->env.m) != 0)
+	if (ds_dll_thread_unregister(hp) != 0 || ds_dll_close(&w->env.l) != 0 ||
+			mcas_close(&w->env.m) != 0)
 		return "clean shutdown after recovery failed";
 	return "";
 }
@@ -346,7 +346,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 			return 0; // not formatted yet: the caller formats again
 		if (ret != 0) {
 			err = "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-				ds_dll_errormsg();
+				pm_errormsg();
 		} else {
 			ds_dll_thread *h = nullptr;
 			ds_dll_stats st;
@@ -368,7 +368,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 TEST_P(DllCrashTest, EveryCrashPointOfCreation)
 {
 	// Start from an area that was never formatted.
-	ASSERT_EQ(ds_dll_destroy(&w.env.l), 0);
+	ASSERT_EQ(ds_dll_close(&w.env.l), 0);
 	std::memset(w.env.dll_area, 0, w.env.dll_size);
 	pm_persist(w.env.dll_area, w.env.dll_size);
 

@@ -66,8 +66,8 @@ TEST_P(DllTest, EmptyListAndKeyRange)
 	EXPECT_EQ(st.size, 0u);
 	EXPECT_EQ(st.retired, 2u);
 	EXPECT_NE(ds_dll_thread_mcas(h), nullptr);
-	EXPECT_EQ(ds_dll_destroy(&env.l), -EBUSY); // a thread is registered
-	EXPECT_NE(std::string(ds_dll_errormsg()), "");
+	EXPECT_EQ(ds_dll_close(&env.l), -EBUSY); // a thread is registered
+	EXPECT_NE(std::string(pm_errormsg()), "");
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 	EXPECT_EQ(h, nullptr);
 	EXPECT_EQ(ds_dll_thread_unregister(&h), 0); // NULL accepted
@@ -313,7 +313,7 @@ protected:
 	}
 	// Closes the list only (the instance stays open), so tests can damage
 	// the area and open it again.
-	static void CloseList(ListEnv &env) { ASSERT_EQ(ds_dll_destroy(&env.l), 0); }
+	static void CloseList(ListEnv &env) { ASSERT_EQ(ds_dll_close(&env.l), 0); }
 	static int OpenList(ListEnv &env) { return ds_dll_pmem_open(&env.l, env.m, env.pool, env.dll_off); }
 
 	void Fill(ListEnv &env, std::initializer_list<uint64_t> keys)
@@ -355,7 +355,7 @@ TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 		}
 	}
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
-	ASSERT_EQ(env.Reopen(), 0) << ds_dll_errormsg();
+	ASSERT_EQ(env.Reopen(), 0) << pm_errormsg();
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	ds_dll_stats st;
 	ASSERT_EQ(Check(h, &st), "");
@@ -392,7 +392,7 @@ TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 	}
 	pm_cost before, after, d;
 	pm_cost_read_thread(&before);
-	ASSERT_EQ(OpenList(env), 0) << ds_dll_errormsg();
+	ASSERT_EQ(OpenList(env), 0) << pm_errormsg();
 	pm_cost_read_thread(&after);
 	pm_cost_diff(&after, &before, &d);
 	// Recovery only reads the pool: nothing to crash-test in it.
@@ -426,10 +426,10 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 		*b = saved_b;
 	};
 	auto expect_open = [&](int code, const char *what, const char *msg) {
-		EXPECT_EQ(OpenList(env), code) << what << ": " << ds_dll_errormsg();
+		EXPECT_EQ(OpenList(env), code) << what << ": " << pm_errormsg();
 		if (msg != nullptr) {
-			EXPECT_NE(std::string(ds_dll_errormsg()).find(msg), std::string::npos)
-				<< what << ": " << ds_dll_errormsg();
+			EXPECT_NE(std::string(pm_errormsg()).find(msg), std::string::npos)
+				<< what << ": " << pm_errormsg();
 		}
 		if (env.l != nullptr)
 			CloseList(env);
@@ -472,7 +472,7 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 	expect_open(PM_E_CORRUPT, "head", "head");
 
 	// Undamaged again: opens, with the set intact.
-	ASSERT_EQ(OpenList(env), 0) << ds_dll_errormsg();
+	ASSERT_EQ(OpenList(env), 0) << pm_errormsg();
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	EXPECT_EQ(Keys(h), (std::vector<uint64_t>{ 5, 6, 7 }));
@@ -511,8 +511,8 @@ TEST_P(DllPmemTest, Misuse)
 	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, nullptr, env.dll_off, 4), -EINVAL);
 	EXPECT_EQ(ds_dll_pmem_create(&l, nullptr, env.pool, env.dll_off, 4), -EINVAL);
 	EXPECT_EQ(ds_dll_pmem_open(&l, env.m, env.pool, env.dll_off + 8), -EINVAL);
-	EXPECT_EQ(ds_dll_create(&l, env.m), -EINVAL); // persistent instance, volatile list
-	EXPECT_NE(std::string(ds_dll_errormsg()).find("volatile"), std::string::npos);
+	EXPECT_EQ(ds_dll_new(&l, env.m), -EINVAL); // persistent instance, volatile list
+	EXPECT_NE(std::string(pm_errormsg()).find("volatile"), std::string::npos);
 	// An area that was never formatted.
 	EXPECT_EQ(ds_dll_pmem_open(&l, env.m, env.pool, env.mcas_off + env.mcas_size - 64 * 4),
 		PM_E_CORRUPT);
@@ -522,11 +522,11 @@ TEST_P(DllPmemTest, Misuse)
 	ASSERT_EQ(other.Create("misuse-other-" + dlltest::VariantName(v), v,
 		dlltest::SmallConfig(v.alg), 8), 0);
 	EXPECT_EQ(ds_dll_pmem_create(&l, other.m, env.pool, env.dll_off, 8), -EINVAL);
-	EXPECT_NE(std::string(ds_dll_errormsg()).find("not in the list's pool"), std::string::npos);
+	EXPECT_NE(std::string(pm_errormsg()).find("not in the list's pool"), std::string::npos);
 	EXPECT_EQ(ds_dll_pmem_open(&l, other.m, env.pool, env.dll_off), -EINVAL);
 	EXPECT_EQ(l, nullptr);
 	EXPECT_EQ(OpenList(env), 0); // untouched by the refused calls
-	EXPECT_EQ(ds_dll_destroy(&l), 0); // NULL list accepted
+	EXPECT_EQ(ds_dll_close(&l), 0); // NULL list accepted
 }
 
 INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, DllPmemTest, testing::ValuesIn(dlltest::PmemVariants()),
@@ -543,8 +543,8 @@ TEST(DllApi, VolatileListNeedsVolatileInstance)
 		dlltest::SmallConfig(MCAS_ALG_AOPT), 8), 0);
 	ds_dll *l = nullptr;
 	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, penv.pool, penv.dll_off, 8), -EINVAL);
-	EXPECT_EQ(ds_dll_create(&l, nullptr), -EINVAL);
-	EXPECT_EQ(ds_dll_create(nullptr, env.m), -EINVAL);
+	EXPECT_EQ(ds_dll_new(&l, nullptr), -EINVAL);
+	EXPECT_EQ(ds_dll_new(nullptr, env.m), -EINVAL);
 	EXPECT_EQ(l, nullptr);
 }
 

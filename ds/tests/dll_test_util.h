@@ -59,10 +59,10 @@ struct ListEnv {
 		cfg.algorithm = var.alg;
 		capacity = cap;
 		if (!v.persistent) {
-			int ret = mcas_create(&m, &cfg);
+			int ret = mcas_new(&m, &cfg);
 			if (ret != 0)
 				return ret;
-			return ds_dll_create(&l, m);
+			return ds_dll_new(&l, m);
 		}
 		path = pmtest::TempPath(name + ".pool");
 		dll_size = ds_dll_pmem_area_size(capacity);
@@ -102,9 +102,9 @@ struct ListEnv {
 	// Closes everything, reopens the pool file and recovers (persistent).
 	int Reopen()
 	{
-		int ret = ds_dll_destroy(&l);
+		int ret = ds_dll_close(&l);
 		if (ret == 0)
-			ret = mcas_destroy(&m);
+			ret = mcas_close(&m);
 		if (ret == 0)
 			ret = pmtest::ReopenPool(&pool, PoolConfig());
 		if (ret != 0)
@@ -124,8 +124,8 @@ struct ListEnv {
 
 	~ListEnv()
 	{
-		ds_dll_destroy(&l);
-		mcas_destroy(&m);
+		ds_dll_close(&l);
+		mcas_close(&m);
 		pm_pool_close(&pool);
 		if (!path.empty())
 			unlink(path.c_str());
@@ -143,7 +143,7 @@ struct ListEnv {
 									 : "volatile")           \
 				     << " instances yet (mcas create returned -EINVAL)";             \
 		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_) << " / " \
-					 << ds_dll_errormsg();                                 \
+					 << pm_errormsg();                                 \
 	} while (0)
 
 // DLL_SETUP_OR_SKIP in a test parametrised by Variant: GetParam()'s variant

@@ -133,7 +133,7 @@ TEST_P(NmBstCleanup, OneCasCutsOffATaggedPath)
 	std::string why;
 	ASSERT_EQ(env.set->Check(&why), 0) << why;
 	ASSERT_EQ(env.set->Size(), 1u);
-	ASSERT_EQ(env.DestroyAll(), 0);
+	ASSERT_EQ(env.DeleteAll(), 0);
 	EXPECT_EQ(env.frees.freed.load(), 2u * (L + 1));
 }
 

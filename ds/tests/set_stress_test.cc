@@ -14,7 +14,7 @@
 //   - at the end: check(), size == initial + successful inserts - successful
 //     removes, the keys present, every successful remove having retired
 //     exactly its nodes once (domain stats), and, after the domain is
-//     destroyed, every node ever linked having been freed exactly once.
+//     deleted, every node ever linked having been freed exactly once.
 #include <atomic>
 #include <cstdio>
 #include <cstdint>
@@ -149,7 +149,7 @@ TEST_P(SetStress, MixedOperations)
 	reclaim_stats st = env.Stats();
 	// How much was really freed (and poisoned) while the threads ran,
 	// for the log; how much depends on the schedule, so it is not asserted.
-	std::printf("%s: %llu removes, %llu nodes retired, %llu freed before destroy, "
+	std::printf("%s: %llu removes, %llu nodes retired, %llu freed before delete, "
 		"pending max %llu, %llu scans, %llu epochs, %llu fallback switches\n",
 		settest::ParamName(p).c_str(), (unsigned long long)removes,
 		(unsigned long long)st.retired, (unsigned long long)st.freed,
@@ -157,7 +157,7 @@ TEST_P(SetStress, MixedOperations)
 		(unsigned long long)st.epochs, (unsigned long long)st.to_fallback);
 	EXPECT_EQ(st.retired, npk * removes) << "a node retired twice or not at all";
 	EXPECT_LE(st.freed, st.retired);
-	ASSERT_EQ(env.DestroyAll(), 0);
+	ASSERT_EQ(env.DeleteAll(), 0);
 	EXPECT_EQ(env.frees.freed.load(), npk * inserts) << "a node freed twice or leaked";
 }
 

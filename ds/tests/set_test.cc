@@ -92,16 +92,16 @@ TEST_P(SetSeq, MatchesStdSet)
 	EXPECT_EQ(st.retired, npk * removed);
 	EXPECT_LE(st.freed, st.retired);
 	// Every node ever linked reaches the free function exactly once: the
-	// retired ones through the domain, the linked ones through destroy
+	// retired ones through the domain, the linked ones through delete
 	// (none are left here).
-	ASSERT_EQ(env.DestroyAll(), 0);
+	ASSERT_EQ(env.DeleteAll(), 0);
 	EXPECT_EQ(env.frees.freed.load(), npk * inserted);
 	EXPECT_EQ(inserted, removed);
 }
 
-// Nodes still linked at destroy go to the free function too, and nothing
+// Nodes still linked at delete go to the free function too, and nothing
 // is freed twice (ASan would see it).
-TEST_P(SetSeq, DestroyFreesLinkedNodes)
+TEST_P(SetSeq, DeleteFreesLinkedNodes)
 {
 	const Param p = GetParam();
 	Env env;
@@ -116,7 +116,7 @@ TEST_P(SetSeq, DestroyFreesLinkedNodes)
 		ASSERT_EQ(env.set->Size(), 100u);
 		SET_CHECK(env);
 	}
-	ASSERT_EQ(env.DestroyAll(), 0);
+	ASSERT_EQ(env.DeleteAll(), 0);
 	EXPECT_EQ(env.frees.freed.load(), settest::NodesPerKey(p.kind) * 200u);
 }
 
@@ -152,7 +152,7 @@ TEST_P(SetSeq, KeyRangeEdges)
 }
 
 // Increasing and decreasing key orders: the list's worst case, and a
-// degenerate (path-shaped) BST, which check(), size() and destroy() must
+// degenerate (path-shaped) BST, which check(), size() and delete() must
 // walk without recursion.
 TEST_P(SetSeq, SortedInsertions)
 {
@@ -185,12 +185,12 @@ struct Domain {
 	Domain(reclaim_scheme s, unsigned hazards)
 	{
 		reclaim_config c;
-		reclaim_config_default(&c, s);
+		reclaim_config_init(&c, s);
 		c.hazards_per_thread = hazards;
 		c.max_threads = 4;
-		EXPECT_EQ(reclaim_domain_create(&c, &d), 0);
+		EXPECT_EQ(reclaim_domain_new(&d, &c), 0);
 	}
-	~Domain() { EXPECT_EQ(reclaim_domain_destroy(d), 0); }
+	~Domain() { EXPECT_EQ(reclaim_domain_delete(&d), 0); }
 };
 
 // Under a hazard-pointer scheme each structure refuses a domain with fewer
@@ -208,29 +208,29 @@ TEST(SetApi, HazardSlotRequirement)
 		{
 			Domain small(s, 1);
 			ds_hmlist *l = nullptr;
-			EXPECT_EQ(ds_hmlist_create(small.d, &l), hp ? -EINVAL : 0);
-			EXPECT_EQ(ds_hmlist_destroy(l), 0);
+			EXPECT_EQ(ds_hmlist_new(&l, small.d, nullptr, nullptr), hp ? -EINVAL : 0);
+			EXPECT_EQ(ds_hmlist_delete(&l), 0);
 			ds_nmbst *b = nullptr;
-			EXPECT_EQ(ds_nmbst_create(small.d, &b), hp ? -EINVAL : 0);
-			EXPECT_EQ(ds_nmbst_destroy(b), 0);
+			EXPECT_EQ(ds_nmbst_new(&b, small.d, nullptr, nullptr), hp ? -EINVAL : 0);
+			EXPECT_EQ(ds_nmbst_delete(&b), 0);
 			ds_skiplist *sl = nullptr;
-			EXPECT_EQ(ds_skiplist_create(small.d, 4, &sl), hp ? -EINVAL : 0);
-			EXPECT_EQ(ds_skiplist_destroy(sl), 0);
+			EXPECT_EQ(ds_skiplist_new(&sl, small.d, 4, nullptr, nullptr), hp ? -EINVAL : 0);
+			EXPECT_EQ(ds_skiplist_delete(&sl), 0);
 		}
 		{
 			Domain exact(s, 8);
 			ds_hmlist *l = nullptr;
-			EXPECT_EQ(ds_hmlist_create(exact.d, &l), 0);
-			EXPECT_EQ(ds_hmlist_destroy(l), 0);
+			EXPECT_EQ(ds_hmlist_new(&l, exact.d, nullptr, nullptr), 0);
+			EXPECT_EQ(ds_hmlist_delete(&l), 0);
 			ds_nmbst *b = nullptr;
-			EXPECT_EQ(ds_nmbst_create(exact.d, &b), 0);
-			EXPECT_EQ(ds_nmbst_destroy(b), 0);
+			EXPECT_EQ(ds_nmbst_new(&b, exact.d, nullptr, nullptr), 0);
+			EXPECT_EQ(ds_nmbst_delete(&b), 0);
 			ds_skiplist *sl = nullptr;
-			EXPECT_EQ(ds_skiplist_create(exact.d, 4, &sl), 0);
+			EXPECT_EQ(ds_skiplist_new(&sl, exact.d, 4, nullptr, nullptr), 0);
 			EXPECT_EQ(ds_skiplist_levels(sl), 4u);
-			EXPECT_EQ(ds_skiplist_destroy(sl), 0);
-			EXPECT_EQ(ds_skiplist_create(exact.d, 5, &sl), hp ? -EINVAL : 0);
-			EXPECT_EQ(ds_skiplist_destroy(sl), 0);
+			EXPECT_EQ(ds_skiplist_delete(&sl), 0);
+			EXPECT_EQ(ds_skiplist_new(&sl, exact.d, 5, nullptr, nullptr), hp ? -EINVAL : 0);
+			EXPECT_EQ(ds_skiplist_delete(&sl), 0);
 		}
 	}
 }
@@ -241,25 +241,25 @@ TEST(SetApi, BadArguments)
 	ds_hmlist *l = nullptr;
 	ds_skiplist *s = nullptr;
 	ds_nmbst *b = nullptr;
-	EXPECT_EQ(ds_hmlist_create(nullptr, &l), -EINVAL);
-	EXPECT_EQ(ds_hmlist_create(dom.d, nullptr), -EINVAL);
-	EXPECT_EQ(ds_nmbst_create(nullptr, &b), -EINVAL);
-	EXPECT_EQ(ds_nmbst_create(dom.d, nullptr), -EINVAL);
-	EXPECT_EQ(ds_skiplist_create(nullptr, 0, &s), -EINVAL);
-	EXPECT_EQ(ds_skiplist_create(dom.d, 0, nullptr), -EINVAL);
-	EXPECT_EQ(ds_skiplist_create(dom.d, DS_SKIPLIST_MAX_LEVELS + 1, &s), -EINVAL);
+	EXPECT_EQ(ds_hmlist_new(&l, nullptr, nullptr, nullptr), -EINVAL);
+	EXPECT_EQ(ds_hmlist_new(nullptr, dom.d, nullptr, nullptr), -EINVAL);
+	EXPECT_EQ(ds_nmbst_new(&b, nullptr, nullptr, nullptr), -EINVAL);
+	EXPECT_EQ(ds_nmbst_new(nullptr, dom.d, nullptr, nullptr), -EINVAL);
+	EXPECT_EQ(ds_skiplist_new(&s, nullptr, 0, nullptr, nullptr), -EINVAL);
+	EXPECT_EQ(ds_skiplist_new(nullptr, dom.d, 0, nullptr, nullptr), -EINVAL);
+	EXPECT_EQ(ds_skiplist_new(&s, dom.d, DS_SKIPLIST_MAX_LEVELS + 1, nullptr, nullptr), -EINVAL);
 	EXPECT_EQ(s, nullptr);
-	EXPECT_EQ(ds_hmlist_destroy(nullptr), 0);
-	EXPECT_EQ(ds_skiplist_destroy(nullptr), 0);
-	EXPECT_EQ(ds_nmbst_destroy(nullptr), 0);
+	EXPECT_EQ(ds_hmlist_delete(nullptr), 0);
+	EXPECT_EQ(ds_skiplist_delete(nullptr), 0);
+	EXPECT_EQ(ds_nmbst_delete(nullptr), 0);
 	EXPECT_EQ(ds_hmlist_check(nullptr, nullptr, 0), -EINVAL);
 	EXPECT_EQ(ds_skiplist_check(nullptr, nullptr, 0), -EINVAL);
 	EXPECT_EQ(ds_nmbst_check(nullptr, nullptr, 0), -EINVAL);
 	EXPECT_EQ(ds_skiplist_levels(nullptr), 0u);
 
-	ASSERT_EQ(ds_hmlist_create(dom.d, &l), 0);
-	ASSERT_EQ(ds_skiplist_create(dom.d, 0, &s), 0);
-	ASSERT_EQ(ds_nmbst_create(dom.d, &b), 0);
+	ASSERT_EQ(ds_hmlist_new(&l, dom.d, nullptr, nullptr), 0);
+	ASSERT_EQ(ds_skiplist_new(&s, dom.d, 0, nullptr, nullptr), 0);
+	ASSERT_EQ(ds_nmbst_new(&b, dom.d, nullptr, nullptr), 0);
 	EXPECT_EQ(ds_skiplist_levels(s), DS_SKIPLIST_DEFAULT_LEVELS);
 	{
 		Registration reg(dom.d);
@@ -287,9 +287,9 @@ TEST(SetApi, BadArguments)
 	EXPECT_STREQ(buf, "");
 	EXPECT_EQ(ds_skiplist_check(s, buf, sizeof(buf)), 0);
 	EXPECT_EQ(ds_nmbst_check(b, buf, sizeof(buf)), 0);
-	EXPECT_EQ(ds_hmlist_destroy(l), 0);
-	EXPECT_EQ(ds_skiplist_destroy(s), 0);
-	EXPECT_EQ(ds_nmbst_destroy(b), 0);
+	EXPECT_EQ(ds_hmlist_delete(&l), 0);
+	EXPECT_EQ(ds_skiplist_delete(&s), 0);
+	EXPECT_EQ(ds_nmbst_delete(&b), 0);
 }
 
 // Skip lists of 1 level (a plain Harris-Michael list) and of the most
@@ -321,7 +321,7 @@ TEST(SkipListLevels, OneAndMaxLevels)
 				SET_CHECK(env);
 				ASSERT_EQ(env.set->Size(), model.size());
 			}
-			ASSERT_EQ(env.DestroyAll(), 0);
+			ASSERT_EQ(env.DeleteAll(), 0);
 			EXPECT_EQ(env.frees.freed.load(), inserted);
 		}
 	}

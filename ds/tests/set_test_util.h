@@ -121,7 +121,7 @@ public:
 class HmList final : public Set {
 public:
 	explicit HmList(ds_hmlist *l) : l_(l) {}
-	~HmList() override { EXPECT_EQ(ds_hmlist_destroy(l_), 0); }
+	~HmList() override { EXPECT_EQ(ds_hmlist_delete(&l_), 0); }
 	int Insert(reclaim_thread *t, uint64_t k) override { return ds_hmlist_insert(l_, t, k); }
 	int Remove(reclaim_thread *t, uint64_t k) override { return ds_hmlist_remove(l_, t, k); }
 	int Contains(reclaim_thread *t, uint64_t k) override { return ds_hmlist_contains(l_, t, k); }
@@ -141,7 +141,7 @@ private:
 class SkipList final : public Set {
 public:
 	explicit SkipList(ds_skiplist *s) : s_(s) {}
-	~SkipList() override { EXPECT_EQ(ds_skiplist_destroy(s_), 0); }
+	~SkipList() override { EXPECT_EQ(ds_skiplist_delete(&s_), 0); }
 	int Insert(reclaim_thread *t, uint64_t k) override { return ds_skiplist_insert(s_, t, k); }
 	int Remove(reclaim_thread *t, uint64_t k) override { return ds_skiplist_remove(s_, t, k); }
 	int Contains(reclaim_thread *t, uint64_t k) override
@@ -164,7 +164,7 @@ private:
 class NmBst final : public Set {
 public:
 	explicit NmBst(ds_nmbst *b) : b_(b) {}
-	~NmBst() override { EXPECT_EQ(ds_nmbst_destroy(b_), 0); }
+	~NmBst() override { EXPECT_EQ(ds_nmbst_delete(&b_), 0); }
 	int Insert(reclaim_thread *t, uint64_t k) override { return ds_nmbst_insert(b_, t, k); }
 	int Remove(reclaim_thread *t, uint64_t k) override { return ds_nmbst_remove(b_, t, k); }
 	int Contains(reclaim_thread *t, uint64_t k) override { return ds_nmbst_contains(b_, t, k); }
@@ -190,21 +190,21 @@ inline int MakeSet(Kind k, reclaim_domain *d, reclaim_free_fn fn, void *ctx,
 	switch (k) {
 	case Kind::kHmList: {
 		ds_hmlist *l = nullptr;
-		r = ds_hmlist_create_ex(d, fn, ctx, &l);
+		r = ds_hmlist_new(&l, d, fn, ctx);
 		if (r == 0)
 			out->reset(new HmList(l));
 		break;
 	}
 	case Kind::kSkipList: {
 		ds_skiplist *s = nullptr;
-		r = ds_skiplist_create_ex(d, levels, fn, ctx, &s);
+		r = ds_skiplist_new(&s, d, levels, fn, ctx);
 		if (r == 0)
 			out->reset(new SkipList(s));
 		break;
 	}
 	case Kind::kNmBst: {
 		ds_nmbst *b = nullptr;
-		r = ds_nmbst_create_ex(d, fn, ctx, &b);
+		r = ds_nmbst_new(&b, d, fn, ctx);
 		if (r == 0)
 			out->reset(new NmBst(b));
 		break;
@@ -271,7 +271,7 @@ struct ParamNamer {
 inline reclaim_config TestConfig(reclaim_scheme scheme, Kind kind, unsigned max_threads = 16)
 {
 	reclaim_config c;
-	reclaim_config_default(&c, scheme);
+	reclaim_config_init(&c, scheme);
 	c.max_threads = max_threads;
 	c.hazards_per_thread = std::max(8u, Hazards(kind));
 	c.quiescence_threshold = 8;
@@ -290,7 +290,7 @@ struct Env {
 	FreeCounter frees;
 	Param param {};
 
-	// Create -- 0, or the error of reclaim_domain_create() or of the
+	// Create -- 0, or the error of reclaim_domain_new() or of the
 	// set's create function.
 	int Create(Param p, unsigned max_threads = 16, unsigned levels = kLevels)
 	{
@@ -298,7 +298,7 @@ struct Env {
 		reclaim_config c = TestConfig(p.scheme, p.kind, max_threads);
 		if (p.kind == Kind::kSkipList)
 			c.hazards_per_thread = std::max(c.hazards_per_thread, Hazards(p.kind, levels));
-		int r = reclaim_domain_create(&c, &d);
+		int r = reclaim_domain_new(&d, &c);
 		if (r != 0)
 			return r;
 		return MakeSet(p.kind, d, PoisonFree, &frees, &set, levels);
@@ -312,12 +312,12 @@ struct Env {
 		return st;
 	}
 
-	// DestroyAll -- destroy the set and the domain now; returns the
+	// DeleteAll -- delete the set and the domain now; returns the
 	// domain's result.
-	int DestroyAll()
+	int DeleteAll()
 	{
 		set.reset();
-		int r = reclaim_domain_destroy(d);
+		int r = reclaim_domain_delete(&d);
 		d = nullptr;
 		return r;
 	}
@@ -325,7 +325,7 @@ struct Env {
 	~Env()
 	{
 		if (d != nullptr) {
-			EXPECT_EQ(DestroyAll(), 0);
+			EXPECT_EQ(DeleteAll(), 0);
 		}
 	}
 };
@@ -337,7 +337,7 @@ public:
 	~Registration()
 	{
 		if (rc_ == 0) {
-			EXPECT_EQ(reclaim_thread_unregister(t_), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&t_), 0);
 		}
 	}
 	Registration(const Registration &) = delete;

@@ -81,13 +81,16 @@ mcas_config_check(const struct mcas_config *cfg, bool persistent, struct mcas_co
 	ops = mcas_ops_of(out->algorithm);
 	if (ops == NULL || out->max_threads == 0 || out->max_threads > MCAS_MAX_THREADS ||
 			out->descs_per_thread < 8 || out->descs_per_thread > (1u << 20))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "mcas: bad algorithm, max_threads or "
+			"descs_per_thread");
 	if (persistent ? !ops->persistent_ok : !ops->volatile_ok)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "mcas: algorithm %s is not available %s",
+			ops->name, persistent ? "persistent" : "volatile");
 	if (out->reclaim_batch == 0)
 		out->reclaim_batch = out->descs_per_thread / 8;
-	if (out->reclaim_batch > out->descs_per_thread / 4)
-		return -EINVAL; /* the pipeline holds about 3 batches */
+	if (out->reclaim_batch > out->descs_per_thread / 4) /* the pipeline holds about 3 batches */
+		return pm_error_set(-EINVAL, "mcas: reclaim_batch %u above descs_per_thread / 4",
+			out->reclaim_batch);
 	return 0;
 }
 
@@ -145,14 +148,17 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 }
 
 int
-mcas_create(struct mcas **out, const struct mcas_config *cfg)
+mcas_new(struct mcas **out, const struct mcas_config *cfg)
 {
 	struct mcas_config c;
-	int ret = mcas_config_check(cfg, false, &c);
+	int ret;
 
+	pm_error_clear();
+	ret = mcas_config_check(cfg, false, &c);
 	if (ret != 0)
 		return ret;
-	return mcas_alloc(out, &c, NULL);
+	ret = mcas_alloc(out, &c, NULL);
+	return ret == 0 ? 0 : pm_error_set(ret, "mcas_new: out of memory");
 }
 
 /* mcas_area -- locate @area_off of @len bytes in @pool */
@@ -160,8 +166,12 @@ static int
 mcas_area(struct pm_pool *pool, uint64_t area_off, size_t len, void **out)
 {
 	if (area_off % 64 != 0)
-		return -EINVAL;
-	return pm_pool_ptr(pool, area_off, len, out) == 0 ? 0 : -ERANGE;
+		return pm_error_set(-EINVAL, "mcas: area offset %#llx is not 64-byte aligned",
+			(unsigned long long)area_off);
+	if (pm_pool_ptr(pool, area_off, len, out) != 0)
+		return pm_error_set(-ERANGE, "mcas: area [%#llx, +%zu) is not inside the pool",
+			(unsigned long long)area_off, len);
+	return 0;
 }
 
 static uint64_t
@@ -188,10 +198,14 @@ mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	struct mcas_pmem_header *hdr;
 	void *area;
 	size_t len;
-	int ret = mcas_config_check(cfg, true, &c);
+	int ret;
 
-	if (ret != 0 || pool == NULL)
-		return ret != 0 ? ret : -EINVAL;
+	pm_error_clear();
+	ret = mcas_config_check(cfg, true, &c);
+	if (ret != 0)
+		return ret;
+	if (pool == NULL)
+		return pm_error_set(-EINVAL, "mcas_pmem_create: no pool");
 	len = mcas_pmem_area_size(&c);
 	ret = mcas_area(pool, area_off, len, &area);
 	if (ret != 0)
@@ -212,9 +226,10 @@ mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	hdr->checksum = mcas_header_sum(hdr);
 	pm_persist(hdr, sizeof(*hdr));
 	ret = mcas_alloc(out, &c, (struct mcas_rec *)(hdr + 1));
-	if (ret == 0)
-		mcas_attach(*out, pool, hdr);
-	return ret;
+	if (ret != 0)
+		return pm_error_set(ret, "mcas_pmem_create: out of memory");
+	mcas_attach(*out, pool, hdr);
+	return 0;
 }
 
 int
@@ -228,18 +243,21 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	size_t nrec;
 	int ret;
 
+	pm_error_clear();
 	if (pool == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "mcas_pmem_open: no pool");
 	ret = mcas_area(pool, area_off, sizeof(*hdr), &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
 	if (hdr->magic != MCAS_PMEM_MAGIC || hdr->checksum != mcas_header_sum(hdr))
-		return PM_E_CORRUPT;
+		return pm_error_set(PM_E_CORRUPT, "mcas_pmem_open: no valid header at %#llx",
+			(unsigned long long)area_off);
 	if (hdr->version != MCAS_PMEM_VERSION)
-		return PM_E_VERSION;
+		return pm_error_set(PM_E_VERSION, "mcas_pmem_open: layout version %u, expected %u",
+			hdr->version, MCAS_PMEM_VERSION);
 	if (cfg != NULL && (uint32_t)cfg->algorithm != hdr->algorithm)
-		return PM_E_LAYOUT;
+		return pm_error_set(PM_E_LAYOUT, "mcas_pmem_open: the area holds another algorithm");
 	if (cfg != NULL)
 		c = *cfg;
 	else
@@ -247,13 +265,13 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	c.algorithm = (enum mcas_algorithm)hdr->algorithm;
 	c.max_threads = hdr->max_threads;
 	c.descs_per_thread = hdr->descs_per_thread;
-	if (mcas_config_check(&c, true, &c) != 0 || hdr->area_size != mcas_pmem_area_size(&c))
-		return PM_E_CORRUPT;
-	if (mcas_area(pool, area_off, hdr->area_size, &area) != 0)
-		return PM_E_CORRUPT;
+	if (mcas_config_check(&c, true, &c) != 0 || hdr->area_size != mcas_pmem_area_size(&c) ||
+			mcas_area(pool, area_off, hdr->area_size, &area) != 0)
+		return pm_error_set(PM_E_CORRUPT, "mcas_pmem_open: the header describes an area "
+			"that does not fit the pool");
 	ret = mcas_alloc(&m, &c, (struct mcas_rec *)(hdr + 1));
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "mcas_pmem_open: out of memory");
 	mcas_attach(m, pool, hdr);
 	/* Recovery (thesis sect. 5.5): single-threaded, idempotent. */
 	nrec = (size_t)c.max_threads * c.descs_per_thread;
@@ -265,14 +283,16 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 }
 
 int
-mcas_destroy(struct mcas **mp)
+mcas_close(struct mcas **mp)
 {
 	struct mcas *m = mp ? *mp : NULL;
 
+	pm_error_clear();
 	if (m == NULL)
 		return 0;
 	if (atomic_load(&m->nregistered) != 0)
-		return -EBUSY;
+		return pm_error_set(-EBUSY, "mcas_close: %d threads are still registered",
+			atomic_load(&m->nregistered));
 	if (!m->persistent)
 		munmap(m->descs, (size_t)m->max_threads * m->descs_per_thread *
 			sizeof(struct mcas_rec));
@@ -399,14 +419,15 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 	unsigned d = m->descs_per_thread, slot, hwm;
 	int expected;
 
+	pm_error_clear();
 	if (t == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	t->free = malloc(d * sizeof(*t->free));
 	t->snap = malloc(m->max_threads * sizeof(*t->snap));
 	if (t->free == NULL || t->snap == NULL || mcas_limbo_init(&t->r0, d) ||
 			mcas_limbo_init(&t->r1, d) || mcas_limbo_init(&t->r2, d)) {
 		mcas_thread_free(t);
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	}
 	for (slot = 0; slot < m->max_threads; slot++) {
 		expected = 0;
@@ -415,7 +436,8 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 	}
 	if (slot == m->max_threads) {
 		mcas_thread_free(t);
-		return -EAGAIN;
+		return pm_error_set(-EAGAIN, "mcas_thread_register: all %u thread slots in use",
+			m->max_threads);
 	}
 	hwm = atomic_load(&m->slots_hwm);
 	while (hwm < slot + 1 && !atomic_compare_exchange_weak(&m->slots_hwm, &hwm, slot + 1))

@@ -44,7 +44,7 @@ mcas *NewHarris(unsigned max_threads = 64, unsigned descs = 128)
 	cfg.max_threads = max_threads;
 	cfg.descs_per_thread = descs;
 	mcas *m = nullptr;
-	EXPECT_EQ(mcas_create(&m, &cfg), 0);
+	EXPECT_EQ(mcas_new(&m, &cfg), 0);
 	return m;
 }
 
@@ -68,7 +68,7 @@ struct OneThread {
 	~OneThread()
 	{
 		EXPECT_EQ(mcas_thread_unregister(&t), 0);
-		EXPECT_EQ(mcas_destroy(&m), 0);
+		EXPECT_EQ(mcas_close(&m), 0);
 	}
 
 	mcas_stats Stats() const
@@ -205,7 +205,7 @@ TEST(HarrisApi, InstanceProperties)
 	EXPECT_FALSE(mcas_is_persistent(m));
 	EXPECT_EQ(mcas_value_mask(m), 3u);
 	EXPECT_EQ(mcas_value_mask(m) & ~MCAS_VALUE_PORTABLE_MASK, 0u);
-	EXPECT_EQ(mcas_destroy(&m), 0);
+	EXPECT_EQ(mcas_close(&m), 0);
 	EXPECT_EQ(m, nullptr);
 
 	// Volatile only: no persistent area for it.
@@ -405,7 +405,7 @@ StressResult Stress(unsigned writers, unsigned readers, unsigned nwords, unsigne
 	mcas_stats s;
 	mcas_stats_total(m, &s);
 	EXPECT_EQ(s.succeeded, (uint64_t)writers * ops);
-	EXPECT_EQ(mcas_destroy(&m), 0);
+	EXPECT_EQ(mcas_close(&m), 0);
 	return {s.helps, s.mcas, s.succeeded};
 }
 
@@ -513,7 +513,7 @@ protected:
 		if (area_ != nullptr && area_ != MAP_FAILED)
 			munmap(area_, 2 * page_);
 		if (m_ != nullptr) {
-			EXPECT_EQ(mcas_destroy(&m_), 0);
+			EXPECT_EQ(mcas_close(&m_), 0);
 		}
 	}
 

@@ -38,13 +38,13 @@ struct Volatile : ::testing::Test {
 	void SetUp() override
 	{
 		mcas_config c = Config();
-		ASSERT_EQ(mcas_create(&m, &c), 0);
+		ASSERT_EQ(mcas_new(&m, &c), 0);
 		ASSERT_EQ(mcas_thread_register(m, &t), 0);
 	}
 	void TearDown() override
 	{
 		EXPECT_EQ(mcas_thread_unregister(&t), 0);
-		EXPECT_EQ(mcas_destroy(&m), 0);
+		EXPECT_EQ(mcas_close(&m), 0);
 	}
 };
 
@@ -98,16 +98,16 @@ TEST(Config, RejectsBadConfigs)
 	mcas *m = nullptr;
 	mcas_config c = Config();
 	c.max_threads = 0;
-	EXPECT_EQ(mcas_create(&m, &c), -EINVAL);
+	EXPECT_EQ(mcas_new(&m, &c), -EINVAL);
 	c = Config();
 	c.descs_per_thread = 4;
-	EXPECT_EQ(mcas_create(&m, &c), -EINVAL);
+	EXPECT_EQ(mcas_new(&m, &c), -EINVAL);
 	c = Config();
 	c.reclaim_batch = c.descs_per_thread;
-	EXPECT_EQ(mcas_create(&m, &c), -EINVAL);
+	EXPECT_EQ(mcas_new(&m, &c), -EINVAL);
 	c = Config();
 	c.algorithm = static_cast<mcas_algorithm>(42);
-	EXPECT_EQ(mcas_create(&m, &c), -EINVAL);
+	EXPECT_EQ(mcas_new(&m, &c), -EINVAL);
 	EXPECT_EQ(mcas_pmem_area_size(&c), 0u);
 	EXPECT_EQ(mcas_algorithm_name(c.algorithm), nullptr);
 	EXPECT_STREQ(mcas_algorithm_name(MCAS_ALG_AOPT), "aopt");
@@ -118,18 +118,18 @@ TEST(Threads, SlotsRunOutAndComeBack)
 	mcas *m = nullptr;
 	mcas_config c = Config();
 	c.max_threads = 2;
-	ASSERT_EQ(mcas_create(&m, &c), 0);
+	ASSERT_EQ(mcas_new(&m, &c), 0);
 	mcas_thread *t1, *t2, *t3;
 	ASSERT_EQ(mcas_thread_register(m, &t1), 0);
 	ASSERT_EQ(mcas_thread_register(m, &t2), 0);
 	EXPECT_EQ(mcas_thread_register(m, &t3), -EAGAIN);
-	EXPECT_EQ(mcas_destroy(&m), -EBUSY);
+	EXPECT_EQ(mcas_close(&m), -EBUSY);
 	ASSERT_EQ(mcas_thread_unregister(&t1), 0);
 	EXPECT_EQ(t1, nullptr);
 	ASSERT_EQ(mcas_thread_register(m, &t3), 0);
 	ASSERT_EQ(mcas_thread_unregister(&t2), 0);
 	ASSERT_EQ(mcas_thread_unregister(&t3), 0);
-	EXPECT_EQ(mcas_destroy(&m), 0);
+	EXPECT_EQ(mcas_close(&m), 0);
 	EXPECT_EQ(m, nullptr);
 }
 
@@ -188,7 +188,7 @@ TEST(EfficientReads, ReadDetachesFinalizedDescriptor)
 {
 	mcas *m = nullptr;
 	mcas_config c = Config(1);
-	ASSERT_EQ(mcas_create(&m, &c), 0);
+	ASSERT_EQ(mcas_new(&m, &c), 0);
 	mcas_thread *t;
 	ASSERT_EQ(mcas_thread_register(m, &t), 0);
 	uint64_t w = 0;
@@ -200,7 +200,7 @@ TEST(EfficientReads, ReadDetachesFinalizedDescriptor)
 	mcas_thread_stats(t, &s);
 	EXPECT_EQ(s.read_detaches, 1u);
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
-	ASSERT_EQ(mcas_destroy(&m), 0);
+	ASSERT_EQ(mcas_close(&m), 0);
 }
 
 // Many more operations than descriptors: records are recycled through the
@@ -318,7 +318,7 @@ TEST(Persistent, OpenDetachesInstalledDescriptors)
 	EXPECT_EQ(p.words[0], 8u);
 	EXPECT_EQ(p.words[1], 16u);
 	EXPECT_EQ(p.words[2], 0u);
-	ASSERT_EQ(mcas_destroy(&m2), 0);
+	ASSERT_EQ(mcas_close(&m2), 0);
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
 }
 
@@ -337,7 +337,7 @@ TEST(Persistent, DamagedAreaIsRejected)
 	EXPECT_EQ(mcas_pmem_open(&m2, p.pool, p.area_off, nullptr), PM_E_CORRUPT);
 	hdr[2] ^= 1;
 	ASSERT_EQ(mcas_pmem_open(&m2, p.pool, p.area_off, nullptr), 0);
-	ASSERT_EQ(mcas_destroy(&m2), 0);
+	ASSERT_EQ(mcas_close(&m2), 0);
 }
 
 } // namespace

@@ -72,7 +72,7 @@ struct PmemInstance {
 	// Close everything, reopen the pool and recover the instance.
 	int Reopen()
 	{
-		int ret = mcas_destroy(&m);
+		int ret = mcas_close(&m);
 		if (ret == 0)
 			ret = pmtest::ReopenPool(&pool, PoolConfig(PM_DURABILITY_NONE));
 		if (ret != 0)
@@ -83,7 +83,7 @@ struct PmemInstance {
 
 	~PmemInstance()
 	{
-		mcas_destroy(&m);
+		mcas_close(&m);
 		pm_pool_close(&pool);
 	}
 };
@@ -117,9 +117,9 @@ inline std::string PoolName(const std::string &name, mcas_algorithm alg)
 template <class F> void OnVolatile(const mcas_config &c, F body)
 {
 	mcas *m = nullptr;
-	ASSERT_EQ(mcas_create(&m, &c), 0);
+	ASSERT_EQ(mcas_new(&m, &c), 0);
 	body(m);
-	ASSERT_EQ(mcas_destroy(&m), 0);
+	ASSERT_EQ(mcas_close(&m), 0);
 }
 
 // A small instance for @threads threads.

@@ -35,7 +35,7 @@ TEST(Pmwcas, PersistentOnly)
 {
 	mcas_config c = Config(4, 32, 0);
 	mcas *m = nullptr;
-	EXPECT_EQ(mcas_create(&m, &c), -EINVAL);
+	EXPECT_EQ(mcas_new(&m, &c), -EINVAL);
 	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-kind.pool", c), 0);
 	EXPECT_TRUE(mcas_is_persistent(p.m));
@@ -189,7 +189,7 @@ TEST(Pmwcas, RecoveryMapsEveryKindOfReference)
 {
 	mcastest::PmemInstance p;
 	ASSERT_EQ(p.Create("pmwcas-recover.pool", Config(2, 8, 0)), 0);
-	ASSERT_EQ(mcas_destroy(&p.m), 0); // "crash": write the image, then recover
+	ASSERT_EQ(mcas_close(&p.m), 0); // "crash": write the image, then recover
 	char *area = reinterpret_cast<char *>(p.words + mcastest::kWords);
 	auto rec = [&](unsigned r) { return reinterpret_cast<uint64_t *>(area + 64 + r * 576); };
 	auto entry = [&](unsigned r, unsigned i) { return rec(r) + 8 + 4 * i; };
@@ -236,7 +236,7 @@ TEST(Pmwcas, RecoveryMapsEveryKindOfReference)
 		for (unsigned i = 0; i < kTargets; i++)
 			EXPECT_EQ(p.words[i], expect[i]) << "word " << i << ", pass " << pass;
 		EXPECT_EQ(rec(3)[0], 1u);
-		ASSERT_EQ(mcas_destroy(&p.m), 0);
+		ASSERT_EQ(mcas_close(&p.m), 0);
 	}
 }
 

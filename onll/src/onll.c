@@ -888,11 +888,12 @@ onll_thread_register(struct onll *o, struct onll_thread **out)
 	struct onll_thread *t;
 	int ret;
 
+	pm_error_clear();
 	if (o == NULL || out == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "onll_thread_register: %s", pm_strerror(-EINVAL));
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "onll_thread_register: %s", pm_strerror(-ENOMEM));
 	t->o = o;
 	for (unsigned i = 0; i < o->max_threads && t->slot == NULL; i++) {
 		int expected = 0;
@@ -902,14 +903,14 @@ onll_thread_register(struct onll *o, struct onll_thread **out)
 	}
 	if (t->slot == NULL) {
 		free(t);
-		return -EAGAIN;
+		return pm_error_set(-EAGAIN, "onll_thread_register: %s", pm_strerror(-EAGAIN));
 	}
 	onll_slot_stats(t->slot, &t->base);
 	ret = onll_view_rebuild(t);
 	if (ret != 0) {
 		atomic_store_explicit(&t->slot->in_use, 0, memory_order_release);
 		free(t);
-		return ret;
+		return pm_error_set(ret, "onll_thread_register: %s", pm_strerror(ret));
 	}
 	*out = t;
 	return 0;
@@ -1100,11 +1101,12 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	void *area, *state = NULL;
 	int ret;
 
+	pm_error_clear();
 	if (out == NULL || pool == NULL || !onll_type_ok(type) || onll_config_check(cfg, &c) != 0)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "onll_create: %s", pm_strerror(-EINVAL));
 	ret = onll_area(pool, area_off, onll_area_size(&c), &area);
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "onll_create: %s", pm_strerror(ret));
 	hdr = area;
 
 	/* Invalidate the header first, so a crash while formatting a reused
@@ -1122,7 +1124,7 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	pm_persist(hdr, sizeof(*hdr));
 	ret = onll_alloc(&o, pool, hdr, type);
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "onll_create: %s", pm_strerror(ret));
 
 	ret = type->state_new(type->ctx, &state);
 	if (ret == 0) {
@@ -1131,7 +1133,7 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	}
 	if (ret != 0) {
 		onll_free(o);
-		return ret;
+		return pm_error_set(ret, "onll_create: %s", pm_strerror(ret));
 	}
 	/* Slot 1 and every log entry start invalid (a stale entry from an
 	 * earlier use of the area would be replayed otherwise). */
@@ -1274,20 +1276,21 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	void *area, *state;
 	int ret;
 
+	pm_error_clear();
 	if (out == NULL || pool == NULL || !onll_type_ok(type))
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "onll_open: %s", pm_strerror(-EINVAL));
 	ret = onll_area(pool, area_off, sizeof(*hdr), &area);
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "onll_open: %s", pm_strerror(ret));
 	hdr = area;
 	if (hdr->magic != ONLL_MAGIC)
-		return PM_E_LAYOUT;
+		return pm_error_set(PM_E_LAYOUT, "onll_open: %s", pm_strerror(PM_E_LAYOUT));
 	if (hdr->checksum != onll_header_sum(hdr))
-		return PM_E_CORRUPT;
+		return pm_error_set(PM_E_CORRUPT, "onll_open: %s", pm_strerror(PM_E_CORRUPT));
 	if (hdr->version != ONLL_PMEM_VERSION)
-		return PM_E_VERSION;
+		return pm_error_set(PM_E_VERSION, "onll_open: %s", pm_strerror(PM_E_VERSION));
 	if (hdr->type_id != onll_type_id(type))
-		return PM_E_LAYOUT;
+		return pm_error_set(PM_E_LAYOUT, "onll_open: %s", pm_strerror(PM_E_LAYOUT));
 	onll_config_init(&c);
 	c.max_threads = hdr->max_threads;
 	c.max_op_size = hdr->max_op_size;
@@ -1297,11 +1300,11 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	if (onll_config_check(&c, &c) != 0 ||
 	    hdr->entry_size != onll_entry_size(c.max_threads, c.max_op_size) ||
 	    onll_area(pool, area_off, onll_area_size(&c), &area) != 0)
-		return PM_E_CORRUPT;
+		return pm_error_set(PM_E_CORRUPT, "onll_open: %s", pm_strerror(PM_E_CORRUPT));
 
 	ret = onll_alloc(&o, pool, hdr, type);
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "onll_open: %s", pm_strerror(ret));
 	ret = onll_recover(o, &ckpt_slot, &state, &index);
 	if (ret == 0) {
 		const struct onll_ckpt_header *ck = (const void *)o->ckpt[ckpt_slot];
@@ -1320,7 +1323,7 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	}
 	if (ret != 0) {
 		onll_free(o);
-		return ret;
+		return pm_error_set(ret, "onll_open: %s", pm_strerror(ret));
 	}
 	onll_start(o, index, ckpt_slot);
 	*out = o;
@@ -1332,12 +1335,13 @@ onll_close(struct onll **op)
 {
 	struct onll *o;
 
+	pm_error_clear();
 	if (op == NULL || *op == NULL)
 		return 0;
 	o = *op;
 	for (unsigned i = 0; i < o->max_threads; i++)
 		if (atomic_load(&o->slots[i].in_use))
-			return -EBUSY;
+			return pm_error_set(-EBUSY, "onll_close: %s", pm_strerror(-EBUSY));
 	onll_free(o);
 	*op = NULL;
 	return 0;

@@ -37,7 +37,6 @@
 #include <pm/error.h>
 #include <pm/persist.h>
 
-#include "error_internal.h"
 #include "persist_internal.h"
 
 #define PM_CRASHSIM_LINE_WORDS (PM_CACHELINE / 8)
@@ -156,18 +155,18 @@ pm_crashsim_new(struct pm_crashsim **out, const struct pm_crashsim_config *cfg)
 {
 	struct pm_crashsim *sim;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (cfg == NULL || cfg->name == NULL || cfg->name[0] == '\0' ||
 			strchr(cfg->name, ':') != NULL)
-		return pm__err(-EINVAL, "crashsim needs a name without ':'");
+		return pm_error_set(-EINVAL, "crashsim needs a name without ':'");
 	if (cfg->mode != PM_CRASHSIM_EVERY && cfg->mode != PM_CRASHSIM_SAMPLE)
-		return pm__err(-EINVAL, "unknown crashsim mode %d", (int)cfg->mode);
+		return pm_error_set(-EINVAL, "unknown crashsim mode %d", (int)cfg->mode);
 	if (cfg->max_images < 2 || cfg->sample_one_in == 0 || cfg->image_timeout_s == 0)
-		return pm__err(-EINVAL,
+		return pm_error_set(-EINVAL,
 			"crashsim needs max_images >= 2, sample_one_in >= 1, image_timeout_s >= 1");
 	sim = calloc(1, sizeof(*sim));
 	if (sim == NULL)
-		return pm__err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "out of memory");
 	sim->cfg = *cfg;
 	sim->name = strdup(cfg->name);
 	sim->shared = mmap(NULL, sizeof(*sim->shared), PROT_READ | PROT_WRITE,
@@ -177,7 +176,7 @@ pm_crashsim_new(struct pm_crashsim **out, const struct pm_crashsim_config *cfg)
 			munmap(sim->shared, sizeof(*sim->shared));
 		free(sim->name);
 		free(sim);
-		return pm__err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "out of memory");
 	}
 	sim->cfg.name = sim->name;
 	pthread_mutex_init(&sim->lock, NULL);
@@ -206,16 +205,16 @@ pm_crashsim_track(struct pm_crashsim *sim, void *addr, size_t len)
 	uintptr_t end = ((uintptr_t)addr + len + 7) & ~(uintptr_t)7;
 	struct pm_crashsim_range *ranges;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (sim->running)
-		return pm__err(-EBUSY, "cannot track memory during a run");
+		return pm_error_set(-EBUSY, "cannot track memory during a run");
 	if (addr == NULL || len == 0 || end <= start)
-		return pm__err(-EINVAL, "empty or wrapping range %p+%zu", addr, len);
+		return pm_error_set(-EINVAL, "empty or wrapping range %p+%zu", addr, len);
 	if (pm_crashsim_overlaps(sim, start, end - start))
-		return pm__err(-EINVAL, "range %p+%zu overlaps a tracked range", addr, len);
+		return pm_error_set(-EINVAL, "range %p+%zu overlaps a tracked range", addr, len);
 	ranges = realloc(sim->ranges, (sim->nranges + 1) * sizeof(*ranges));
 	if (ranges == NULL)
-		return pm__err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "out of memory");
 	sim->ranges = ranges;
 	ranges[sim->nranges].addr = (uint64_t *)start;
 	ranges[sim->nranges].nwords = (end - start) / 8;
@@ -224,7 +223,7 @@ pm_crashsim_track(struct pm_crashsim *sim, void *addr, size_t len)
 	if (ranges[sim->nranges].durable == NULL || ranges[sim->nranges].durable_seq == NULL) {
 		free(ranges[sim->nranges].durable);
 		free(ranges[sim->nranges].durable_seq);
-		return pm__err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "out of memory");
 	}
 	sim->nranges++;
 	return 0;
@@ -787,7 +786,7 @@ pm_crashsim_parse_replay(struct pm_crashsim *sim)
 		return 0;
 	if (sscanf(env + nlen + 1, "%" SCNu64 ":%" SCNu64 ":%" SCNu64 "%c", &point, &image,
 			&seed, &tail) != 3)
-		return pm__err(-EINVAL, "PM_CRASHSIM_REPLAY=%s is not name:point:image:seed", env);
+		return pm_error_set(-EINVAL, "PM_CRASHSIM_REPLAY=%s is not name:point:image:seed", env);
 	sim->replay = true;
 	sim->replay_point = point;
 	sim->replay_image = image;
@@ -816,14 +815,14 @@ pm_crashsim_run(struct pm_crashsim *sim, pm_crashsim_run_fn run,
 	struct pm_crashsim *none = NULL;
 	int ret;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (sim->nranges == 0)
-		return pm__err(-EINVAL, "crashsim %s tracks no memory", sim->name);
+		return pm_error_set(-EINVAL, "crashsim %s tracks no memory", sim->name);
 	ret = pm_crashsim_parse_replay(sim);
 	if (ret != 0)
 		return ret;
 	if (!atomic_compare_exchange_strong(&pm_crashsim_active, &none, sim))
-		return pm__err(-EBUSY, "another crash simulator is running");
+		return pm_error_set(-EBUSY, "another crash simulator is running");
 
 	pm_crashsim_free_threads(sim);
 	memset(&sim->stats, 0, sizeof(sim->stats));
@@ -857,10 +856,10 @@ pm_crashsim_run(struct pm_crashsim *sim, pm_crashsim_run_fn run,
 	if (ret != 0)
 		return ret;
 	if (sim->error != 0)
-		return pm__err(sim->error, "crashsim %s: internal failure: %s", sim->name,
+		return pm_error_set(sim->error, "crashsim %s: internal failure: %s", sim->name,
 			strerror(-sim->error));
 	if (sim->stats.failures != 0)
-		return pm__err(PM_E_CHECK_FAILED, "%s", sim->report);
+		return pm_error_set(PM_E_CHECK_FAILED, "%s", sim->report);
 	return 0;
 }
 
@@ -882,12 +881,12 @@ pm_crashsim_delete(struct pm_crashsim **simp)
 {
 	struct pm_crashsim *sim;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (simp == NULL || *simp == NULL)
 		return 0;
 	sim = *simp;
 	if (sim->running)
-		return pm__err(-EBUSY, "crash simulator %s is running", sim->name);
+		return pm_error_set(-EBUSY, "crash simulator %s is running", sim->name);
 	pm_crashsim_free_threads(sim);
 	for (unsigned r = 0; r < sim->nranges; r++) {
 		free(sim->ranges[r].durable);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* pm/src/error.c -- error codes and per-thread messages. */
+/* pm/src/error.c -- the suite's error codes and per-thread messages. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,13 +7,11 @@
 
 #include <pm/error.h>
 
-#include "error_internal.h"
-
 #define PM_ERRORMSG_LEN 512
 
 static __thread char pm_errormsg_buf[PM_ERRORMSG_LEN];
 
-/* pm_strerror -- describe a PM_E_* code or a negative errno */
+/* pm_strerror -- describe a suite code or a negative errno */
 const char *
 pm_strerror(int code)
 {
@@ -30,6 +28,22 @@ pm_strerror(int code)
 		return "mapping is not persistent memory";
 	case PM_E_CHECK_FAILED:
 		return "crash-simulator check failed";
+	case RDMA_E_BOUNDS:
+		return "access outside the region";
+	case RDMA_E_NO_REGION:
+		return "no such region on the node";
+	case RDMA_E_AUTH:
+		return "cluster token refused by the node";
+	case RDMA_E_PROTO:
+		return "malformed or unexpected message";
+	case RDMA_E_CONN:
+		return "connection lost or node dead";
+	case RDMA_E_INJECTED:
+		return "failure injected for testing";
+	case RDMA_E_NO_DEVICE:
+		return "backend unavailable on this machine (no device or provider)";
+	case ONLL_E_RESULT_LOST:
+		return "update took effect but its result was lost (out of memory)";
 	default:
 		break;
 	}
@@ -47,8 +61,14 @@ pm_strerror(int code)
 		case ERANGE: return "out of range";
 		case EIO: return "input/output error";
 		case EAGAIN: return "resource temporarily unavailable";
-		default: return "system error";
+		default: break;
 		}
+		/* The rest (the transport's -ETIMEDOUT, -EADDRINUSE...): glibc's
+		 * static description, which unlike strerror() never writes a
+		 * buffer. */
+		const char *desc = strerrordesc_np(-code);
+
+		return desc != NULL ? desc : "system error";
 	}
 	return "unknown error";
 }
@@ -60,16 +80,16 @@ pm_errormsg(void)
 	return pm_errormsg_buf;
 }
 
-/* pm__err_clear -- forget this thread's message */
+/* pm_error_clear -- forget this thread's message */
 void
-pm__err_clear(void)
+pm_error_clear(void)
 {
 	pm_errormsg_buf[0] = '\0';
 }
 
-/* pm__err -- set this thread's message and return the code */
+/* pm_error_set -- set this thread's message and return the code */
 int
-pm__err(int code, const char *fmt, ...)
+pm_error_set(int code, const char *fmt, ...)
 {
 	va_list ap;
 

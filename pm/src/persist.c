@@ -24,7 +24,6 @@
 #include <pm/error.h>
 #include <pm/persist.h>
 
-#include "error_internal.h"
 #include "persist_internal.h"
 
 struct pm_region_slot {
@@ -126,12 +125,12 @@ pm_region_add(void *base, size_t len, enum pm_durability mode)
 	uintptr_t b = (uintptr_t)base;
 	int free_slot = -1;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (base == NULL || len == 0 || b + len < b)
-		return pm__err(-EINVAL, "region %p+%zu is empty or wraps", base, len);
+		return pm_error_set(-EINVAL, "region %p+%zu is empty or wraps", base, len);
 	if (mode != PM_DURABILITY_PMEM && mode != PM_DURABILITY_MSYNC &&
 			mode != PM_DURABILITY_NONE)
-		return pm__err(-EINVAL, "region durability %d is not pmem, msync or none",
+		return pm_error_set(-EINVAL, "region durability %d is not pmem, msync or none",
 			(int)mode);
 
 	pthread_mutex_lock(&pm_regions_lock);
@@ -146,13 +145,13 @@ pm_region_add(void *base, size_t len, enum pm_durability mode)
 		}
 		if (b < rb + l && rb < b + len) {
 			pthread_mutex_unlock(&pm_regions_lock);
-			return pm__err(-EINVAL, "region %p+%zu overlaps region %p+%zu",
+			return pm_error_set(-EINVAL, "region %p+%zu overlaps region %p+%zu",
 				base, len, (void *)rb, l);
 		}
 	}
 	if (free_slot < 0) {
 		pthread_mutex_unlock(&pm_regions_lock);
-		return pm__err(-ENOSPC, "all %d region slots are in use", PM_REGIONS_MAX);
+		return pm_error_set(-ENOSPC, "all %d region slots are in use", PM_REGIONS_MAX);
 	}
 	pm_regions_write_begin();
 	atomic_store_explicit(&pm_regions[free_slot].base, b, memory_order_relaxed);
@@ -168,7 +167,7 @@ pm_region_add(void *base, size_t len, enum pm_durability mode)
 int
 pm_region_remove(void *base)
 {
-	int ret = pm__err(-ENOENT, "no region starts at %p", base);
+	int ret = pm_error_set(-ENOENT, "no region starts at %p", base);
 
 	pthread_mutex_lock(&pm_regions_lock);
 	for (int i = 0; i < PM_REGIONS_MAX; i++) {
@@ -176,10 +175,10 @@ pm_region_remove(void *base)
 				atomic_load_explicit(&pm_regions[i].base, memory_order_relaxed) !=
 				(uintptr_t)base)
 			continue;
-		pm__err_clear();
+		pm_error_clear();
 		ret = 0;
 		if (atomic_load_explicit(&pm_regions[i].io_error, memory_order_relaxed))
-			ret = pm__err(-EIO, "an msync of region %p failed; its data may not be durable",
+			ret = pm_error_set(-EIO, "an msync of region %p failed; its data may not be durable",
 				base);
 		pm_regions_write_begin();
 		atomic_store_explicit(&pm_regions[i].len, 0, memory_order_relaxed);
@@ -206,13 +205,13 @@ pm_region_durability(const void *addr)
 int
 pm_durability_resolve(const void *addr, size_t len, enum pm_durability requested)
 {
-	pm__err_clear();
+	pm_error_clear();
 	switch (requested) {
 	case PM_DURABILITY_AUTO:
 		return pmem_is_pmem(addr, len) ? PM_DURABILITY_PMEM : PM_DURABILITY_MSYNC;
 	case PM_DURABILITY_PMEM:
 		if (!pmem_is_pmem(addr, len))
-			return pm__err(PM_E_NOT_PMEM,
+			return pm_error_set(PM_E_NOT_PMEM,
 				"PMEM durability requested but the mapping is not persistent memory "
 				"(set PMEM_IS_PMEM_FORCE=1 to treat it as such)");
 		return PM_DURABILITY_PMEM;
@@ -220,7 +219,7 @@ pm_durability_resolve(const void *addr, size_t len, enum pm_durability requested
 	case PM_DURABILITY_NONE:
 		return requested;
 	}
-	return pm__err(-EINVAL, "unknown durability mode %d", (int)requested);
+	return pm_error_set(-EINVAL, "unknown durability mode %d", (int)requested);
 }
 
 /* pm_flush -- write back cache lines according to the region's mode */

@@ -24,7 +24,6 @@
 #include <pm/pool.h>
 #include <pm/ptr.h>
 
-#include "error_internal.h"
 #include "pool_testing.h"
 
 #define PM_POOL_MAGIC "DMEMPOOL"
@@ -90,12 +89,12 @@ pm_pool_config_check(const struct pm_pool_config *cfg)
 	size_t layout_len;
 
 	if (cfg == NULL || cfg->path == NULL || cfg->path[0] == '\0')
-		return pm__err(-EINVAL, "pool config has no path");
+		return pm_error_set(-EINVAL, "pool config has no path");
 	if (cfg->layout == NULL || cfg->layout[0] == '\0')
-		return pm__err(-EINVAL, "pool config has no layout name");
+		return pm_error_set(-EINVAL, "pool config has no layout name");
 	layout_len = strnlen(cfg->layout, PM_POOL_LAYOUT_MAX + 1);
 	if (layout_len > PM_POOL_LAYOUT_MAX)
-		return pm__err(-EINVAL, "layout name is longer than %d characters",
+		return pm_error_set(-EINVAL, "layout name is longer than %d characters",
 			PM_POOL_LAYOUT_MAX);
 	return 0;
 }
@@ -254,14 +253,14 @@ pm_pool_isolated_check(const char *path, const char *layout, unsigned timeout_s)
 	/* Non-blocking: the parent polls the read end. The child's single
 	 * write of sizeof(v) < PIPE_BUF bytes into the empty pipe fits whole. */
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-		return pm__err(-errno, "pipe: %s", strerror(errno));
+		return pm_error_set(-errno, "pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid < 0) {
 		int err = errno;
 
 		close(fds[0]);
 		close(fds[1]);
-		return pm__err(-err, "fork for the pool check: %s", strerror(err));
+		return pm_error_set(-err, "fork for the pool check: %s", strerror(err));
 	}
 	if (pid == 0) {
 		close(fds[0]);
@@ -283,20 +282,20 @@ pm_pool_isolated_check(const char *path, const char *layout, unsigned timeout_s)
 	/* A SIGKILL after our kill is the time limit; any other signal (an OOM
 	 * kill included) ended the check by itself. */
 	if (reaped && WIFSIGNALED(status) && (wait_ret == 0 || WTERMSIG(status) != SIGKILL))
-		return pm__err(PM_E_CORRUPT,
+		return pm_error_set(PM_E_CORRUPT,
 			"%s: PMDK crashed (signal %d) while checking the pool: it is damaged",
 			path, WTERMSIG(status));
 	if (wait_ret < 0)
-		return pm__err(wait_ret, "%s: waiting for the pool check: %s", path,
+		return pm_error_set(wait_ret, "%s: waiting for the pool check: %s", path,
 			strerror(-wait_ret));
 	if (wait_ret == 1)
-		return pm__err(PM_E_CORRUPT,
+		return pm_error_set(PM_E_CORRUPT,
 			"%s: PMDK did not finish checking the pool within %u s: it is damaged "
 			"(or larger than check_timeout_s allows)", path, timeout_s);
 	if (got != sizeof(v) || (reaped && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)))
-		return pm__err(PM_E_CORRUPT, "%s: the pool check did not complete", path);
+		return pm_error_set(PM_E_CORRUPT, "%s: the pool check did not complete", path);
 	if (v.code != 0)
-		return pm__err(v.code, "%s", v.msg);
+		return pm_error_set(v.code, "%s", v.msg);
 	return 0;
 }
 
@@ -309,19 +308,19 @@ pm_pool_precheck(const char *path, struct stat *st)
 	int fd;
 
 	if (stat(path, st) != 0)
-		return pm__err(-errno, "%s: %s", path, strerror(errno));
+		return pm_error_set(-errno, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st->st_mode))
-		return pm__err(PM_E_CORRUPT, "%s: not a regular file", path);
+		return pm_error_set(PM_E_CORRUPT, "%s: not a regular file", path);
 	if ((size_t)st->st_size < PM_POOL_MIN_SIZE)
-		return pm__err(PM_E_CORRUPT, "%s: %lld bytes, smaller than any pool (%zu)",
+		return pm_error_set(PM_E_CORRUPT, "%s: %lld bytes, smaller than any pool (%zu)",
 			path, (long long)st->st_size, PM_POOL_MIN_SIZE);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return pm__err(-errno, "%s: %s", path, strerror(errno));
+		return pm_error_set(-errno, "%s: %s", path, strerror(errno));
 	n = pread(fd, sig, sizeof(sig), 0);
 	close(fd);
 	if (n != (ssize_t)sizeof(sig) || memcmp(sig, "PMEMOBJ", 8) != 0)
-		return pm__err(PM_E_CORRUPT, "%s: no pmemobj signature: not a pool", path);
+		return pm_error_set(PM_E_CORRUPT, "%s: no pmemobj signature: not a pool", path);
 	return 0;
 }
 
@@ -332,21 +331,21 @@ pm_pool_check_header(PMEMobjpool *pop, const struct pm_pool_config *cfg)
 	const struct pm_pool_hdr *hdr = pmemobj_direct(pmemobj_root(pop, 0));
 
 	if (pmemobj_root_size(pop) < PM_POOL_HDR_SIZE || hdr == NULL)
-		return pm__err(PM_E_CORRUPT, "%s: no pm header: not made by pm_pool_create",
+		return pm_error_set(PM_E_CORRUPT, "%s: no pm header: not made by pm_pool_create",
 			cfg->path);
 	if (memcmp(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic)) != 0)
-		return pm__err(PM_E_CORRUPT,
+		return pm_error_set(PM_E_CORRUPT,
 			"%s: no pm header magic: pool creation did not complete", cfg->path);
 	if (hdr->checksum != pm_pool_hdr_checksum(hdr) || hdr->hdr_size != PM_POOL_HDR_SIZE)
-		return pm__err(PM_E_CORRUPT, "%s: pm header checksum mismatch", cfg->path);
+		return pm_error_set(PM_E_CORRUPT, "%s: pm header checksum mismatch", cfg->path);
 	if (hdr->version != cfg->version)
-		return pm__err(PM_E_VERSION, "%s: layout version %u, expected %u", cfg->path,
+		return pm_error_set(PM_E_VERSION, "%s: layout version %u, expected %u", cfg->path,
 			hdr->version, cfg->version);
 	if (hdr->root_size != cfg->root_size)
-		return pm__err(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
+		return pm_error_set(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
 			cfg->path, (unsigned long long)hdr->root_size, cfg->root_size);
 	if (pmemobj_root_size(pop) < PM_POOL_ROOT_SPAN(hdr->root_size))
-		return pm__err(PM_E_CORRUPT, "%s: root object smaller than its header says",
+		return pm_error_set(PM_E_CORRUPT, "%s: root object smaller than its header says",
 			cfg->path);
 	return 0;
 }
@@ -367,7 +366,7 @@ pm_pool_wrap(PMEMobjpool *pop, size_t size, const struct pm_pool_config *cfg,
 		return ret;
 	pool = calloc(1, sizeof(*pool));
 	if (pool == NULL)
-		return pm__err(-ENOMEM, "out of memory");
+		return pm_error_set(-ENOMEM, "out of memory");
 	root = pmemobj_root(pop, 0);
 	pool->pop = pop;
 	/* PMEMobjpool is the start of the pool's mapping. */
@@ -399,24 +398,24 @@ pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 	size_t size;
 	int ret;
 
-	pm__err_clear();
+	pm_error_clear();
 	ret = pm_pool_config_check(cfg);
 	if (ret != 0)
 		return ret;
 	size = cfg->pool_size != 0 ? cfg->pool_size : PM_POOL_DEFAULT_SIZE;
 	if (size < PM_POOL_MIN_SIZE)
-		return pm__err(-EINVAL, "pool size %zu is below the minimum %zu", size,
+		return pm_error_set(-EINVAL, "pool size %zu is below the minimum %zu", size,
 			PM_POOL_MIN_SIZE);
 	if (stat(cfg->path, &st) == 0)
-		return pm__err(-EEXIST, "%s: already exists", cfg->path);
+		return pm_error_set(-EEXIST, "%s: already exists", cfg->path);
 
 	pop = pmemobj_create(cfg->path, cfg->layout, size, cfg->file_mode);
 	if (pop == NULL)
-		return pm__err(errno > 0 ? -errno : -EINVAL, "%s: %s", cfg->path,
+		return pm_error_set(errno > 0 ? -errno : -EINVAL, "%s: %s", cfg->path,
 			pmemobj_errormsg());
 	root = pmemobj_root(pop, PM_POOL_ROOT_SPAN(cfg->root_size));
 	if (OID_IS_NULL(root)) {
-		ret = pm__err(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
+		ret = pm_error_set(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
 			cfg->path, cfg->root_size, pmemobj_errormsg());
 		goto fail;
 	}
@@ -447,7 +446,7 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 	struct stat st;
 	int ret;
 
-	pm__err_clear();
+	pm_error_clear();
 	ret = pm_pool_config_check(cfg);
 	if (ret != 0)
 		return ret;
@@ -461,7 +460,7 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 	}
 	pop = pmemobj_open(cfg->path, cfg->layout);
 	if (pop == NULL)
-		return pm__err(pm_pool_errno_code(errno), "%s: %s", cfg->path,
+		return pm_error_set(pm_pool_errno_code(errno), "%s: %s", cfg->path,
 			pmemobj_errormsg());
 	ret = pm_pool_wrap(pop, (size_t)st.st_size, cfg, out);
 	if (ret != 0)
@@ -487,7 +486,7 @@ pm_pool_close(struct pm_pool **pool)
 {
 	int ret;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (pool == NULL || *pool == NULL)
 		return 0;
 	ret = pm_region_remove((*pool)->base);
@@ -550,9 +549,9 @@ pm_pool_off(const struct pm_pool *pool, const void *ptr)
 int
 pm_pool_ptr(const struct pm_pool *pool, uint64_t off, size_t len, void **out)
 {
-	pm__err_clear();
+	pm_error_clear();
 	if (off == PM_OFF_NULL || off > pool->size || len > pool->size - off)
-		return pm__err(-ERANGE, "offset %llu+%zu is outside the pool (%zu bytes)",
+		return pm_error_set(-ERANGE, "offset %llu+%zu is outside the pool (%zu bytes)",
 			(unsigned long long)off, len, pool->size);
 	*out = pool->base + off;
 	return 0;
@@ -564,11 +563,11 @@ pm_pool_alloc(struct pm_pool *pool, size_t size, uint64_t type_num, uint64_t *of
 {
 	PMEMoid oid;
 
-	pm__err_clear();
+	pm_error_clear();
 	if (size == 0)
-		return pm__err(-EINVAL, "allocation of 0 bytes");
+		return pm_error_set(-EINVAL, "allocation of 0 bytes");
 	if (pmemobj_zalloc(pool->pop, &oid, size, type_num) != 0)
-		return pm__err(-ENOMEM, "allocation of %zu bytes: %s", size,
+		return pm_error_set(-ENOMEM, "allocation of %zu bytes: %s", size,
 			pmemobj_errormsg());
 	*off = oid.off;
 	return 0;
@@ -580,9 +579,9 @@ pm_pool_free(struct pm_pool *pool, uint64_t off)
 {
 	PMEMoid oid = { .pool_uuid_lo = pool->uuid_lo, .off = off };
 
-	pm__err_clear();
+	pm_error_clear();
 	if (off == PM_OFF_NULL || off >= pool->size)
-		return pm__err(-ERANGE, "offset %llu is outside the pool",
+		return pm_error_set(-ERANGE, "offset %llu is outside the pool",
 			(unsigned long long)off);
 	pmemobj_free(&oid);
 	return 0;

@@ -53,16 +53,18 @@ rdma_conn_open(struct rdma_conn **out, const char *uri,
 	struct rdma_conn *c;
 	int ret;
 
+	pm_error_clear();
 	if (cfg == NULL) {
 		rdma_conn_config_init(&defaults);
 		cfg = &defaults;
 	}
 	if (out == NULL || uri == NULL || cfg->token == NULL ||
 	    strlen(cfg->token) > RDMA_TOKEN_MAX || cfg->timeout_ms == 0)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "rdma_conn_open: no output or URI, a token longer "
+			"than %d bytes, or timeout_ms 0", RDMA_TOKEN_MAX);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "rdma_conn_open: out of memory");
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
 		if (strncmp(uri, schemes[i].scheme, strlen(schemes[i].scheme)) == 0)
 			c->backend = schemes[i].backend;
@@ -71,7 +73,8 @@ rdma_conn_open(struct rdma_conn **out, const char *uri,
 		ret = c->uri == NULL ? -ENOMEM : -EINVAL;
 		free(c->uri);
 		free(c);
-		return ret;
+		return pm_error_set(ret, "rdma_conn_open: %s: %s", uri,
+			ret == -ENOMEM ? "out of memory" : "unknown URI scheme");
 	}
 	strcpy(c->token, cfg->token);
 	c->timeout_ms = cfg->timeout_ms;
@@ -83,35 +86,39 @@ rdma_conn_open(struct rdma_conn **out, const char *uri,
 	if (ret != 0) {
 		free(c->uri);
 		free(c);
-		return ret;
+		return pm_error_set(ret, "rdma_conn_open: %s: %s", uri, pm_strerror(ret));
 	}
 	c->state = RDMA__IDLE;
 	*out = c;
 	return 0;
 }
 
-/* Bounded wait for a batch in flight before its buffers are released. */
-static void
+/* Bounded wait for a batch in flight before its buffers are released; 0 or
+ * how that batch ended. */
+static int
 conn_drain(struct rdma_conn *c)
 {
 	if (c->state == RDMA__INFLIGHT || c->state == RDMA__DEFERRED)
-		(void)rdma_wait(c);
+		return rdma_wait(c);
+	return 0;
 }
 
-void
+int
 rdma_conn_close(struct rdma_conn **cp)
 {
 	struct rdma_conn *c;
+	int ret;
 
 	if (cp == NULL || *cp == NULL)
-		return;
+		return 0;
 	c = *cp;
-	conn_drain(c);
+	ret = conn_drain(c);
 	if (c->be != NULL)
 		c->backend->close(c);
 	free(c->uri);
 	free(c);
 	*cp = NULL;
+	return ret;
 }
 
 int
@@ -121,6 +128,7 @@ rdma_conn_reconnect(struct rdma_conn *c)
 	unsigned nold = c->nregions;
 	int ret;
 
+	pm_error_clear();
 	memcpy(old, c->regions, sizeof(old));
 	if (c->state == RDMA__INFLIGHT)
 		c->state = RDMA__BROKEN; /* abandoned, as documented */
@@ -131,12 +139,13 @@ rdma_conn_reconnect(struct rdma_conn *c)
 	c->state = RDMA__BROKEN;
 	ret = c->backend->open(c, conn_target(c));
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "rdma_conn_reconnect: %s: %s", c->uri, pm_strerror(ret));
 	if (c->nregions != nold || memcmp(old, c->regions, nold * sizeof(old[0])) != 0) {
 		/* Keep the old table: handles the caller holds stay meaningful. */
 		c->nregions = nold;
 		memcpy(c->regions, old, sizeof(old));
-		return RDMA_E_PROTO;
+		return pm_error_set(RDMA_E_PROTO, "rdma_conn_reconnect: %s: the node's regions "
+			"changed", c->uri);
 	}
 	c->state = RDMA__IDLE;
 	return 0;
@@ -214,19 +223,20 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 {
 	int ret;
 
+	pm_error_clear();
 	switch (c->state) {
 	case RDMA__IDLE:
 		break;
 	case RDMA__BROKEN:
-		return RDMA_E_CONN;
+		return pm_error_set(RDMA_E_CONN, "rdma_post: the connection is broken; reconnect");
 	default:
-		return -EBUSY;
+		return pm_error_set(-EBUSY, "rdma_post: a batch is already in flight");
 	}
 	if (c->fault == RDMA_FAULT_FAIL)
-		return RDMA_E_INJECTED;
+		return pm_error_set(RDMA_E_INJECTED, "rdma_post: injected failure");
 	ret = rdma__batch_check(b, c->regions, c->nregions);
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "rdma_post: the batch is invalid: %s", pm_strerror(ret));
 	count_posted(b);
 	c->batch = b;
 	c->post_ns = rdma__now_ns();
@@ -240,7 +250,10 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 	}
 	c->state = RDMA__INFLIGHT;
 	ret = c->backend->post(c, b);
-	return ret == 0 ? 0 : conn_fail(c, ret);
+	if (ret != 0)
+		return pm_error_set(conn_fail(c, ret), "rdma_post: %s backend: %s",
+			c->backend->name, pm_strerror(ret));
+	return 0;
 }
 
 int

@@ -487,13 +487,15 @@ rdma_node_open(struct rdma_node **out, const struct rdma_node_config *cfg)
 	struct rdma_node *n;
 	unsigned nregions = 0;
 	struct stat st;
+	char why[256];
 	int ret;
 
+	pm_error_clear();
 	if (out == NULL || cfg == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "rdma_node_open: no %s", out == NULL ? "output" : "config");
 	n = calloc(1, sizeof(*n));
 	if (n == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "rdma_node_open: out of memory");
 	n->log = cfg->log;
 	n->log_arg = cfg->log_arg;
 	n->listen_fd = -1;
@@ -558,10 +560,14 @@ rdma_node_open(struct rdma_node **out, const struct rdma_node_config *cfg)
 	*out = n;
 	return 0;
 fail_pool:
+	/* The pool's own message says most; closing the pool clears it. */
+	snprintf(why, sizeof(why), "%s", pm_errormsg()[0] != '\0' ? pm_errormsg() : pm_strerror(ret));
 	pm_pool_close(&n->pool);
+	node_free(n);
+	return pm_error_set(ret, "rdma_node_open: %s: %s", cfg->pool_path, why);
 fail:
 	node_free(n);
-	return ret;
+	return pm_error_set(ret, "rdma_node_open: %s", pm_strerror(ret));
 }
 
 /* rdma_node_region_count -- regions in the table */
@@ -826,7 +832,7 @@ node_on_hello(struct rdma_node *n, struct node_client *c, const uint8_t *body)
 	if (ret != 0) {
 		node_count(&n->clients_refused);
 		node_log(n, RDMA_NODE_LOG_WARN, "client %s: refused by %s: %s", c->peer,
-			s->srv->name, rdma_strerror(ret));
+			s->srv->name, pm_strerror(ret));
 		(void)node_refuse(c, c->hdr.seq, ret, "backend could not admit the client");
 		node_client_close(n, c, "refused");
 		return false;
@@ -834,7 +840,7 @@ node_on_hello(struct rdma_node *n, struct node_client *c, const uint8_t *body)
 	mlen = rdma_wire_welcome_encode(msg, sizeof(msg), c->hdr.seq, &welcome);
 	if (mlen < 0) {
 		node_log(n, RDMA_NODE_LOG_ERROR, "client %s: cannot encode WELCOME: %s", c->peer,
-			rdma_strerror(mlen));
+			pm_strerror(mlen));
 		(void)node_refuse(c, c->hdr.seq, mlen, "cannot encode WELCOME");
 		node_client_close(n, c, "cannot encode WELCOME");
 		return false;
@@ -1178,10 +1184,10 @@ node_start_servers(struct rdma_node *n, unsigned backends)
 		s->state = NULL;
 		if (ret == RDMA_E_NO_DEVICE) {
 			node_log(n, RDMA_NODE_LOG_WARN, "not serving %s: %s", all[i]->name,
-				rdma_strerror(ret));
+				pm_strerror(ret));
 		} else {
 			node_log(n, RDMA_NODE_LOG_ERROR, "cannot serve %s: %s", all[i]->name,
-				rdma_strerror(ret));
+				pm_strerror(ret));
 			if (first_err == 0)
 				first_err = ret;
 		}

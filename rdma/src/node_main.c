@@ -857,7 +857,7 @@ cmd_serve(const struct node_opts *o)
 			node_main_logf(RDMA_NODE_LOG_ERROR,
 				"--durability pmem: %s is not on persistent memory", o->pool);
 		node_main_logf(RDMA_NODE_LOG_ERROR, "cannot open the node: %s (exit %d)",
-			rdma_strerror(ret), code);
+			pm_strerror(ret), code);
 		return code;
 	}
 
@@ -872,7 +872,7 @@ cmd_serve(const struct node_opts *o)
 		int code = serve_exit_code(ret);
 
 		node_main_logf(RDMA_NODE_LOG_ERROR, "cannot serve on %s:%u: %s (exit %d)",
-			o->listen, (unsigned)o->port, rdma_strerror(ret), code);
+			o->listen, (unsigned)o->port, pm_strerror(ret), code);
 		rdma_node_close(&node);
 		return code;
 	}
@@ -909,7 +909,7 @@ cmd_serve(const struct node_opts *o)
 		unlink(o->ready_file);
 	ret = rdma_node_close(&node);
 	if (ret != 0) {
-		node_main_logf(RDMA_NODE_LOG_ERROR, "closing the node: %s", rdma_strerror(ret));
+		node_main_logf(RDMA_NODE_LOG_ERROR, "closing the node: %s", pm_strerror(ret));
 		return EX_SOFTWARE;
 	}
 	node_main_logf(RDMA_NODE_LOG_INFO, "shut down cleanly");
@@ -951,7 +951,7 @@ cmd_status(const struct node_opts *o)
 		fprintf(stderr, "dmkv-node: the node at %s refused the token\n", target);
 		return EX_NOPERM;
 	}
-	fprintf(stderr, "dmkv-node: no node answers at %s: %s\n", target, rdma_strerror(ret));
+	fprintf(stderr, "dmkv-node: no node answers at %s: %s\n", target, pm_strerror(ret));
 	return EX_UNAVAILABLE;
 }
 

@@ -135,7 +135,7 @@ ofi_slot_post_recv(struct ofi_server *s, struct ofi_slot *sl)
 	if (ret != -EAGAIN)
 		rdma__log(s->env, RDMA_NODE_LOG_WARN,
 			"%s: posting a receive failed: %s", s->name,
-			rdma_strerror(ret));
+			pm_strerror(ret));
 }
 
 /*
@@ -175,7 +175,7 @@ ofi_slot_send(struct ofi_server *s, struct ofi_slot *sl)
 	}
 	/* a lost reply costs that client a timeout, never the node */
 	rdma__log(s->env, RDMA_NODE_LOG_WARN, "%s: reply not sent: %s",
-		s->name, rdma_strerror(ret));
+		s->name, pm_strerror(ret));
 	ofi_slot_recycle(s, sl);
 }
 
@@ -231,7 +231,7 @@ ofi_handle_comp(struct ofi_server *s, const struct rdma__ofi_comp *comp)
 		if (comp->status != 0)
 			rdma__log(s->env, RDMA_NODE_LOG_WARN,
 				"%s: reply send failed: %s", s->name,
-				rdma_strerror(comp->status));
+				pm_strerror(comp->status));
 		ofi_slot_recycle(s, sl);
 		return;
 	}
@@ -242,7 +242,7 @@ ofi_handle_comp(struct ofi_server *s, const struct rdma__ofi_comp *comp)
 				__ATOMIC_RELAXED);
 			rdma__log(s->env, RDMA_NODE_LOG_WARN,
 				"%s: receive failed: %s", s->name,
-				rdma_strerror(comp->status));
+				pm_strerror(comp->status));
 		}
 		ofi_slot_post_recv(s, sl);
 		return;
@@ -290,7 +290,7 @@ ofi_progress(void *arg)
 		if (n < 0) {
 			rdma__log(s->env, RDMA_NODE_LOG_ERROR,
 				"%s: completion queue failed: %s", s->name,
-				rdma_strerror(n));
+				pm_strerror(n));
 			n = 0;
 		}
 		for (int i = 0; i < n; i++)
@@ -397,7 +397,7 @@ ofi_server_start(enum rdma__ofi_prov prov, const char *name, void **state,
 		RDMA__OFI_SOURCE | RDMA__OFI_RMA_EVENTS);
 	if (ret != 0) {
 		rdma__log(env, RDMA_NODE_LOG_WARN, "%s: cannot open: %s", name,
-			rdma_strerror(ret));
+			pm_strerror(ret));
 		free(s);
 		return ret;
 	}
@@ -409,7 +409,7 @@ ofi_server_start(enum rdma__ofi_prov prov, const char *name, void **state,
 		if (ret != 0) {
 			rdma__log(env, RDMA_NODE_LOG_ERROR,
 				"%s: registering region %u failed: %s", name, i,
-				rdma_strerror(ret));
+				pm_strerror(ret));
 			goto fail;
 		}
 		s->nmr = i + 1;
@@ -474,7 +474,7 @@ ofi_server_admit(void *state, const struct rdma_wire_hello *hello,
 	if (ret != 0) {
 		rdma__log(s->env, RDMA_NODE_LOG_WARN,
 			"%s: client address refused: %s", s->name,
-			rdma_strerror(ret));
+			pm_strerror(ret));
 		return ret;
 	}
 	if (s->ofi.name_len > sizeof(welcome->addr))

@@ -506,10 +506,10 @@ TEST(RdmaLocal, ProcessesShareTheNode)
 TEST(RdmaError, Strings)
 {
 	for (int code = RDMA_E_LAST; code <= RDMA_E_BASE - 1; code++)
-		EXPECT_STRNE(rdma_strerror(code), "unknown error");
-	EXPECT_STREQ(rdma_strerror(RDMA_E_BOUNDS), "access outside the region");
-	EXPECT_NE(std::string(rdma_strerror(-ENOENT)).size(), 0u);
-	EXPECT_STREQ(rdma_strerror(1), "unknown error");
+		EXPECT_STRNE(pm_strerror(code), "unknown error");
+	EXPECT_STREQ(pm_strerror(RDMA_E_BOUNDS), "access outside the region");
+	EXPECT_NE(std::string(pm_strerror(-ENOENT)).size(), 0u);
+	EXPECT_STREQ(pm_strerror(1), "unknown error");
 }
 
 } // namespace

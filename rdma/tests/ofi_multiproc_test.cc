@@ -161,7 +161,7 @@ rdma_conn *ChildConnect(const std::string &uri, unsigned timeout_ms = 10000)
 	rdma_conn *c = nullptr;
 	int ret = rdma_conn_open(&c, uri.c_str(), &cfg);
 	if (ret != 0) {
-		std::fprintf(stderr, "child: connect %s: %s\n", uri.c_str(), rdma_strerror(ret));
+		std::fprintf(stderr, "child: connect %s: %s\n", uri.c_str(), pm_strerror(ret));
 		return nullptr;
 	}
 	return c;
@@ -187,7 +187,7 @@ int ChildWriter(const std::string &uri, unsigned versions)
 		rdma_batch_cas(&b, 0, kMetaOff, v - 1, v, &old);
 		int ret = rdma_execute(c, &b);
 		if (ret != 0) {
-			std::fprintf(stderr, "writer: version %" PRIu64 ": %s\n", v, rdma_strerror(ret));
+			std::fprintf(stderr, "writer: version %" PRIu64 ": %s\n", v, pm_strerror(ret));
 			return kChildBatch;
 		}
 		if (old != v - 1) {
@@ -230,7 +230,7 @@ int ChildReader(const std::string &uri, uint64_t final_version, unsigned max_rea
 		rdma_batch_read(&b, 0, kBufOff, buf.data(), kBufLen);
 		int ret = rdma_execute(c, &b);
 		if (ret != 0) {
-			std::fprintf(stderr, "reader: batch %u: %s\n", i, rdma_strerror(ret));
+			std::fprintf(stderr, "reader: batch %u: %s\n", i, pm_strerror(ret));
 			return kChildBatch;
 		}
 		if (meta != last_meta) {
@@ -283,20 +283,20 @@ int ChildNetClient(const std::string &uri)
 	rdma_batch_persist(&b, 0, kMetaOff, 8);
 	int ret = rdma_execute(c, &b);
 	if (ret != 0) {
-		std::fprintf(stderr, "netclient: durable batch: %s\n", rdma_strerror(ret));
+		std::fprintf(stderr, "netclient: durable batch: %s\n", pm_strerror(ret));
 		return kChildBatch;
 	}
 	rdma_batch_init(&b);
 	rdma_batch_faa(&b, 0, kMetaOff, 2, &faa_old);
 	if ((ret = rdma_execute(c, &b)) != 0) {
-		std::fprintf(stderr, "netclient: faa: %s\n", rdma_strerror(ret));
+		std::fprintf(stderr, "netclient: faa: %s\n", pm_strerror(ret));
 		return kChildBatch;
 	}
 	rdma_batch_init(&b);
 	rdma_batch_read(&b, 0, kMetaOff, &meta, 8);
 	rdma_batch_read(&b, 0, kBufOff, dst.data(), kBufLen);
 	if ((ret = rdma_execute(c, &b)) != 0) {
-		std::fprintf(stderr, "netclient: read: %s\n", rdma_strerror(ret));
+		std::fprintf(stderr, "netclient: read: %s\n", pm_strerror(ret));
 		return kChildBatch;
 	}
 	rdma_conn_close(&c);
@@ -423,7 +423,7 @@ TEST_P(OfiMultiProcTest, KilledNodeRestartsWithPersistedData)
 	rdma_batch_init(&b);
 	ASSERT_EQ(rdma_batch_read(&b, 0, kMetaOff, &meta, 8), 0);
 	int ret = rdma_execute(c, &b);
-	EXPECT_TRUE(ret == RDMA_E_CONN || ret == -ETIMEDOUT) << rdma_strerror(ret);
+	EXPECT_TRUE(ret == RDMA_E_CONN || ret == -ETIMEDOUT) << pm_strerror(ret);
 
 	// Same pool, same port (the last --port wins).
 	rdmatest::NodeOptions o = DaemonOptions(Name("mp_kill"));

@@ -143,7 +143,7 @@ rdma_conn *Connect(const std::string &uri, const char *token = kToken,
 	cfg.max_provider_ops = max_provider_ops;
 	rdma_conn *c = nullptr;
 	int ret = rdma_conn_open(&c, uri.c_str(), &cfg);
-	EXPECT_EQ(ret, 0) << uri << ": " << rdma_strerror(ret);
+	EXPECT_EQ(ret, 0) << uri << ": " << pm_strerror(ret);
 	return c;
 }
 
@@ -184,7 +184,7 @@ protected:
 					"\"verbs;ofi_rxm\" provider here (fi_getinfo found "
 					"none with messages, RMA and 8-byte atomics); "
 					"ofi+verbs tests need an RDMA NIC or Soft-RoCE";
-			ASSERT_EQ(ret, 0) << rdma_strerror(ret);
+			ASSERT_EQ(ret, 0) << pm_strerror(ret);
 		}
 		const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
 		std::string name = std::string(info->name());
@@ -596,7 +596,7 @@ TEST_P(OfiTest, NodeClosedThenReconnect)
 			ASSERT_EQ(rdma_batch_persist(&b, 0, 512, 8), 0);
 		}
 		int ret = rdma_execute(c, &b);
-		EXPECT_TRUE(ret == RDMA_E_CONN || ret == -ETIMEDOUT) << rdma_strerror(ret);
+		EXPECT_TRUE(ret == RDMA_E_CONN || ret == -ETIMEDOUT) << pm_strerror(ret);
 	}
 	EXPECT_EQ(rdma_conn_reconnect(c), RDMA_E_CONN);
 
@@ -607,7 +607,7 @@ TEST_P(OfiTest, NodeClosedThenReconnect)
 		if (ret == -EADDRINUSE)
 			usleep(100000);
 	}
-	ASSERT_EQ(ret, 0) << rdma_strerror(ret);
+	ASSERT_EQ(ret, 0) << pm_strerror(ret);
 	ASSERT_EQ(rdma_conn_reconnect(c), 0);
 	rdma_batch_init(&b);
 	ASSERT_EQ(rdma_batch_read(&b, 0, 512, &got, 8), 0);
@@ -634,7 +634,7 @@ TEST_P(OfiTest, AbandonedBatchThenClose)
 		ASSERT_EQ(rdma_batch_write(&b, 0, 0, big.data(), 60000), 0);
 		ASSERT_EQ(rdma_batch_persist(&b, 0, 0, kRegion0), 0);
 		int ret = rdma_execute(c, &b);
-		EXPECT_TRUE(ret == 0 || ret == -ETIMEDOUT) << rdma_strerror(ret);
+		EXPECT_TRUE(ret == 0 || ret == -ETIMEDOUT) << pm_strerror(ret);
 		timeouts += ret == -ETIMEDOUT;
 		rdma_conn_close(&c);
 	}
@@ -945,7 +945,7 @@ TEST(OfiVerbsNoDevice, ConnOpenFailsCleanly)
 	int ret = rdma_conn_open(&c, "ofi+verbs://127.0.0.1:1", &cfg);
 	EXPECT_EQ(c, nullptr);
 	if (probe == RDMA_E_NO_DEVICE) {
-		EXPECT_EQ(ret, RDMA_E_NO_DEVICE) << rdma_strerror(ret);
+		EXPECT_EQ(ret, RDMA_E_NO_DEVICE) << pm_strerror(ret);
 	} else {
 		EXPECT_NE(ret, 0);
 	}

@@ -673,10 +673,10 @@ protected:
 		rdma_node_serve_config scfg = rdmatest::ServeConfig("127.0.0.1", RDMA_NODE_SERVE_VERBS);
 		int ret = rdma_node_serve(node_, &scfg);
 		if (!expect_ok) {
-			EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << rdma_strerror(ret);
+			EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << pm_strerror(ret);
 			return;
 		}
-		ASSERT_EQ(0, ret) << rdma_strerror(ret);
+		ASSERT_EQ(0, ret) << pm_strerror(ret);
 		for (unsigned i = 0; i < 2; i++)
 			ASSERT_EQ(0, rdma_node_region(node_, i, &info_[i], &mem_[i]));
 		uri_ = "verbs://127.0.0.1:" + std::to_string(rdma_node_port(node_));
@@ -925,7 +925,7 @@ TEST_F(FakeVerbs, NodeStopAndRestart)
 	ASSERT_EQ(0, rdma_execute(c_, &b));
 	StopNode();
 	int ret = rdma_execute(c_, &b);
-	EXPECT_EQ(RDMA_E_CONN, ret) << rdma_strerror(ret);
+	EXPECT_EQ(RDMA_E_CONN, ret) << pm_strerror(ret);
 	EXPECT_NE(0, rdma_conn_reconnect(c_));
 	// A failed reconnect leaves the region table as it was.
 	ASSERT_EQ(2u, rdma_conn_region_count(c_));

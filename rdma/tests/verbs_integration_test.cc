@@ -65,7 +65,7 @@ TEST(VerbsNoDevice, ConnOpenFailsCleanly)
 
 	EXPECT_EQ(nullptr, c);
 	if (DeviceCount() == 0) {
-		EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << rdma_strerror(ret);
+		EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << pm_strerror(ret);
 	} else {
 		// Nothing listens on port 1: refused, never a hang or success.
 		EXPECT_NE(0, ret);
@@ -89,9 +89,9 @@ TEST(VerbsNoDevice, NodeServeVerbsOnly)
 	int ret = rdma_node_serve(n, &scfg);
 	struct rdma_node_status st;
 	if (DeviceCount() == 0) {
-		EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << rdma_strerror(ret);
+		EXPECT_EQ(RDMA_E_NO_DEVICE, ret) << pm_strerror(ret);
 	} else {
-		ASSERT_EQ(0, ret) << rdma_strerror(ret);
+		ASSERT_EQ(0, ret) << pm_strerror(ret);
 		rdma_node_get_status(n, &st);
 		EXPECT_EQ((unsigned)RDMA_NODE_SERVE_VERBS, st.backends);
 	}
@@ -110,7 +110,7 @@ protected:
 		ASSERT_EQ(0, rdma_node_open(&node_, &cfg));
 		rdma_node_serve_config scfg = rdmatest::ServeConfig(rdmatest::RdmaTestHost(), RDMA_NODE_SERVE_VERBS);
 		int ret = rdma_node_serve(node_, &scfg);
-		ASSERT_EQ(0, ret) << rdma_strerror(ret) << " (node host " << rdmatest::RdmaTestHost()
+		ASSERT_EQ(0, ret) << pm_strerror(ret) << " (node host " << rdmatest::RdmaTestHost()
 				  << "; set RDMA_VERBS_TEST_HOST to the RDMA netdev's address)";
 		for (unsigned i = 0; i < 2; i++)
 			ASSERT_EQ(0, rdma_node_region(node_, i, &info_[i], &mem_[i]));
@@ -308,7 +308,7 @@ TEST_F(VerbsNode, ReconnectAndNodeStop)
 	ASSERT_EQ(0, rdma_node_close(&node_));
 	int ret = rdma_execute(c_, &b);
 	EXPECT_TRUE(ret == RDMA_E_CONN || ret == -ETIMEDOUT || ret == -EIO)
-		<< rdma_strerror(ret);
+		<< pm_strerror(ret);
 	EXPECT_EQ(RDMA_E_CONN, rdma_post(c_, &b));
 	EXPECT_NE(0, rdma_conn_reconnect(c_));
 }

@@ -27,15 +27,16 @@
  * Eviction. A slot is evicted only when its owner's OS thread no longer
  * exists: its entry in /proc/self/task is gone, is a zombie, or belongs to a
  * newer thread (another start time, field 22 of its stat). The directory is
- * opened once, at create, and looked up relative to that fd, so that a later
- * chroot or unmount of /proc cannot make every thread look gone; if it could
- * not be opened nothing is ever evicted, and a missing entry is believed
- * only while the caller's own entry is there (reclaim_owner_dead()). A dead
- * thread holds no references, so its hazard pointers can be cleared and its
- * epoch word ignored; its retired nodes may still be referenced by live
- * threads, so they go to the orphan piles and get the normal treatment from
- * whoever adopts them. The CAS on sw (with the generation) makes one evictor
- * win and fails if the slot changed owner since the liveness check.
+ * opened once, in reclaim_domain_new(), and looked up relative to that fd,
+ * so that a later chroot or unmount of /proc cannot make every thread look
+ * gone; if it could not be opened nothing is ever evicted, and a missing
+ * entry is believed only while the caller's own entry is there
+ * (reclaim_owner_dead()). A dead thread holds no references, so its hazard
+ * pointers can be cleared and its epoch word ignored; its retired nodes may
+ * still be referenced by live threads, so they go to the orphan piles and
+ * get the normal treatment from whoever adopts them. The CAS on sw (with
+ * the generation) makes one evictor win and fails if the slot changed owner
+ * since the liveness check.
  *
  * Stale handles. A handle is its slot, so after an eviction and a new claim
  * the old handle names the new owner's slot. Were a live thread ever evicted
@@ -55,6 +56,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <pm/error.h>
 
 #include "reclaim_internal.h"
 #include "reclaim_testing.h"
@@ -83,7 +86,7 @@ static const struct reclaim__scheme *const reclaim_schemes[RECLAIM_NSCHEMES] = {
 };
 
 /* RECLAIM_NONE: retired nodes stay on their lists (or the orphan piles)
- * until reclaim_domain_destroy(). */
+ * until reclaim_domain_delete(). */
 const struct reclaim__scheme reclaim__none_scheme = {
 	.hp_mode = RECLAIM__HP_OFF,
 	.evictable = true,
@@ -99,9 +102,9 @@ reclaim__now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* reclaim_config_default -- the documented defaults */
+/* reclaim_config_init -- the documented defaults */
 void
-reclaim_config_default(struct reclaim_config *cfg, enum reclaim_scheme scheme)
+reclaim_config_init(struct reclaim_config *cfg, enum reclaim_scheme scheme)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->scheme = scheme;
@@ -227,18 +230,19 @@ reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 	return 0;
 }
 
-/* reclaim_domain_create -- allocate the registry, start the roosters */
+/* reclaim_domain_new -- allocate the registry, start the roosters */
 int
-reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **out)
+reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config *cfg)
 {
+	pm_error_clear();
 	int ret = reclaim_config_check(cfg);
 
 	if (ret != 0)
-		return ret;
+		return pm_error_set(ret, "reclaim_domain_new: invalid configuration");
 	struct reclaim_domain *d = aligned_alloc(RECLAIM__CACHELINE,
 		sizeof(*d));
 	if (d == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "reclaim_domain_new: out of memory");
 	memset(d, 0, sizeof(*d));
 	/* Opened now, while /proc is surely there (domain.c top). */
 	d->task_dir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -296,7 +300,8 @@ err_free:
 	free(d->hazards);
 	free(d->slots);
 	free(d);
-	return ret;
+	return pm_error_set(ret, "reclaim_domain_new: %s", ret == -ENOMEM ? "out of memory" :
+		"cannot start the rooster threads");
 }
 
 /* reclaim_task_open -- open "TID/stat" under @d's task directory; an fd
@@ -382,7 +387,7 @@ reclaim_owner_dead(const struct reclaim__slot *s)
 
 /*
  * reclaim_evict -- evict slot @s, last read as @sw, whose owner is dead.
- * @sw is ACTIVE, or (destroy) CLAIMED or LEAVING: the owner died registering
+ * @sw is ACTIVE, or (delete) CLAIMED or LEAVING: the owner died registering
  * or unregistering. Returns true if @s no longer counts for that owner
  * (evicted here, or changed since @sw was read).
  */
@@ -449,16 +454,18 @@ reclaim__lagging(struct reclaim__slot *me, unsigned i)
 	return reclaim_evict(s, sw);
 }
 
-/* reclaim_domain_destroy -- evict the dead, stop roosters, free what is left */
+/* reclaim_domain_delete -- evict the dead, stop roosters, free what is left */
 int
-reclaim_domain_destroy(struct reclaim_domain *d)
+reclaim_domain_delete(struct reclaim_domain **dp)
 {
-	if (d == NULL)
+	pm_error_clear();
+	if (dp == NULL || *dp == NULL)
 		return 0;
+	struct reclaim_domain *d = *dp;
 	unsigned hwm = atomic_load_explicit(&d->hwm, memory_order_acquire);
 
 	/* Registered threads whose OS thread is gone would otherwise block
-	 * destroy forever; they hold no references, so evict them now. */
+	 * delete forever; they hold no references, so evict them now. */
 	for (unsigned i = 0; i < hwm; i++) {
 		struct reclaim__slot *s = &d->slots[i];
 		uint64_t sw = atomic_load_explicit(&s->sw, memory_order_acquire);
@@ -468,7 +475,8 @@ reclaim_domain_destroy(struct reclaim_domain *d)
 			continue;
 		if (!d->scheme->evictable || !reclaim_owner_dead(s) ||
 				!reclaim_evict(s, sw))
-			return -EBUSY;
+			return pm_error_set(-EBUSY, "reclaim_domain_delete: a live thread is "
+				"still registered");
 	}
 	if (d->scheme->uses_roosters)
 		reclaim__roosters_stop(d);
@@ -492,6 +500,7 @@ reclaim_domain_destroy(struct reclaim_domain *d)
 	free(d->hazards);
 	free(d->slots);
 	free(d);
+	*dp = NULL;
 	return 0;
 }
 
@@ -547,7 +556,7 @@ reclaim_claim(struct reclaim_domain *d, int tid, uint64_t start)
 				RECLAIM__SW(RECLAIM__SW_GEN(sw) + 1, RECLAIM__CLAIMED),
 				memory_order_acquire, memory_order_relaxed))
 			continue;
-		/* First thing after the claim, so that destroy judges a
+		/* First thing after the claim, so that delete judges a
 		 * thread that dies registering by its own identity. */
 		atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
 		atomic_store_explicit(&s->start, start, memory_order_relaxed);
@@ -591,19 +600,22 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 	uint64_t start = 0;
 	char state;
 
+	pm_error_clear();
 	/* Unknown start time (no /proc): the slot is never evicted. */
 	if (reclaim_task_stat(d, tid, &state, &start) != 0)
 		start = 0;
 	if (reclaim_self_registered(d, tid, start))
-		return -EEXIST;
+		return pm_error_set(-EEXIST, "reclaim_thread_register: thread %d is already "
+			"registered in this domain", tid);
 	struct reclaim__slot *s = reclaim_claim(d, tid, start);
 	if (s == NULL)
-		return -ENOSPC;
+		return pm_error_set(-ENOSPC, "reclaim_thread_register: all %u slots in use",
+			d->cfg.max_threads);
 	uint64_t gen = RECLAIM__SW_GEN(atomic_load_explicit(&s->sw,
 		memory_order_relaxed));
 
 	/* The hazard snapshot of a scan; kept with the slot for its next
-	 * owners, freed by destroy. */
+	 * owners, freed by delete. */
 	if (sch->hp_mode != RECLAIM__HP_OFF && s->scratch == NULL) {
 		s->scratch = malloc((size_t)d->cfg.max_threads *
 			d->cfg.hazards_per_thread * sizeof(void *));
@@ -611,7 +623,7 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 			atomic_store_explicit(&s->sw,
 				RECLAIM__SW(gen, RECLAIM__FREE),
 				memory_order_release);
-			return -ENOMEM;
+			return pm_error_set(-ENOMEM, "reclaim_thread_register: out of memory");
 		}
 	}
 	/* pub.reclaim__fences is left alone: like the other counters it
@@ -643,9 +655,12 @@ reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out)
 
 /* reclaim_thread_unregister -- hand the retired list over and free the slot */
 int
-reclaim_thread_unregister(struct reclaim_thread *t)
+reclaim_thread_unregister(struct reclaim_thread **tp)
 {
-	struct reclaim__slot *s = reclaim__slot_of(t);
+	pm_error_clear();
+	if (tp == NULL || *tp == NULL)
+		return 0;
+	struct reclaim__slot *s = reclaim__slot_of(*tp);
 	struct reclaim_domain *d = s->d;
 	uint64_t sw = atomic_load_explicit(&s->sw, memory_order_acquire);
 	bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) ==
@@ -659,7 +674,7 @@ reclaim_thread_unregister(struct reclaim_thread *t)
 			/* Another thread's registration: ours was evicted
 			 * and the slot claimed again. */
 			if (!own)
-				return -ESRCH;
+				goto stale;
 			/* Release: this thread's reads of nodes happen
 			 * before the frees of a grace period that reads
 			 * LEAVING (acquire) and skips the slot. */
@@ -681,14 +696,14 @@ reclaim_thread_unregister(struct reclaim_thread *t)
 			if (atomic_compare_exchange_weak_explicit(&s->sw, &sw,
 					RECLAIM__SW(gen, RECLAIM__FREE),
 					memory_order_release, memory_order_acquire))
-				return -ESRCH;
+				goto stale;
 			continue;
 		default:
 			/* FREE, CLAIMED, LEAVING: the slot is between owners
 			 * or being claimed or left by another thread, after
 			 * the caller's registration was evicted (or it
 			 * unregistered already). */
-			return -ESRCH;
+			goto stale;
 		}
 	}
 leave:
@@ -702,7 +717,11 @@ leave:
 	 * slot emptied. */
 	atomic_store_explicit(&s->sw, RECLAIM__SW(RECLAIM__SW_GEN(sw), RECLAIM__FREE),
 		memory_order_release);
+	*tp = NULL;
 	return 0;
+stale:
+	return pm_error_set(-ESRCH, "reclaim_thread_unregister: the handle no longer names "
+		"this thread's registration (evicted, or unregistered already)");
 }
 
 /* reclaim_thread_offline -- clear hazards, leave the grace periods */

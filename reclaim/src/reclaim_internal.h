@@ -4,8 +4,8 @@
  * the schemes (qsbr.c, ebr.c, hazard.c, qsense.c, urcu.c), the global epoch
  * (epoch.c) and the roosters (roosters.c). Private to the reclaim module.
  *
- * A domain owns a fixed array of max_threads slots, allocated at create and
- * never moved. A slot is a registered thread's whole state; its first member
+ * A domain owns a fixed array of max_threads slots, allocated by
+ * reclaim_domain_new() and never moved. A slot is a registered thread's whole state; its first member
  * is the public struct reclaim_thread, so a handle converts back to its slot
  * with a cast. The hazard pointers of all slots live in one separate array,
  * hp_stride pointers per slot, so that a scan reads them in one sweep.
@@ -14,7 +14,7 @@
  * function: the retired list of the slot that retired or adopted it, the
  * domain's orphan piles, or (urcu) a batch queued to liburcu. Moving nodes
  * between these places never frees or duplicates one, which is what makes
- * "freed exactly once" hold across unregister, eviction and destroy.
+ * "freed exactly once" hold across unregister, eviction and delete.
  */
 #ifndef RECLAIM_INTERNAL_H
 #define RECLAIM_INTERNAL_H
@@ -190,10 +190,11 @@ struct reclaim_domain {
 	const struct reclaim__scheme *scheme;
 	uint64_t eps_ns;
 	uint64_t liveness_ns;
-	/* /proc/self/task (O_PATH), opened at create so that a later chroot
-	 * or unmount cannot make live threads look dead; -1 if it could not
-	 * be opened, and then no thread is ever evicted. Written only by
-	 * create, destroy and reclaim__test_task_dir(). */
+	/* /proc/self/task (O_PATH), opened by reclaim_domain_new() so that
+	 * a later chroot or unmount cannot make live threads look dead; -1 if
+	 * it could not be opened, and then no thread is ever evicted. Written
+	 * only by reclaim_domain_new(), reclaim_domain_delete() and
+	 * reclaim__test_task_dir(). */
 	int task_dir;
 	unsigned hp_stride;         /* hazard pointers per slot, whole lines */
 	struct reclaim__slot *slots;
@@ -359,7 +360,7 @@ uint64_t reclaim__roosters_min_wake(const struct reclaim_domain *d);
 /* qsense.c: the roosters' periodic presence reset (Alg. 6.5 line 19). */
 void reclaim__qsense_reset_presence(struct reclaim_domain *d);
 
-/* urcu.c: wait for every queued callback (domain destroy). */
+/* urcu.c: wait for every queued callback (domain delete). */
 void reclaim__urcu_barrier(void);
 
 #endif /* RECLAIM_INTERNAL_H */

@@ -13,13 +13,14 @@
  * creator's own mask, and a worker may run wherever its mask allows). A CPU
  * whose pinning fails with EINVAL is not available to the process (it went
  * offline since, or lies outside the process's cpuset), so no worker can
- * run there either and it gets no rooster. Any other failure fails domain
- * create: a CPU that workers may use but that has no rooster would let
- * Cadence free a node whose hazard pointer still sits in that CPU's store
- * buffer. Without /sys the CPUs cannot be known, and create fails too.
+ * run there either and it gets no rooster. Any other failure fails
+ * reclaim_domain_new(): a CPU that workers may use but that has no rooster
+ * would let Cadence free a node whose hazard pointer still sits in that
+ * CPU's store buffer. Without /sys the CPUs cannot be known, and
+ * reclaim_domain_new() fails too.
  *
  * The sleep is a pthread_cond_timedwait() on CLOCK_MONOTONIC, a real sleep
- * in the kernel, which destroy can cut short: stopping takes one broadcast,
+ * in the kernel, which delete can cut short: stopping takes one broadcast,
  * not T per rooster. Whatever ends the wait, the rooster was off its CPU and
  * is back on it, so every return counts as a wake-up -- if it is back on
  * *its* CPU: when a CPU goes offline the kernel moves its rooster elsewhere,

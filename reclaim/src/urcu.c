@@ -22,7 +22,7 @@
  * ThreadSanitizer does not see liburcu's grace periods (the library is not
  * instrumented), so under TSan the quiescent states, offline, leave and
  * queueing release one sync object that the callbacks acquire, and the
- * callbacks release it for destroy's barrier: the happens-before edges that
+ * callbacks release it for delete's barrier: the happens-before edges that
  * liburcu provides.
  */
 #include <stdlib.h>

@@ -86,7 +86,7 @@ private:
 		}
 		if (!WaitFor([&] { return reclaim_drain(t) == 0; }))
 			undrained_++;
-		EXPECT_EQ(reclaim_thread_unregister(t), 0);
+		EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	}
 
 	reclaim_domain *d_;
@@ -132,7 +132,7 @@ TEST(Robustness, QsbrStopsFreeingWhileAThreadStalls)
 	uint64_t young;
 	reclaim_config cfg = BoundConfig(RECLAIM_QSBR, &young);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	// Stalled from before the first retire: no node is ever two epochs
 	// old while it stays (the epoch moves one step at most).
 	StalledThread stalled(d);
@@ -170,7 +170,7 @@ TEST(Robustness, QsbrStopsFreeingWhileAThreadStalls)
 	reclaim_stats st = Stats(d);
 	EXPECT_EQ(st.pending, 0u);
 	EXPECT_EQ(st.evicted, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 TEST(Robustness, QsenseFallsBackWithinItsBoundAndRecovers)
@@ -184,7 +184,7 @@ TEST(Robustness, QsenseFallsBackWithinItsBoundAndRecovers)
 	ASSERT_EQ(reclaim_bound_compute(&cfg, kThreads, 1, young, &b), 0);
 	ASSERT_TRUE(b.c_legal);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	StalledThread stalled(d);
 	ASSERT_EQ(stalled.register_ret(), 0);
 	{
@@ -219,7 +219,7 @@ TEST(Robustness, QsenseFallsBackWithinItsBoundAndRecovers)
 	}
 	stalled.Stop();
 	EXPECT_EQ(Stats(d).pending, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 TEST(Robustness, CadenceStaysWithinItsBound)
@@ -229,7 +229,7 @@ TEST(Robustness, CadenceStaysWithinItsBound)
 	struct reclaim_bound b;
 	ASSERT_EQ(reclaim_bound_compute(&cfg, kThreads, 1, young, &b), 0);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	StalledThread stalled(d);
 	ASSERT_EQ(stalled.register_ret(), 0);
 	{
@@ -249,7 +249,7 @@ TEST(Robustness, CadenceStaysWithinItsBound)
 	}
 	stalled.Stop();
 	EXPECT_EQ(Stats(d).pending, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 } // namespace

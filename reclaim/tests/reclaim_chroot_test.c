@@ -53,7 +53,7 @@ reader(void *arg)
 	while (!atomic_load(&done))
 		usleep(1000);
 	reclaim_op_end(t);
-	*ret = reclaim_thread_unregister(t);
+	*ret = reclaim_thread_unregister(&t);
 	return NULL;
 }
 
@@ -67,12 +67,12 @@ scenario(const char *jail, enum reclaim_scheme scheme)
 	pthread_t th;
 	int reader_ret = 0;
 
-	reclaim_config_default(&cfg, scheme);
+	reclaim_config_init(&cfg, scheme);
 	cfg.max_threads = 4;
 	cfg.quiescence_threshold = 1;
 	cfg.liveness_check_ms = 10;
 	cfg.fallback_threshold = 4;
-	if (reclaim_domain_create(&cfg, &dom) != 0)
+	if (reclaim_domain_new(&dom, &cfg) != 0)
 		return 1;
 	if (pthread_create(&th, NULL, reader, &reader_ret) != 0)
 		return 1;
@@ -85,8 +85,8 @@ scenario(const char *jail, enum reclaim_scheme scheme)
 
 		atomic_store(&done, 1);
 		pthread_join(th, NULL);
-		reclaim_thread_unregister(t);
-		reclaim_domain_destroy(dom);
+		reclaim_thread_unregister(&t);
+		reclaim_domain_delete(&dom);
 		printf("chroot: %s: skipped\n", strerror(err));
 		return SKIP_EXIT;
 	}
@@ -118,7 +118,7 @@ scenario(const char *jail, enum reclaim_scheme scheme)
 			reclaim_scheme_name(scheme), reader_ret);
 		bad = 1;
 	}
-	if (reclaim_thread_unregister(t) != 0 || reclaim_domain_destroy(dom) != 0)
+	if (reclaim_thread_unregister(&t) != 0 || reclaim_domain_delete(&dom) != 0)
 		bad = 1;
 	return bad;
 }

@@ -46,13 +46,13 @@ void RetireOps(reclaim_thread *t, Ledger &l, int ops)
 class Churn : public testing::TestWithParam<reclaim_scheme> {};
 
 // Two threads run throughout while two others join, retire and leave in a
-// loop; every node is freed exactly once by destroy at the latest.
+// loop; every node is freed exactly once by delete at the latest.
 TEST_P(Churn, JoinAndLeaveWhileOthersRun)
 {
 	reclaim_config cfg = TestConfig(GetParam());
 	cfg.max_threads = 4;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	Ledger l(2000000);
 	std::atomic<bool> stop{false};
 	std::atomic<int> rounds{0};
@@ -65,7 +65,7 @@ TEST_P(Churn, JoinAndLeaveWhileOthersRun)
 				RetireOps(t, l, 20);
 				std::this_thread::sleep_for(std::chrono::microseconds(100));
 			}
-			EXPECT_EQ(reclaim_thread_unregister(t), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		});
 	}
 	for (int i = 0; i < 2; i++) {
@@ -74,7 +74,7 @@ TEST_P(Churn, JoinAndLeaveWhileOthersRun)
 				reclaim_thread *t;
 				ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 				RetireOps(t, l, 50);
-				EXPECT_EQ(reclaim_thread_unregister(t), 0);
+				EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 				rounds++;
 			}
 		});
@@ -87,7 +87,7 @@ TEST_P(Churn, JoinAndLeaveWhileOthersRun)
 	EXPECT_EQ(st.retired, l.next.load());
 	EXPECT_EQ(st.registered, 0u);
 	EXPECT_EQ(st.evicted, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_TRUE(l.log.AllOnce(l.next.load()));
 	EXPECT_EQ(l.log.total.load(), l.next.load());
 }
@@ -95,14 +95,14 @@ TEST_P(Churn, JoinAndLeaveWhileOthersRun)
 INSTANTIATE_TEST_SUITE_P(All, Churn, testing::ValuesIn(AllSchemes()), SchemeName);
 
 // A thread that leaves hands its retired nodes to the domain; the thread
-// that stays adopts and frees them long before destroy.
+// that stays adopts and frees them long before delete.
 TEST(Membership, LeftoversAreAdopted)
 {
 	for (reclaim_scheme s : {RECLAIM_QSBR, RECLAIM_EBR, RECLAIM_HP,
 			RECLAIM_CADENCE, RECLAIM_QSENSE}) {
 		reclaim_config cfg = TestConfig(s);
 		reclaim_domain *d;
-		ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+		ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 		Ledger l(100);
 		std::thread([&] {
 			reclaim_thread *t;
@@ -113,7 +113,7 @@ TEST(Membership, LeftoversAreAdopted)
 			for (int i = 0; i < 100; i++)
 				l.Retire(t);
 			reclaim_op_end(t);
-			EXPECT_EQ(reclaim_thread_unregister(t), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		}).join();
 		EXPECT_LT(l.log.total.load(), 100u);
 		reclaim_thread *t;
@@ -123,8 +123,8 @@ TEST(Membership, LeftoversAreAdopted)
 			return l.log.total.load() == 100;
 		})) << reclaim_scheme_name(s) << ": orphans never freed";
 		EXPECT_TRUE(l.log.AllOnce(100));
-		EXPECT_EQ(reclaim_thread_unregister(t), 0);
-		EXPECT_EQ(reclaim_domain_destroy(d), 0);
+		EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+		EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	}
 }
 
@@ -143,7 +143,7 @@ TEST_P(Eviction, DeadThreadIsEvicted)
 	cfg.fallback_threshold = 16;
 	cfg.liveness_check_ms = 200;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	Ledger l(100000);
 	const size_t dead_nodes = 50;
 	std::thread([&] {
@@ -166,7 +166,7 @@ TEST_P(Eviction, DeadThreadIsEvicted)
 				std::this_thread::sleep_for(std::chrono::microseconds(200));
 			}
 			EXPECT_TRUE(WaitFor([&] { return reclaim_drain(t) == 0; }));
-			EXPECT_EQ(reclaim_thread_unregister(t), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		});
 	}
 	if (scheme == RECLAIM_QSENSE) {
@@ -197,7 +197,7 @@ TEST_P(Eviction, DeadThreadIsEvicted)
 	EXPECT_EQ(st.evicted, 1u);
 	EXPECT_EQ(st.registered, 0u);
 	EXPECT_EQ(st.pending, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_TRUE(l.log.AllOnce(l.next.load()));
 }
 
@@ -212,7 +212,7 @@ TEST(Eviction, LiveStalledThreadIsNot)
 		reclaim_config cfg = TestConfig(s);
 		cfg.liveness_check_ms = 20;
 		reclaim_domain *d;
-		ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+		ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 		StalledThread stalled(d);
 		ASSERT_EQ(stalled.register_ret(), 0);
 		Ledger l(100000);
@@ -233,10 +233,10 @@ TEST(Eviction, LiveStalledThreadIsNot)
 		}
 		stalled.Resume();
 		EXPECT_TRUE(WaitFor([&] { return reclaim_drain(t) == 0; }));
-		EXPECT_EQ(reclaim_thread_unregister(t), 0);
+		EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		stalled.Stop();
 		EXPECT_EQ(Stats(d).evicted, 0u);
-		EXPECT_EQ(reclaim_domain_destroy(d), 0);
+		EXPECT_EQ(reclaim_domain_delete(&d), 0);
 		EXPECT_TRUE(l.log.AllOnce(l.next.load()));
 	}
 }
@@ -292,7 +292,7 @@ TEST(Eviction, ThreadExitingInFreeFunctionFreesNothingTwice)
 	reclaim_config cfg = TestConfig(RECLAIM_QSBR);
 	cfg.quiescence_threshold = 1;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	ExitingFreeLog log;
 	for (int i = 0; i < ExitingFreeLog::kNodes; i++)
 		log.ids[i] = i;
@@ -318,8 +318,8 @@ TEST(Eviction, ThreadExitingInFreeFunctionFreesNothingTwice)
 		total += log.count[i].load();
 	}
 	EXPECT_EQ(total, ExitingFreeLog::kExitAt);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_LE(log.calls.load(), ExitingFreeLog::kExitAt + ExitingFreeLog::kNodes);
 }
 
@@ -365,7 +365,7 @@ TEST(Eviction, LiveThreadWithoutProcIsNot)
 		cfg.liveness_check_ms = 10;
 		cfg.quiescence_threshold = 1;
 		reclaim_domain *d;
-		ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+		ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 		// Registered while /proc works: its start time is known.
 		StalledThread stalled(d);
 		ASSERT_EQ(stalled.register_ret(), 0);
@@ -390,10 +390,10 @@ TEST(Eviction, LiveThreadWithoutProcIsNot)
 		}
 		stalled.Resume();
 		EXPECT_TRUE(WaitFor([&] { return reclaim_drain(t) == 0; }));
-		EXPECT_EQ(reclaim_thread_unregister(t), 0);
+		EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		stalled.Stop();
 		EXPECT_EQ(Stats(d).evicted, 0u);
-		EXPECT_EQ(reclaim_domain_destroy(d), 0);
+		EXPECT_EQ(reclaim_domain_delete(&d), 0);
 		EXPECT_TRUE(l.log.AllOnce(l.next.load()));
 	}
 }
@@ -408,7 +408,7 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 	cfg.quiescence_threshold = 1;
 	cfg.max_threads = 4;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	std::string fake = TempDir("tasks");
 	ASSERT_EQ(reclaim__test_task_dir(d, fake.c_str()), 0);
 	MirrorTask(fake, gettid());
@@ -428,7 +428,7 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 		while (stage.load() < 3)
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 		reclaim_op_end(victim); // Q = 1: the slow path
-		victim_unregister = reclaim_thread_unregister(victim);
+		victim_unregister = reclaim_thread_unregister(&victim);
 		stage = 4;
 	});
 	ASSERT_TRUE(WaitFor([&] { return stage.load() == 1; }));
@@ -453,7 +453,7 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 			reclaim_op_begin(z);
 			reclaim_op_end(z);
 		}
-		z_unregister = reclaim_thread_unregister(z);
+		z_unregister = reclaim_thread_unregister(&z);
 	});
 	ASSERT_TRUE(WaitFor([&] { return stage.load() == 2; }));
 	ASSERT_EQ(z_register, 0);
@@ -472,18 +472,18 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 	Ledger l(100);
 	RetireOps(t, l, 10);
 	EXPECT_TRUE(WaitFor([&] { return reclaim_drain(t) == 0; }));
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_TRUE(l.log.AllOnce(10));
 }
 
-// A thread that died half-registered was never counted: destroy evicts its
+// A thread that died half-registered was never counted: delete evicts its
 // slot without uncounting anyone (here it then stops at a live thread).
-TEST(Destroy, HalfRegisteredDeadThreadIsNotCounted)
+TEST(DomainDelete, HalfRegisteredDeadThreadIsNotCounted)
 {
 	reclaim_config cfg = TestConfig(RECLAIM_QSBR);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	int tid = 0;
 	std::thread([&] {
 		tid = gettid();
@@ -494,12 +494,12 @@ TEST(Destroy, HalfRegisteredDeadThreadIsNotCounted)
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	EXPECT_EQ(Stats(d).registered, 1u);
-	EXPECT_EQ(reclaim_domain_destroy(d), -EBUSY);
+	EXPECT_EQ(reclaim_domain_delete(&d), -EBUSY);
 	EXPECT_EQ(Stats(d).registered, 1u);
 	EXPECT_EQ(Stats(d).evicted, 0u);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	EXPECT_EQ(Stats(d).registered, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 // An offline thread does not hold up grace periods; back online, it does.
@@ -508,7 +508,7 @@ TEST(Offline, DoesNotBlockGracePeriods)
 	for (reclaim_scheme s : {RECLAIM_QSBR, RECLAIM_QSENSE, RECLAIM_URCU_QSBR}) {
 		reclaim_config cfg = TestConfig(s);
 		reclaim_domain *d;
-		ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+		ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 		std::mutex mu;
 		std::condition_variable cv;
 		int phase = 0; // 1: offline, 2: may come online, 3: online
@@ -525,7 +525,7 @@ TEST(Offline, DoesNotBlockGracePeriods)
 			cv.notify_all();
 			cv.wait(lk, [&] { return phase == 4; });
 			lk.unlock();
-			EXPECT_EQ(reclaim_thread_unregister(t), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		});
 		{
 			std::unique_lock<std::mutex> lk(mu);
@@ -560,8 +560,8 @@ TEST(Offline, DoesNotBlockGracePeriods)
 		}
 		sleeper.join();
 		EXPECT_TRUE(WaitFor([&] { return reclaim_drain(t) == 0; }));
-		EXPECT_EQ(reclaim_thread_unregister(t), 0);
-		EXPECT_EQ(reclaim_domain_destroy(d), 0);
+		EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+		EXPECT_EQ(reclaim_domain_delete(&d), 0);
 		EXPECT_TRUE(l.log.AllOnce(250));
 	}
 }

@@ -90,7 +90,7 @@ void Worker(reclaim_domain *d, Shared &sh, unsigned seed, bool writer, bool leak
 	reclaim_op_end(t);
 	if (!leaky && !WaitFor([&] { return reclaim_drain(t) == 0; }))
 		sh.undrained++;
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 }
 
 class Stress : public testing::TestWithParam<reclaim_scheme> {};
@@ -101,7 +101,7 @@ TEST_P(Stress, ReadersNeverSeeFreedNodes)
 	reclaim_config cfg = TestConfig(scheme);
 	cfg.hazards_per_thread = 2;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	Shared sh;
 	for (auto &s : sh.slot) {
 		s.store(NewNode(0));
@@ -132,8 +132,8 @@ TEST_P(Stress, ReadersNeverSeeFreedNodes)
 		EXPECT_TRUE(WaitFor([&] { return sh.freed.load() == st.retired; }));
 		EXPECT_EQ(Stats(d).pending, 0u);
 	}
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
-	EXPECT_EQ(sh.freed.load(), st.retired) << "freed exactly once by destroy";
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
+	EXPECT_EQ(sh.freed.load(), st.retired) << "freed exactly once by delete";
 	for (auto &s : sh.slot)
 		PoisonFree(s.load(), &sh.freed);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // reclaim/tests/reclaim_test.cc -- single-threaded behaviour: configuration,
-// names, bounds, registration limits, destroy, and that every scheme frees
+// names, bounds, registration limits, delete, and that every scheme frees
 // every retired node exactly once.
 #include <dirent.h>
 #include <sched.h>
@@ -23,7 +23,7 @@ namespace {
 TEST(ReclaimConfig, Defaults)
 {
 	reclaim_config cfg;
-	reclaim_config_default(&cfg, RECLAIM_QSENSE);
+	reclaim_config_init(&cfg, RECLAIM_QSENSE);
 	EXPECT_EQ(cfg.scheme, RECLAIM_QSENSE);
 	EXPECT_EQ(cfg.max_threads, 128u);
 	EXPECT_EQ(cfg.hazards_per_thread, 8u);
@@ -48,22 +48,22 @@ TEST(ReclaimConfig, InvalidIsRejected)
 	};
 	for (size_t i = 0; i < breakers.size(); i++) {
 		reclaim_config cfg;
-		reclaim_config_default(&cfg, RECLAIM_HP);
+		reclaim_config_init(&cfg, RECLAIM_HP);
 		breakers[i](cfg);
 		reclaim_domain *d = nullptr;
-		EXPECT_EQ(reclaim_domain_create(&cfg, &d), -EINVAL) << "case " << i;
+		EXPECT_EQ(reclaim_domain_new(&d, &cfg), -EINVAL) << "case " << i;
 		EXPECT_EQ(d, nullptr);
 		struct reclaim_bound b;
 		EXPECT_EQ(reclaim_bound_compute(&cfg, 4, 1, 10, &b), -EINVAL) << "case " << i;
 	}
 	// The limits themselves are fine.
 	reclaim_config cfg;
-	reclaim_config_default(&cfg, RECLAIM_HP);
+	reclaim_config_init(&cfg, RECLAIM_HP);
 	cfg.max_threads = 4096;
 	cfg.hazards_per_thread = RECLAIM_MAX_HAZARDS;
 	reclaim_domain *d = nullptr;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 // A derived threshold that would not fit in 32 bits is rejected, by create
@@ -73,18 +73,18 @@ TEST(ReclaimConfig, InvalidIsRejected)
 TEST(ReclaimConfig, OverflowingThresholdsAreRejected)
 {
 	reclaim_config cfg;
-	reclaim_config_default(&cfg, RECLAIM_QSENSE);
+	reclaim_config_init(&cfg, RECLAIM_QSENSE);
 	cfg.max_threads = 4;
 	cfg.scan_threshold = 1u << 30;
 	reclaim_domain *d = nullptr;
-	EXPECT_EQ(reclaim_domain_create(&cfg, &d), -EINVAL);
+	EXPECT_EQ(reclaim_domain_new(&d, &cfg), -EINVAL);
 	EXPECT_EQ(d, nullptr);
 	reclaim_bound b;
 	EXPECT_EQ(reclaim_bound_compute(&cfg, 1, 1, 0, &b), -EINVAL);
 
 	// The largest R whose default C fits for max_threads threads.
 	cfg.scan_threshold = (UINT32_MAX - cfg.hazards_per_thread * cfg.max_threads) / 4;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	reclaim_config got;
@@ -92,18 +92,18 @@ TEST(ReclaimConfig, OverflowingThresholdsAreRejected)
 	EXPECT_EQ(got.fallback_threshold, 4 * cfg.scan_threshold + cfg.hazards_per_thread);
 	ASSERT_EQ(reclaim_bound_compute(&cfg, 1, 1, 0, &b), 0);
 	EXPECT_EQ(b.qsense, 2ull * got.fallback_threshold);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 
 	cfg.scan_threshold = 1u << 30;
 	cfg.fallback_threshold = 1u << 31;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_domain_config(d, &got);
 	EXPECT_EQ(got.scan_threshold, 1u << 30);
 	EXPECT_EQ(got.fallback_threshold, 1u << 31);
 	ASSERT_EQ(reclaim_bound_compute(&cfg, 1, 1, 0, &b), 0);
 	EXPECT_EQ(b.qsense, 2ull << 31);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 TEST(ReclaimConfig, NamesRoundTrip)
@@ -125,7 +125,7 @@ TEST(ReclaimConfig, NamesRoundTrip)
 TEST(ReclaimBound, Formulas)
 {
 	reclaim_config cfg;
-	reclaim_config_default(&cfg, RECLAIM_QSENSE);
+	reclaim_config_init(&cfg, RECLAIM_QSENSE);
 	cfg.hazards_per_thread = 2;
 	cfg.quiescence_threshold = 10;
 	cfg.scan_threshold = 50;
@@ -144,7 +144,7 @@ TEST(ReclaimBound, Formulas)
 	EXPECT_EQ(b.qsense, 2u * 4 * 36);
 
 	// Defaults: R = max(64, 2KN), C = 4R + KN.
-	reclaim_config_default(&cfg, RECLAIM_QSENSE);
+	reclaim_config_init(&cfg, RECLAIM_QSENSE);
 	ASSERT_EQ(reclaim_bound_compute(&cfg, 2, 1, 0, &b), 0);
 	EXPECT_EQ(b.cadence, 2u * (8 + 0 + 64));
 	EXPECT_EQ(b.qsense, 2u * 2 * (4 * 64 + 16));
@@ -159,7 +159,7 @@ TEST(ReclaimDomain, ConfigResolvesThresholds)
 {
 	reclaim_config cfg = TestConfig(RECLAIM_HP);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_config got;
 	reclaim_domain_config(d, &got);
 	EXPECT_EQ(got.scan_threshold, 64u);
@@ -176,7 +176,7 @@ TEST(ReclaimDomain, ConfigResolvesThresholds)
 			joined++;
 			while (!leave.load())
 				std::this_thread::sleep_for(std::chrono::milliseconds(1));
-			EXPECT_EQ(reclaim_thread_unregister(t), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 		});
 	}
 	ASSERT_TRUE(WaitFor([&] { return joined.load() == 9; }));
@@ -186,7 +186,7 @@ TEST(ReclaimDomain, ConfigResolvesThresholds)
 	leave = true;
 	for (auto &x : th)
 		x.join();
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 TEST(ReclaimDomain, RegistrationLimits)
@@ -194,7 +194,7 @@ TEST(ReclaimDomain, RegistrationLimits)
 	reclaim_config cfg = TestConfig(RECLAIM_QSBR);
 	cfg.max_threads = 2;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t = nullptr, *t2 = nullptr;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	EXPECT_EQ(reclaim_thread_register(d, &t2), -EEXIST);
@@ -212,7 +212,7 @@ TEST(ReclaimDomain, RegistrationLimits)
 		cv.notify_all();
 		cv.wait(lk, [&] { return leave; });
 		if (ret == 0) {
-			EXPECT_EQ(reclaim_thread_unregister(o), 0);
+			EXPECT_EQ(reclaim_thread_unregister(&o), 0);
 		}
 	});
 	{
@@ -225,22 +225,26 @@ TEST(ReclaimDomain, RegistrationLimits)
 	std::thread([&] { third = reclaim_thread_register(d, &t2); }).join();
 	EXPECT_EQ(third, -ENOSPC);
 
-	EXPECT_EQ(reclaim_domain_destroy(d), -EBUSY);
+	EXPECT_EQ(reclaim_domain_delete(&d), -EBUSY);
 	{
 		std::lock_guard<std::mutex> lk(mu);
 		leave = true;
 		cv.notify_all();
 	}
 	th.join();
-	EXPECT_EQ(reclaim_domain_destroy(d), -EBUSY);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), -EBUSY);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	EXPECT_EQ(Stats(d).registered, 0u);
 	// Slots are reusable, and the same thread may register again.
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(t, nullptr);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	EXPECT_EQ(Stats(d).evicted, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
-	EXPECT_EQ(reclaim_domain_destroy(nullptr), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
+	EXPECT_EQ(d, nullptr);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
+	EXPECT_EQ(reclaim_domain_delete(nullptr), 0);
 }
 
 // The CPUs a thread of this process can be pinned to: online and in its
@@ -281,17 +285,17 @@ TEST(Roosters, OnePerCpuWhateverTheCreatorsAffinity)
 			ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
 			reclaim_config cfg = TestConfig(s);
 			reclaim_domain *d;
-			ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+			ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 			EXPECT_EQ(Stats(d).roosters, usable) << reclaim_scheme_name(s);
-			EXPECT_EQ(reclaim_domain_destroy(d), 0);
+			EXPECT_EQ(reclaim_domain_delete(&d), 0);
 		}).join();
 	}
 	// The other schemes have none.
 	reclaim_config cfg = TestConfig(RECLAIM_HP);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	EXPECT_EQ(Stats(d).roosters, 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 // Counts this process's threads named "reclaim-rooster"; with @check,
@@ -339,7 +343,7 @@ TEST(Roosters, BlockEverySignal)
 		ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &none, nullptr), 0);
 		reclaim_config cfg = TestConfig(RECLAIM_CADENCE);
 		reclaim_domain *d;
-		ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+		ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 		// A rooster names itself when it first runs.
 		unsigned found = 0;
 		EXPECT_TRUE(WaitFor([&] {
@@ -347,7 +351,7 @@ TEST(Roosters, BlockEverySignal)
 			return found == Stats(d).roosters;
 		}));
 		CheckRoosterSignals(true);
-		EXPECT_EQ(reclaim_domain_destroy(d), 0);
+		EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	}).join();
 }
 
@@ -356,8 +360,8 @@ TEST(ReclaimDomain, SeveralDomainsPerThread)
 	for (reclaim_scheme s : AllSchemes()) {
 		reclaim_config cfg = TestConfig(s);
 		reclaim_domain *a, *b;
-		ASSERT_EQ(reclaim_domain_create(&cfg, &a), 0);
-		ASSERT_EQ(reclaim_domain_create(&cfg, &b), 0);
+		ASSERT_EQ(reclaim_domain_new(&a, &cfg), 0);
+		ASSERT_EQ(reclaim_domain_new(&b, &cfg), 0);
 		reclaim_thread *ta, *tb;
 		ASSERT_EQ(reclaim_thread_register(a, &ta), 0);
 		ASSERT_EQ(reclaim_thread_register(b, &tb), 0);
@@ -365,20 +369,20 @@ TEST(ReclaimDomain, SeveralDomainsPerThread)
 		reclaim_op_end(ta);
 		reclaim_op_begin(tb);
 		reclaim_op_end(tb);
-		EXPECT_EQ(reclaim_thread_unregister(ta), 0);
+		EXPECT_EQ(reclaim_thread_unregister(&ta), 0);
 		// a has no threads left; b still has this one (urcu: still
-		// registered with liburcu, so destroy must step offline).
-		EXPECT_EQ(reclaim_domain_destroy(a), 0) << reclaim_scheme_name(s);
-		EXPECT_EQ(reclaim_thread_unregister(tb), 0);
-		EXPECT_EQ(reclaim_domain_destroy(b), 0) << reclaim_scheme_name(s);
+		// registered with liburcu, so delete must step offline).
+		EXPECT_EQ(reclaim_domain_delete(&a), 0) << reclaim_scheme_name(s);
+		EXPECT_EQ(reclaim_thread_unregister(&tb), 0);
+		EXPECT_EQ(reclaim_domain_delete(&b), 0) << reclaim_scheme_name(s);
 	}
 }
 
-TEST(ReclaimDomain, NoneFreesOnlyAtDestroy)
+TEST(ReclaimDomain, NoneFreesOnlyAtDelete)
 {
 	reclaim_config cfg = TestConfig(RECLAIM_NONE);
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	FreeLog log(1000);
@@ -393,23 +397,23 @@ TEST(ReclaimDomain, NoneFreesOnlyAtDestroy)
 	EXPECT_EQ(st.freed, 0u);
 	EXPECT_EQ(st.pending, 1000u);
 	EXPECT_EQ(log.total.load(), 0u);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	EXPECT_EQ(log.total.load(), 0u);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_TRUE(log.AllOnce(1000));
 }
 
 class EveryScheme : public testing::TestWithParam<reclaim_scheme> {};
 
 // Single thread: each retired node reaches its free function, with its ctx,
-// exactly once; every scheme but NONE frees before destroy once the thread
+// exactly once; every scheme but NONE frees before delete once the thread
 // keeps draining.
 TEST_P(EveryScheme, FreesEachNodeOnce)
 {
 	const size_t n = 5000;
 	reclaim_config cfg = TestConfig(GetParam());
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	FreeLog log(n);
@@ -427,11 +431,11 @@ TEST_P(EveryScheme, FreesEachNodeOnce)
 		EXPECT_EQ(st.freed, n);
 		EXPECT_EQ(st.pending, 0u);
 	}
-	// Half of a second batch is left for unregister and destroy.
+	// Half of a second batch is left for unregister and delete.
 	for (size_t i = 0; i < n / 2; i++)
 		reclaim_retire(t, std::malloc(32), nullptr, nullptr);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_TRUE(log.AllOnce(n));
 }
 
@@ -439,7 +443,7 @@ TEST_P(EveryScheme, CountersAndMode)
 {
 	reclaim_config cfg = TestConfig(GetParam());
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	int x;
@@ -483,8 +487,8 @@ TEST_P(EveryScheme, CountersAndMode)
 	} else {
 		EXPECT_EQ(st.rooster_wakeups, 0u);
 	}
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, EveryScheme, testing::ValuesIn(AllSchemes()),
@@ -498,7 +502,7 @@ TEST_P(HazardSchemes, HazardPointerProtects)
 {
 	reclaim_config cfg = TestConfig(GetParam());
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	FreeLog log(2);
@@ -526,8 +530,8 @@ TEST_P(HazardSchemes, HazardPointerProtects)
 	EXPECT_TRUE(WaitFor([&] { return reclaim_drain(t) == 0; }));
 	reclaim_thread_online(t);
 	EXPECT_TRUE(log.AllOnce(2));
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hazards, HazardSchemes,
@@ -535,13 +539,13 @@ INSTANTIATE_TEST_SUITE_P(Hazards, HazardSchemes,
 
 // Cadence frees nothing before every rooster has woken after its retirement:
 // with T = 30 s no rooster wakes during the test, so a retired, unprotected
-// node stays. Destroy stops the sleeping roosters at once and frees it.
+// node stays. Delete stops the sleeping roosters at once and frees it.
 TEST(Cadence, WaitsForEveryRooster)
 {
 	reclaim_config cfg = TestConfig(RECLAIM_CADENCE);
 	cfg.rooster_interval_us = 30000000;
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	FreeLog log(1);
@@ -549,12 +553,12 @@ TEST(Cadence, WaitsForEveryRooster)
 	EXPECT_EQ(reclaim_drain(t), 1u);
 	EXPECT_EQ(log.total.load(), 0u);
 	EXPECT_EQ(Stats(d).rooster_wakeups, 0u);
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	auto t0 = std::chrono::steady_clock::now();
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
-	// A hang guard, a third of T: destroy must not sleep out the roosters.
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
+	// A hang guard, a third of T: delete must not sleep out the roosters.
 	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
-		<< "destroy waited for the sleeping roosters";
+		<< "delete waited for the sleeping roosters";
 	EXPECT_TRUE(log.AllOnce(1));
 }
 

@@ -57,7 +57,7 @@ inline std::string SchemeName(const testing::TestParamInfo<reclaim_scheme> &info
 inline reclaim_config TestConfig(reclaim_scheme scheme)
 {
 	reclaim_config cfg;
-	reclaim_config_default(&cfg, scheme);
+	reclaim_config_init(&cfg, scheme);
 	cfg.max_threads = 32;
 	cfg.hazards_per_thread = 4;
 	cfg.quiescence_threshold = 8;
@@ -219,7 +219,7 @@ private:
 			lk.lock();
 		}
 		lk.unlock();
-		reclaim_thread_unregister(t);
+		reclaim_thread_unregister(&t);
 	}
 
 	reclaim_domain *d_;

@@ -39,7 +39,7 @@ TEST(UrcuQsbr, CallRcuOnlyWhileOnline)
 	reclaim_config cfg = TestConfig(RECLAIM_URCU_QSBR);
 	cfg.quiescence_threshold = 1000; // no quiescent state before the drain
 	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_create(&cfg, &d), 0);
+	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	FreeLog log(20);
 	reclaim_thread *t;
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
@@ -64,11 +64,11 @@ TEST(UrcuQsbr, CallRcuOnlyWhileOnline)
 	}
 	reclaim_thread_offline(t);
 	int calls = call_rcu_calls.load();
-	EXPECT_EQ(reclaim_thread_unregister(t), 0);
+	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
 	EXPECT_GT(call_rcu_calls.load(), calls);
 
 	EXPECT_EQ(call_rcu_offline.load(), 0) << "call_rcu() from an offline thread";
-	EXPECT_EQ(reclaim_domain_destroy(d), 0);
+	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 	EXPECT_TRUE(log.AllOnce(20));
 }
 

@@ -12,7 +12,7 @@
  *     struct ds_bztree_thread *h;  ds_bztree_thread_register(tree, &h);
  *     ds_bztree_insert(h, 42, 7);       1: inserted, 0: already present
  *     ds_bztree_lookup(h, 42, &v);      1, v == 7
- *     ds_bztree_delete(h, 42);          1: deleted, 0: absent
+ *     ds_bztree_remove(h, 42);          1: removed, 0: absent
  *     ds_bztree_thread_unregister(&h);
  *
  * Keys and values are any 64-bit integers (0 .. UINT64_MAX).
@@ -32,7 +32,7 @@
  * Memory. Unlinked nodes are retired with mcas_retire() and reused after a
  * grace period; operations run inside mcas_guard_enter()/exit(). Node
  * memory is type-stable: volatile nodes come from slabs freed only by
- * ds_bztree_destroy(), persistent nodes from a fixed arena in the pool.
+ * ds_bztree_close(), persistent nodes from a fixed arena in the pool.
  *
  * Persistence. A persistent tree lives in an area of a pm/ pool next to a
  * persistent MCAS instance of the same pool: a header, the root word and a
@@ -44,8 +44,9 @@
  * arena node it does not reach, so no node leaks across a crash.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
- * pm_strerror()) on failure. The library never prints, aborts or exits on
- * bad input.
+ * pm_strerror()) on failure. Constructors, destructors and registration
+ * leave a message in pm_errormsg() when they fail (for PM_E_CORRUPT: what
+ * recovery found). The library never prints, aborts or exits on bad input.
  */
 #ifndef DS_BZTREE_H
 #define DS_BZTREE_H
@@ -104,21 +105,25 @@ struct ds_bztree_stats {
 
 /**
  * ds_bztree_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void ds_bztree_config_init(struct ds_bztree_config *cfg);
 
 /**
- * ds_bztree_create -- create an empty volatile tree on MCAS instance @m.
- * @out: receives the tree; release it with ds_bztree_destroy().
- * @m:   a volatile instance (mcas_create()); the caller keeps ownership and
+ * ds_bztree_new -- create an empty volatile tree on MCAS instance @m.
+ * @out: receives the tree; release it with ds_bztree_close().
+ * @m:   a volatile instance (mcas_new()); the caller keeps ownership and
  *       must destroy it only after the tree.
  * @cfg: NULL for the defaults.
  *
  * Return: 0; -EINVAL if @m is persistent or reserves bits beyond
  * MCAS_VALUE_PORTABLE_MASK, or @cfg is out of range; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int ds_bztree_create(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg);
+int ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg);
 
 /**
  * ds_bztree_pmem_area_size -- bytes of pool memory a persistent tree with
@@ -129,13 +134,16 @@ int ds_bztree_create(struct ds_bztree **out, struct mcas *m, const struct ds_bzt
  * grace period after it is unlinked, and each registered thread caches up
  * to 2 * min(8, max(1, @nodes / 64)) free nodes: size the arena with room
  * to spare beyond keys / capacity leaves.
+ * Return: the size in bytes; 0 for an invalid argument.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 size_t ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nodes);
 
 /**
  * ds_bztree_pmem_create -- format an empty persistent tree in @pool at
  * offset @area_off and open it.
- * @out:      receives the tree; release it with ds_bztree_destroy().
+ * @out:      receives the tree; release it with ds_bztree_close().
  * @m:        a persistent MCAS instance in the same @pool; the caller keeps
  *            ownership and must destroy it only after the tree.
  * @area_off: offset of ds_bztree_pmem_area_size(@cfg, @nodes) bytes of
@@ -152,6 +160,7 @@ size_t ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nod
  * misaligned; -ERANGE if the area is not inside @pool; -EAGAIN if @m has no
  * free thread slot for the pool check; -ENOMEM.
  * Thread-safety: any thread; the area must not be in use.
+ * Ordering: as ds_bztree_new().
  */
 int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off, const struct ds_bztree_config *cfg, uint64_t nodes);
@@ -159,7 +168,7 @@ int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool
 /**
  * ds_bztree_pmem_open -- open the persistent tree formatted in @pool at
  * @area_off, and recover its free nodes.
- * @out: receives the tree; release it with ds_bztree_destroy().
+ * @out: receives the tree; release it with ds_bztree_close().
  * @m:   the tree's MCAS instance, opened with mcas_pmem_open() first: that
  *       call completes or rolls back every MCAS a crash interrupted.
  *       Ownership as for create.
@@ -177,39 +186,36 @@ int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool
  * pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the tree
  * until it returns.
+ * Ordering: as ds_bztree_new(); recovery is single-threaded.
  */
 int ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off);
 
 /**
- * ds_bztree_destroy -- release @*t (NULL accepted) and set it to NULL.
+ * ds_bztree_close -- release @*t (NULL accepted) and set it to NULL.
  *
  * Every thread must have unregistered. A volatile tree frees every node; a
  * persistent tree leaves its area in the pool as it is.
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
  * Thread-safety: no other call on the tree may run concurrently.
+ * On -EBUSY *@t is left as it is.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
-int ds_bztree_destroy(struct ds_bztree **t);
-
-/**
- * ds_bztree_errormsg -- a message explaining why the calling thread's last
- * ds_bztree_create(), ds_bztree_pmem_create(), ds_bztree_pmem_open(),
- * ds_bztree_destroy(), ds_bztree_thread_register() or
- * ds_bztree_thread_unregister() failed; "" if it succeeded.
- * Return: a NUL-terminated string owned by the library, valid until the
- * thread's next such call. Thread-safety: the message is per thread.
- */
-const char *ds_bztree_errormsg(void);
+int ds_bztree_close(struct ds_bztree **t);
 
 /**
  * ds_bztree_is_persistent -- whether @t lives in a pm/ pool.
  * Thread-safety: any thread.
+ * Return: true for a tree in a pool.
+ * Ordering: none (reads fields fixed at creation).
  */
 bool ds_bztree_is_persistent(const struct ds_bztree *t);
 
 /**
  * ds_bztree_capacity -- records per node of @t.
  * Thread-safety: any thread.
+ * Return: the capacity.
+ * Ordering: none (reads fields fixed at creation).
  */
 unsigned ds_bztree_capacity(const struct ds_bztree *t);
 
@@ -223,6 +229,8 @@ unsigned ds_bztree_capacity(const struct ds_bztree *t);
  * their grace period ends, as late as mcas_thread_unregister().
  * Return: 0; -EAGAIN if the instance has no free thread slot; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
+ * Ordering: as mcas_thread_register() for its mcas_thread; the
+ * handle is linked into the registry under a mutex.
  */
 int ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out);
 
@@ -237,6 +245,8 @@ int ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out
  * mcas_thread is inside a guard or building a descriptor); the handle is
  * then still valid.
  * Thread-safety: the owning thread only.
+ * Ordering: as mcas_thread_unregister(); the free nodes go back
+ * under a mutex.
  */
 int ds_bztree_thread_unregister(struct ds_bztree_thread **h);
 
@@ -244,6 +254,8 @@ int ds_bztree_thread_unregister(struct ds_bztree_thread **h);
  * ds_bztree_thread_mcas -- the mcas_thread @h registered, for
  * mcas_thread_stats(). Owned by @h: never unregister it directly.
  * Thread-safety: the owning thread only.
+ * Return: the mcas_thread.
+ * Ordering: none.
  */
 struct mcas_thread *ds_bztree_thread_mcas(struct ds_bztree_thread *h);
 
@@ -294,17 +306,17 @@ int ds_bztree_upsert(struct ds_bztree_thread *h, uint64_t key, uint64_t value);
 int ds_bztree_update(struct ds_bztree_thread *h, uint64_t key, uint64_t value);
 
 /**
- * ds_bztree_delete -- remove @key.
+ * ds_bztree_remove -- remove @key.
  * @h: the calling thread's handle.
  *
  * Marks the key's record deleted (a 2-word MCAS on the leaf's status and
  * the record's metadata); a leaf left underfull is then merged with a
- * sibling or rebalanced, best effort (the delete has already succeeded).
+ * sibling or rebalanced, best effort (the remove has already succeeded).
  * Return: 1 if removed; 0 if absent; -EBUSY or -ELOOP as for
  * ds_bztree_insert(); on error the map is unchanged.
  * Persistence, ordering, progress, thread-safety: as ds_bztree_insert().
  */
-int ds_bztree_delete(struct ds_bztree_thread *h, uint64_t key);
+int ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key);
 
 /**
  * ds_bztree_lookup -- the value of @key.
@@ -333,6 +345,8 @@ int ds_bztree_lookup(struct ds_bztree_thread *h, uint64_t key, uint64_t *value);
  * some moment during the scan.
  * Return: the number of pairs copied (0 if @max is 0 or on -ELOOP damage).
  * Progress, thread-safety: as ds_bztree_lookup().
+ * Ordering: each leaf as ds_bztree_lookup() reads it (mcas_read()); no
+ * order across leaves beyond that.
  */
 size_t ds_bztree_scan(struct ds_bztree_thread *h, uint64_t start, size_t max, uint64_t *keys,
 	uint64_t *values);
@@ -341,6 +355,8 @@ size_t ds_bztree_scan(struct ds_bztree_thread *h, uint64_t start, size_t max, ui
  * ds_bztree_size -- the number of keys, counted leaf by leaf as
  * ds_bztree_scan() walks them: exact when no update runs concurrently.
  * @h: the calling thread's handle. Thread-safety: as ds_bztree_lookup().
+ * Return: the count.
+ * Ordering: as ds_bztree_scan().
  */
 uint64_t ds_bztree_size(struct ds_bztree_thread *h);
 
@@ -360,6 +376,7 @@ uint64_t ds_bztree_size(struct ds_bztree_thread *h);
  * Return: NULL if every invariant holds; otherwise @buf.
  * Thread-safety: no operation may run on the tree concurrently, and every
  * registered handle's thread must be quiescent; @h's owning thread.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 const char *ds_bztree_check(struct ds_bztree_thread *h, struct ds_bztree_stats *st, char *buf,
 	size_t buflen);

@@ -32,7 +32,7 @@
  * Memory. Unlinked nodes are retired with mcas_retire() and reused after a
  * grace period; readers traverse inside mcas_guard_enter()/exit(). Node
  * memory is type-stable: volatile nodes come from 64-node slabs that are
- * freed only by ds_dll_destroy(), persistent nodes from a fixed arena in the
+ * freed only by ds_dll_close(), persistent nodes from a fixed arena in the
  * pool. (AOPT detaches finalized descriptors lazily and may still load a
  * target word of a node after the node's grace period, so node memory must
  * stay mapped; see dll.c.)
@@ -46,8 +46,9 @@
  * not reach, so no node leaks across a crash.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
- * pm_strerror()) on failure. The library never prints, aborts or exits on
- * bad input.
+ * pm_strerror()) on failure. Constructors, destructors and registration
+ * leave a message in pm_errormsg() when they fail (for PM_E_CORRUPT: what
+ * recovery found). The library never prints, aborts or exits on bad input.
  */
 #ifndef DS_DLL_H
 #define DS_DLL_H
@@ -95,16 +96,18 @@ struct ds_dll_stats {
 };
 
 /**
- * ds_dll_create -- create an empty volatile list on MCAS instance @m.
- * @out: receives the list; release it with ds_dll_destroy().
- * @m:   a volatile instance (mcas_create()); the caller keeps ownership and
+ * ds_dll_new -- create an empty volatile list on MCAS instance @m.
+ * @out: receives the list; release it with ds_dll_close().
+ * @m:   a volatile instance (mcas_new()); the caller keeps ownership and
  *       must destroy it only after the list.
  *
  * Return: 0; -EINVAL if @m is persistent or reserves a bit the list uses
  * (mcas_value_mask() beyond MCAS_VALUE_PORTABLE_MASK); -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int ds_dll_create(struct ds_dll **out, struct mcas *m);
+int ds_dll_new(struct ds_dll **out, struct mcas *m);
 
 /**
  * ds_dll_pmem_area_size -- bytes of pool memory a persistent list of
@@ -114,13 +117,16 @@ int ds_dll_create(struct ds_dll **out, struct mcas *m);
  * A list holds at most @capacity keys, and fewer while removed nodes wait
  * for a grace period or sit in other threads' free-node caches (each
  * registered thread caches up to 2 * min(32, max(1, @capacity / 64))).
+ * Return: the size in bytes; 0 for an invalid argument.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 size_t ds_dll_pmem_area_size(uint64_t capacity);
 
 /**
  * ds_dll_pmem_create -- format an empty persistent list in @pool at offset
  * @area_off and open it.
- * @out:      receives the list; release it with ds_dll_destroy().
+ * @out:      receives the list; release it with ds_dll_close().
  * @m:        a persistent MCAS instance in the same @pool (mcas_pmem_create()
  *            or mcas_pmem_open()); the caller keeps ownership and must
  *            destroy it only after the list.
@@ -138,6 +144,7 @@ size_t ds_dll_pmem_area_size(uint64_t capacity);
  * misaligned; -ERANGE if the area is not inside @pool; -EAGAIN if @m has no
  * free thread slot for the pool check; -ENOMEM.
  * Thread-safety: any thread; the area must not be in use.
+ * Ordering: as ds_dll_new().
  */
 int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off, uint64_t capacity);
@@ -145,7 +152,7 @@ int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool
 /**
  * ds_dll_pmem_open -- open the persistent list formatted in @pool at
  * @area_off, and recover its free nodes.
- * @out: receives the list; release it with ds_dll_destroy().
+ * @out: receives the list; release it with ds_dll_close().
  * @m:   the list's MCAS instance, opened with mcas_pmem_open() first: that
  *       call completes or rolls back every MCAS a crash interrupted, so
  *       every link word holds a value again. Ownership as for create.
@@ -165,33 +172,30 @@ int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool
  * allocated and the pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the list
  * until it returns.
+ * Ordering: as ds_dll_new(); recovery is single-threaded.
  */
 int ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off);
 
 /**
- * ds_dll_destroy -- release @*l (NULL accepted) and set it to NULL.
+ * ds_dll_close -- release @*l (NULL accepted) and set it to NULL.
  *
  * Every thread must have unregistered. A volatile list frees every node; a
  * persistent list leaves its area in the pool as it is (nothing needs to be
  * written for a clean shutdown) and does not touch the MCAS instance.
  * Return: 0; -EBUSY (nothing released) if a thread is still registered.
+ * Thread-safety: one caller, ordered after every
+ * ds_dll_thread_unregister() (joined, for example).
+ * On -EBUSY *@l is left as it is.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
-int ds_dll_destroy(struct ds_dll **l);
-
-/**
- * ds_dll_errormsg -- a message explaining why the calling thread's last
- * ds_dll_create(), ds_dll_pmem_create(), ds_dll_pmem_open(),
- * ds_dll_destroy(), ds_dll_thread_register() or ds_dll_thread_unregister()
- * failed (for PM_E_CORRUPT: what recovery found); "" if it succeeded.
- * Return: a NUL-terminated string owned by the library, valid until the
- * thread's next such call. Thread-safety: the message is per thread.
- */
-const char *ds_dll_errormsg(void);
+int ds_dll_close(struct ds_dll **l);
 
 /**
  * ds_dll_is_persistent -- whether @l lives in a pm/ pool.
  * Thread-safety: any thread.
+ * Return: true for a list in a pool.
+ * Ordering: none (reads fields fixed at creation).
  */
 bool ds_dll_is_persistent(const struct ds_dll *l);
 
@@ -206,6 +210,8 @@ bool ds_dll_is_persistent(const struct ds_dll *l);
  * mcas_thread_unregister(), so the handle must own that registration.
  * Return: 0; -EAGAIN if the instance has no free thread slot; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
+ * Ordering: as mcas_thread_register() for its mcas_thread; the
+ * handle is linked into the registry under a mutex.
  */
 int ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out);
 
@@ -219,6 +225,8 @@ int ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out);
  * thread's mcas_thread is inside a guard or building a descriptor); the
  * handle is then still valid.
  * Thread-safety: the owning thread only.
+ * Ordering: as mcas_thread_unregister(); the free nodes go back
+ * under a mutex.
  */
 int ds_dll_thread_unregister(struct ds_dll_thread **h);
 
@@ -226,6 +234,8 @@ int ds_dll_thread_unregister(struct ds_dll_thread **h);
  * ds_dll_thread_mcas -- the mcas_thread @h registered, for mcas_thread_stats()
  * and for other MCAS operations of the same thread. Owned by @h: never
  * unregister it directly. Thread-safety: the owning thread only.
+ * Return: the mcas_thread.
+ * Ordering: none.
  */
 struct mcas_thread *ds_dll_thread_mcas(struct ds_dll_thread *h);
 
@@ -292,6 +302,7 @@ bool ds_dll_contains(struct ds_dll_thread *h, uint64_t key);
  * steps as the list has nodes (a damaged list; ds_dll_check() says more).
  * Thread-safety: no operation may run on the list concurrently (call it
  * after joining the workers); @h's owning thread.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_dll_keys(struct ds_dll_thread *h, uint64_t *keys, size_t max);
 
@@ -309,6 +320,7 @@ size_t ds_dll_keys(struct ds_dll_thread *h, uint64_t *keys, size_t max);
  * Thread-safety: no operation may run on the list concurrently, and every
  * registered handle's thread must be quiescent (joined, or between
  * operations with a happens-before edge to the caller); @h's owning thread.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 const char *ds_dll_check(struct ds_dll_thread *h, struct ds_dll_stats *st, char *buf,
 	size_t buflen);

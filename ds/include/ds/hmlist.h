@@ -35,12 +35,13 @@
  * system call of its own (reclaim_op_end() and reclaim_retire() may, as
  * their scheme needs). Retired nodes are handed to the domain with the
  * list's free function and freed by the domain, possibly after
- * ds_hmlist_destroy(), so the domain must be destroyed after the list's last
+ * ds_hmlist_delete(), so the domain must be deleted after the list's last
  * operation and the free function (and its context) must stay valid until
- * reclaim_domain_destroy() returns.
+ * reclaim_domain_delete() returns.
  *
- * Errors: 0 or positive on success, -errno on failure. The library never
- * prints, aborts or exits.
+ * Errors: 0 or positive on success, -errno on failure; ds_hmlist_new() also
+ * leaves a message in pm_errormsg() (pm/error.h). The library never prints,
+ * aborts or exits.
  */
 #ifndef DS_HMLIST_H
 #define DS_HMLIST_H
@@ -67,42 +68,39 @@ struct ds_hmlist;
 #define DS_HMLIST_HAZARDS 2u
 
 /**
- * ds_hmlist_create -- create an empty list whose nodes are reclaimed through
- * domain @d and released with free().
- * @d:   the reclamation domain; the caller keeps ownership and destroys it
- *       after the list (retired nodes live in the domain until freed).
- * @out: receives the list; release it with ds_hmlist_destroy().
- *
- * Return: 0; -EINVAL if @d or @out is NULL, or if @d's scheme keeps hazard
- * pointers (HP, Cadence, QSense) with fewer than DS_HMLIST_HAZARDS slots per
- * thread; -ENOMEM.
- * Thread-safety: any thread.
- */
-int ds_hmlist_create(struct reclaim_domain *d, struct ds_hmlist **out);
-
-/**
- * ds_hmlist_create_ex -- ds_hmlist_create() with a node free function.
+ * ds_hmlist_new -- create an empty list whose nodes are reclaimed through
+ * domain @d.
+ * @out:      receives the list; release it with ds_hmlist_delete().
+ * @d:        the reclamation domain; the caller keeps ownership and deletes
+ *            it after the list (retired nodes live in the domain until freed).
  * @free_fn:  called once on every node the list stops using: by the domain
- *            when a retired node is safe, and by ds_hmlist_destroy() on the
+ *            when a retired node is safe, and by ds_hmlist_delete() on the
  *            nodes still linked. Nodes come from malloc(), so @free_fn must
  *            release them with free() (it may first poison or count them;
  *            malloc_usable_size() gives the size). NULL means free().
  * @free_ctx: passed to @free_fn; must stay valid until both the list and
- *            the domain are destroyed.
+ *            the domain are deleted.
  *
- * Return, thread-safety: as ds_hmlist_create().
+ * Return: 0; -EINVAL if @out or @d is NULL, or if @d's scheme keeps hazard
+ * pointers (HP, Cadence, QSense) with fewer than DS_HMLIST_HAZARDS slots per
+ * thread; -ENOMEM.
+ * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int ds_hmlist_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
-	struct ds_hmlist **out);
+int ds_hmlist_new(struct ds_hmlist **out, struct reclaim_domain *d,
+	reclaim_free_fn free_fn, void *free_ctx);
 
 /**
- * ds_hmlist_destroy -- free the nodes still linked and the list (NULL is a
- * no-op). Nodes already retired belong to the domain, which frees them.
- * Return: 0.
+ * ds_hmlist_delete -- free the nodes still linked and the list *@lp, and set
+ * *@lp to NULL (@lp or *@lp NULL: nothing to do). Nodes already retired
+ * belong to the domain, which frees them.
+ * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the list concurrently or later
  * (join the workers first).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
-int ds_hmlist_destroy(struct ds_hmlist *l);
+int ds_hmlist_delete(struct ds_hmlist **lp);
 
 /**
  * ds_hmlist_insert -- add @key to the set.
@@ -149,6 +147,8 @@ int ds_hmlist_contains(struct ds_hmlist *l, struct reclaim_thread *t, uint64_t k
 /**
  * ds_hmlist_size -- the number of keys in the set (unmarked linked nodes).
  * Thread-safety: quiescent only: no operation may run concurrently.
+ * Return: the count.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_hmlist_size(const struct ds_hmlist *l);
 
@@ -167,6 +167,7 @@ size_t ds_hmlist_size(const struct ds_hmlist *l);
  * Thread-safety: quiescent only: no operation may run concurrently, and
  * every thread that operated must be joined (or otherwise ordered before
  * the caller).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_hmlist_check(const struct ds_hmlist *l, char *buf, size_t buflen);
 

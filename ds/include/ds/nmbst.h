@@ -29,11 +29,12 @@
  * Memory. Each key is one malloc()ed leaf plus one internal node (24 bytes
  * each); an insert allocates those two and a remove nothing; no operation
  * makes a system call of its own. Retired nodes are freed by the domain,
- * possibly after ds_nmbst_destroy(), so the domain must be destroyed after
+ * possibly after ds_nmbst_delete(), so the domain must be deleted after
  * the tree's last operation.
  *
- * Errors: 0 or positive on success, -errno on failure. The library never
- * prints, aborts or exits.
+ * Errors: 0 or positive on success, -errno on failure; ds_nmbst_new() also
+ * leaves a message in pm_errormsg() (pm/error.h). The library never prints,
+ * aborts or exits.
  */
 #ifndef DS_NMBST_H
 #define DS_NMBST_H
@@ -60,43 +61,39 @@ struct ds_nmbst;
 #define DS_NMBST_HAZARDS 5u
 
 /**
- * ds_nmbst_create -- create an empty tree whose nodes are reclaimed through
- * domain @d and released with free().
- * @d:   the reclamation domain; the caller keeps ownership and destroys it
- *       after the tree.
- * @out: receives the tree; release it with ds_nmbst_destroy().
- *
- * Return: 0; -EINVAL if @d or @out is NULL, or if @d's scheme keeps hazard
- * pointers (HP, Cadence, QSense) with fewer than DS_NMBST_HAZARDS slots per
- * thread; -ENOMEM.
- * Thread-safety: any thread.
- */
-int ds_nmbst_create(struct reclaim_domain *d, struct ds_nmbst **out);
-
-/**
- * ds_nmbst_create_ex -- ds_nmbst_create() with a node free function.
+ * ds_nmbst_new -- create an empty tree whose nodes are reclaimed through
+ * domain @d.
+ * @out:      receives the tree; release it with ds_nmbst_delete().
+ * @d:        the reclamation domain; the caller keeps ownership and deletes
+ *            it after the tree (retired nodes live in the domain until freed).
  * @free_fn:  called once on every node the tree stops using: by the domain
- *            when a retired node is safe, and by ds_nmbst_destroy() on the
+ *            when a retired node is safe, and by ds_nmbst_delete() on the
  *            nodes still in the tree. Nodes come from malloc(), so @free_fn
  *            must release them with free() (it may first poison or count
  *            them; malloc_usable_size() gives the size). NULL means free().
  * @free_ctx: passed to @free_fn; must stay valid until both the tree and
- *            the domain are destroyed.
+ *            the domain are deleted.
  *
- * Return, thread-safety: as ds_nmbst_create().
+ * Return: 0; -EINVAL if @out or @d is NULL, or if @d's scheme keeps hazard
+ * pointers (HP, Cadence, QSense) with fewer than DS_NMBST_HAZARDS slots per
+ * thread; -ENOMEM.
+ * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int ds_nmbst_create_ex(struct reclaim_domain *d, reclaim_free_fn free_fn, void *free_ctx,
-	struct ds_nmbst **out);
+int ds_nmbst_new(struct ds_nmbst **out, struct reclaim_domain *d,
+	reclaim_free_fn free_fn, void *free_ctx);
 
 /**
- * ds_nmbst_destroy -- free the nodes still in the tree (sentinels included)
- * and the tree (NULL is a no-op). Nodes already retired belong to the
- * domain, which frees them. Uses no recursion (an unbalanced tree may be
+ * ds_nmbst_delete -- free the nodes still in the tree (sentinels included)
+ * and the tree *@bp, and set *@bp to NULL (@bp or *@bp NULL: nothing to
+ * do). Nodes already retired belong to the domain, which frees them. Uses no recursion (an unbalanced tree may be
  * deep).
- * Return: 0.
+ * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the tree concurrently or later.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
-int ds_nmbst_destroy(struct ds_nmbst *b);
+int ds_nmbst_delete(struct ds_nmbst **bp);
 
 /**
  * ds_nmbst_insert -- add @key to the set.
@@ -146,6 +143,7 @@ int ds_nmbst_contains(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key
  * sentinels).
  * Return: the count, or 0 if the scratch stack cannot be allocated.
  * Thread-safety: quiescent only: no operation may run concurrently.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_nmbst_size(const struct ds_nmbst *b);
 
@@ -167,6 +165,7 @@ size_t ds_nmbst_size(const struct ds_nmbst *b);
  * Thread-safety: quiescent only: no operation may run concurrently, and
  * every thread that operated must be joined (or otherwise ordered before
  * the caller).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_nmbst_check(const struct ds_nmbst *b, char *buf, size_t buflen);
 

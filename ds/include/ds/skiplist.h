@@ -32,11 +32,12 @@
  * Memory. Each key is one malloc()ed node of 16 + 8 * height bytes
  * (2 words on average). An insert allocates at most one node and a remove
  * none; no operation makes a system call of its own. Retired nodes are
- * freed by the domain, possibly after ds_skiplist_destroy(), so the domain
- * must be destroyed after the list's last operation.
+ * freed by the domain, possibly after ds_skiplist_delete(), so the domain
+ * must be deleted after the list's last operation.
  *
- * Errors: 0 or positive on success, -errno on failure. The library never
- * prints, aborts or exits.
+ * Errors: 0 or positive on success, -errno on failure; ds_skiplist_new() also
+ * leaves a message in pm_errormsg() (pm/error.h). The library never prints,
+ * aborts or exits.
  */
 #ifndef DS_SKIPLIST_H
 #define DS_SKIPLIST_H
@@ -72,51 +73,51 @@ struct ds_skiplist;
  * (DS_SKIPLIST_HAZARDS; @levels 0 means DS_SKIPLIST_DEFAULT_LEVELS).
  * Return: the count, or 0 if @levels is above DS_SKIPLIST_MAX_LEVELS.
  * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 unsigned ds_skiplist_hazards(unsigned levels);
 
 /**
- * ds_skiplist_create -- create an empty skip list of @levels levels whose
- * nodes are reclaimed through domain @d and released with free().
- * @d:      the reclamation domain; the caller keeps ownership and destroys
- *          it after the list.
- * @levels: DS_SKIPLIST_MIN_LEVELS..DS_SKIPLIST_MAX_LEVELS, or 0 for
- *          DS_SKIPLIST_DEFAULT_LEVELS; about log2 of the expected size.
- * @out:    receives the list; release it with ds_skiplist_destroy().
- *
- * Return: 0; -EINVAL if @d or @out is NULL, @levels is out of range, or @d's
- * scheme keeps hazard pointers (HP, Cadence, QSense) with fewer than
- * ds_skiplist_hazards(@levels) slots per thread; -ENOMEM.
- * Thread-safety: any thread.
- */
-int ds_skiplist_create(struct reclaim_domain *d, unsigned levels, struct ds_skiplist **out);
-
-/**
- * ds_skiplist_create_ex -- ds_skiplist_create() with a node free function.
+ * ds_skiplist_new -- create an empty skip list whose nodes are reclaimed
+ * through domain @d.
+ * @out:      receives the list; release it with ds_skiplist_delete().
+ * @d:        the reclamation domain; the caller keeps ownership and deletes
+ *            it after the list (retired nodes live in the domain until freed).
+ * @levels:   DS_SKIPLIST_MIN_LEVELS..DS_SKIPLIST_MAX_LEVELS, or 0 for
+ *            DS_SKIPLIST_DEFAULT_LEVELS; about log2 of the expected size.
  * @free_fn:  called once on every node the list stops using: by the domain
- *            when a retired node is safe, and by ds_skiplist_destroy() on
+ *            when a retired node is safe, and by ds_skiplist_delete() on
  *            the nodes still linked. Nodes come from malloc(), so @free_fn
  *            must release them with free() (it may first poison or count
  *            them; malloc_usable_size() gives the size). NULL means free().
  * @free_ctx: passed to @free_fn; must stay valid until both the list and
- *            the domain are destroyed.
+ *            the domain are deleted.
  *
- * Return, thread-safety: as ds_skiplist_create().
+ * Return: 0; -EINVAL if @out or @d is NULL, @levels is out of range, or @d's
+ * scheme keeps hazard pointers (HP, Cadence, QSense) with fewer than
+ * ds_skiplist_hazards(@levels) slots per thread; -ENOMEM.
+ * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int ds_skiplist_create_ex(struct reclaim_domain *d, unsigned levels, reclaim_free_fn free_fn,
-	void *free_ctx, struct ds_skiplist **out);
+int ds_skiplist_new(struct ds_skiplist **out, struct reclaim_domain *d, unsigned levels,
+	reclaim_free_fn free_fn, void *free_ctx);
 
 /**
- * ds_skiplist_destroy -- free the nodes still linked and the list (NULL is a
- * no-op). Nodes already retired belong to the domain, which frees them.
- * Return: 0.
+ * ds_skiplist_delete -- free the nodes still linked and the list *@sp, and
+ * set *@sp to NULL (@sp or *@sp NULL: nothing to do). Nodes already retired
+ * belong to the domain, which frees them.
+ * Return: 0 (it cannot refuse).
  * Thread-safety: no operation may run on the list concurrently or later.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
-int ds_skiplist_destroy(struct ds_skiplist *s);
+int ds_skiplist_delete(struct ds_skiplist **sp);
 
 /**
  * ds_skiplist_levels -- the list's level count (its maximum node height).
  * Thread-safety: any thread.
+ * Return: the level count (0 for NULL).
+ * Ordering: none (reads fields fixed at creation).
  */
 unsigned ds_skiplist_levels(const struct ds_skiplist *s);
 
@@ -168,6 +169,8 @@ int ds_skiplist_contains(struct ds_skiplist *s, struct reclaim_thread *t, uint64
  * ds_skiplist_size -- the number of keys in the set (level-0 nodes not
  * marked).
  * Thread-safety: quiescent only: no operation may run concurrently.
+ * Return: the count.
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 size_t ds_skiplist_size(const struct ds_skiplist *s);
 
@@ -187,6 +190,7 @@ size_t ds_skiplist_size(const struct ds_skiplist *s);
  * Thread-safety: quiescent only: no operation may run concurrently, and
  * every thread that operated must be joined (or otherwise ordered before
  * the caller).
+ * Ordering: none; the caller's join of the workers orders it after their operations.
  */
 int ds_skiplist_check(const struct ds_skiplist *s, char *buf, size_t buflen);
 

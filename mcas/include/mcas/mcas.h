@@ -67,8 +67,10 @@
  * returned by mcas_read() is durable when mcas_read() returns.
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h,
- * pm_strerror()) on failure. The library never prints, aborts or exits on
- * bad input.
+ * pm_strerror()) on failure. Constructors, mcas_close() and registration
+ * leave a message in pm_errormsg() when they fail; the descriptor calls and
+ * mcas_read() do not touch it (README, Conventions). The library never
+ * prints, aborts or exits on bad input.
  */
 #ifndef MCAS_MCAS_H
 #define MCAS_MCAS_H
@@ -138,23 +140,30 @@ struct mcas_stats {
 
 /**
  * mcas_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void mcas_config_init(struct mcas_config *cfg);
 
 /**
- * mcas_create -- create a volatile instance (targets in ordinary memory).
- * @out: receives the instance; release it with mcas_destroy().
+ * mcas_new -- create a volatile instance (targets in ordinary memory).
+ * @out: receives the instance; release it with mcas_close().
  * @cfg: NULL for the defaults.
  *
  * Return: 0; -EINVAL for a bad config or an algorithm that is persistent
  * only; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int mcas_create(struct mcas **out, const struct mcas_config *cfg);
+int mcas_new(struct mcas **out, const struct mcas_config *cfg);
 
 /**
  * mcas_pmem_area_size -- bytes of pool memory a persistent instance with
  * config @cfg (NULL: defaults) needs; 0 if @cfg is invalid.
+ * Return: the size in bytes; 0 if @cfg is invalid.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 size_t mcas_pmem_area_size(const struct mcas_config *cfg);
 
@@ -164,7 +173,7 @@ size_t mcas_pmem_area_size(const struct mcas_config *cfg);
  * @area_off: offset of mcas_pmem_area_size(@cfg) bytes of @pool owned by the
  *            instance from now on, 64-byte aligned (pm_pool_alloc() memory or
  *            part of the root object).
- * @out: receives the instance; release it with mcas_destroy().
+ * @out: receives the instance; release it with mcas_close().
  *
  * The area is durable and valid when this returns; a crash before that
  * leaves it reading as PM_E_CORRUPT to mcas_pmem_open() (the header is
@@ -172,6 +181,7 @@ size_t mcas_pmem_area_size(const struct mcas_config *cfg);
  * Return: 0; -EINVAL for a bad config, a volatile-only algorithm or a
  * misaligned area; -ERANGE if the area is not inside the pool; -ENOMEM.
  * Thread-safety: any thread; the area must not be in use.
+ * Ordering: as mcas_new().
  */
 int mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	const struct mcas_config *cfg);
@@ -190,38 +200,56 @@ int mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
  * pool; -ENOMEM. On error the pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the area
  * until it returns.
+ * Ordering: as mcas_new(); recovery is single-threaded.
  */
 int mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	const struct mcas_config *cfg);
 
 /**
- * mcas_destroy -- release @*m (NULL accepted) and set it to NULL.
+ * mcas_close -- release @*m (NULL accepted) and set it to NULL.
  *
  * Every thread must have unregistered. For a persistent instance the area
  * stays in the pool with every descriptor detached (a clean shutdown needs
  * no recovery work next time).
- * Return: 0; -EBUSY (nothing released) if a thread is still registered.
+ * Return: 0; -EBUSY if a thread is still registered: nothing is released
+ * and *@m is left as it is.
+ * Thread-safety: one caller, ordered after every thread's
+ * mcas_thread_unregister() (joined, for example).
+ * Ordering: none of its own; the caller's happens-before edge to
+ * the unregistrations is what makes releasing safe.
  */
-int mcas_destroy(struct mcas **m);
+int mcas_close(struct mcas **m);
 
 /**
  * mcas_algorithm_name -- "aopt", "harris" or "pmwcas"; NULL if out of range.
+ * Return: a static string, or NULL.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 const char *mcas_algorithm_name(enum mcas_algorithm alg);
 
 /**
  * mcas_algorithm_of -- the algorithm instance @m runs.
+ * Return: the algorithm.
+ * Thread-safety: any thread.
+ * Ordering: none (reads fields fixed at creation).
  */
 enum mcas_algorithm mcas_algorithm_of(const struct mcas *m);
 
 /**
  * mcas_is_persistent -- whether @m lives in a pm/ pool.
+ * Return: true for an instance in a pool.
+ * Thread-safety: any thread.
+ * Ordering: none (reads fields fixed at creation).
  */
 bool mcas_is_persistent(const struct mcas *m);
 
 /**
  * mcas_value_mask -- the low bits @m reserves in target words; a value with
  * any of them set cannot be stored by MCAS.
+ * Return: the mask (1, 3 or 7).
+ * Thread-safety: any thread.
+ * Ordering: none (reads fields fixed at creation).
  */
 uint64_t mcas_value_mask(const struct mcas *m);
 
@@ -232,6 +260,8 @@ uint64_t mcas_value_mask(const struct mcas *m);
  *
  * Return: 0; -EAGAIN if max_threads threads are registered; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
+ * Ordering: the thread's slot is claimed with a seq_cst CAS, so every
+ * epoch scan that starts after this returns sees the thread.
  */
 int mcas_thread_register(struct mcas *m, struct mcas_thread **out);
 
@@ -243,6 +273,7 @@ int mcas_thread_register(struct mcas *m, struct mcas_thread **out);
  * operation. Return: 0; -EBUSY if called inside a guard or with a
  * descriptor begun and not executed.
  * Thread-safety: the owning thread only.
+ * Ordering: the slot is given back with seq_cst stores.
  */
 int mcas_thread_unregister(struct mcas_thread **t);
 
@@ -256,6 +287,9 @@ int mcas_thread_unregister(struct mcas_thread **t);
  * every descriptor of @t still waits for a grace period (another thread is
  * stalled inside an operation): retry later.
  * Thread-safety: the owning thread only.
+ * Ordering: none on the descriptor, private until mcas_desc_execute();
+ * advancing reclamation loads every thread's epoch (seq_cst), the
+ * other side of mcas_guard_enter()'s and mcas_guard_exit()'s stores.
  */
 int mcas_desc_begin(struct mcas_thread *t, struct mcas_desc **out);
 
@@ -269,6 +303,7 @@ int mcas_desc_begin(struct mcas_thread *t, struct mcas_desc **out);
  * persistent and [@addr, @addr + 8) is not inside its pool. On error @d is
  * unchanged and can still be executed or abandoned.
  * Thread-safety: the owning thread only.
+ * Ordering: none (writes only @d, still private).
  */
 int mcas_desc_add(struct mcas_desc *d, uint64_t *addr, uint64_t expected, uint64_t desired);
 
@@ -282,12 +317,21 @@ int mcas_desc_add(struct mcas_desc *d, uint64_t *addr, uint64_t expected, uint64
  * Progress: lock-free; the calling thread helps operations it meets.
  * Thread-safety: the owning thread only; any other threads may run
  * operations on the same words concurrently.
+ * Ordering: on success, seq_cst: every target word's new value is
+ * visible to, and ordered with, any later mcas_read() or MCAS of that word
+ * (every install CAS and the status CAS that decides the operation are
+ * seq_cst pm_cas() calls; mcas_read() and helpers load the words seq_cst
+ * and the status with acquire, the other side of the status CAS). On
+ * failure (0), seq_cst as well: the status CAS that fails the operation
+ * is ordered like a successful one, and no target word changes value. On
+ * -EINVAL nothing shared is touched.
  */
 int mcas_desc_execute(struct mcas_desc *d);
 
 /**
  * mcas_desc_abandon -- return @d, begun and not executed, to its pool.
  * Thread-safety: the owning thread only.
+ * Ordering: none (@d was never published).
  */
 void mcas_desc_abandon(struct mcas_desc *d);
 
@@ -299,6 +343,11 @@ void mcas_desc_abandon(struct mcas_desc *d);
  * load: no store, no CAS, no fence. Otherwise it helps an operation in
  * progress finish first. Persistence: the value returned is durable.
  * Thread-safety: @t's owning thread; any other threads concurrently.
+ * Return: the value the word stands for.
+ * Ordering: a seq_cst load of @addr (ordered after this thread's epoch
+ * announcement); if it finds a descriptor, an acquire load of its status,
+ * the other side of the status CAS in mcas_desc_execute(); any help or
+ * detach it does is a seq_cst CAS.
  */
 uint64_t mcas_read(struct mcas_thread *t, const uint64_t *addr);
 
@@ -312,12 +361,19 @@ uint64_t mcas_read(struct mcas_thread *t, const uint64_t *addr);
  * epoch announcement. Keep guards short: a thread inside a guard holds back
  * reclamation for every thread.
  * Thread-safety: the owning thread only.
+ * Ordering: the outermost guard's epoch store is seq_cst: a Dekker
+ * pair with the seq_cst epoch loads of a reclaiming thread's scan (in
+ * mcas_desc_begin()), so no later load of this thread is satisfied
+ * before a scan that frees the object can see the guard.
  */
 void mcas_guard_enter(struct mcas_thread *t);
 
 /**
  * mcas_guard_exit -- end the innermost guard of @t.
  * Thread-safety: the owning thread only.
+ * Ordering: the outermost exit's epoch store is a release: this
+ * thread's reads inside the guard happen before a scan that sees the
+ * new epoch (seq_cst load) frees or reuses what they read.
  */
 void mcas_guard_exit(struct mcas_thread *t);
 
@@ -335,6 +391,9 @@ typedef void (*mcas_free_fn)(void *ctx, void *obj);
  * Return: 0; -ENOMEM if the thread's retire list could not grow (the object
  * is then neither freed nor remembered: the caller still owns it).
  * Thread-safety: the owning thread only.
+ * Ordering: none of its own: the object's unlink (an MCAS, seq_cst)
+ * precedes this call; the grace period it waits for is the epoch
+ * pairing described at mcas_guard_enter()/mcas_guard_exit().
  */
 int mcas_retire(struct mcas_thread *t, void *obj, mcas_free_fn free_fn, void *ctx);
 

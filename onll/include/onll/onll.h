@@ -68,13 +68,18 @@
  *   - in onll_thread_register().
  *
  * Errors: 0 or positive on success; -errno or a PM_E_* code (pm/error.h) on
- * failure. The library never prints, aborts or exits on bad input.
+ * failure. onll_create(), onll_open(), onll_close() and registration leave
+ * a message in pm_errormsg() when they fail; the per-operation calls do not
+ * touch it (README, Conventions). The library never prints, aborts or exits
+ * on bad input.
  */
 #ifndef ONLL_ONLL_H
 #define ONLL_ONLL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <pm/error.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,9 +91,6 @@ struct onll_thread;
 
 /* Layout version of the persistent area written by this library. */
 #define ONLL_PMEM_VERSION 1
-
-/* TEMPORARY until the suite's error codes live in pm/error.h. */
-#define ONLL_E_RESULT_LOST (-13001)
 
 /*
  * struct onll_type -- the sequential object. Every callback gets @ctx.
@@ -166,12 +168,17 @@ struct onll_stats {
 
 /**
  * onll_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void onll_config_init(struct onll_config *cfg);
 
 /**
  * onll_area_size -- bytes of pool memory an object with config @cfg (NULL:
  * defaults) needs; 0 if @cfg is invalid.
+ * Return: the size in bytes; 0 if @cfg is invalid.
+ * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 size_t onll_area_size(const struct onll_config *cfg);
 
@@ -190,6 +197,8 @@ size_t onll_area_size(const struct onll_config *cfg);
  * the area is not inside the pool; -ENOSPC if the initial state does not
  * fit checkpoint_capacity; -ENOMEM.
  * Thread-safety: any thread; the area must not be in use.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
 int onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	const struct onll_config *cfg, const struct onll_type *type);
@@ -211,6 +220,7 @@ int onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
  * the pool (the object can be opened again, losing nothing).
  * Thread-safety: one caller per area; nothing else may use the area until
  * it returns.
+ * Ordering: as onll_create(); recovery is single-threaded.
  */
 int onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	const struct onll_type *type);
@@ -219,6 +229,10 @@ int onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
  * onll_close -- release @*o (NULL accepted) and set it to NULL. Nothing is
  * written: every completed update is already durable.
  * Return: 0; -EBUSY (nothing released) while a thread is registered.
+ * Thread-safety: one caller, ordered after every
+ * onll_thread_unregister() (joined, for example).
+ * Ordering: none of its own (see Thread-safety). On -EBUSY *@o is
+ * left as it is.
  */
 int onll_close(struct onll **o);
 
@@ -227,6 +241,8 @@ int onll_close(struct onll **o);
  * number of updates in its history when onll_open() recovered it (0 after
  * onll_create()). Later updates get the following indexes.
  * Thread-safety: any thread.
+ * Return: the index.
+ * Ordering: none (reads fields fixed at creation).
  */
 uint64_t onll_recovered_index(const struct onll *o);
 
@@ -240,6 +256,9 @@ uint64_t onll_recovered_index(const struct onll *o);
  * Return: 0; -EAGAIN if max_threads handles exist; PM_E_CORRUPT if the
  * checkpoint does not load; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
+ * Ordering: the slot is claimed by CAS and the thread's view
+ * published with a release store, the other side of the acquire loads
+ * with which updates compute which trace nodes can be reused.
  */
 int onll_thread_register(struct onll *o, struct onll_thread **out);
 
@@ -248,6 +267,9 @@ int onll_thread_register(struct onll *o, struct onll_thread **out);
  * The thread's log and trace memory go to the next thread that registers.
  * Return: 0.
  * Thread-safety: the owning thread only.
+ * Ordering: release stores of the slot's view and in_use flag: the
+ * thread's last reads of trace nodes happen before their reuse by an
+ * update that loads them (acquire).
  */
 int onll_thread_unregister(struct onll_thread **t);
 
@@ -273,6 +295,17 @@ int onll_thread_unregister(struct onll_thread **t);
  * thread's view up to date failed, so @result is not set (the view is
  * rebuilt by the thread's next operation; do not retry the update).
  * Thread-safety: the owning thread of @t; any number of threads at once.
+ * Ordering: on success, the trace node is inserted with an acq_rel CAS
+ * on the trace tail (release publishes the op and its index; acquire
+ * sees every earlier update), and after the persistent fence its
+ * available flag is set with a seq_cst store, the linearization point:
+ * it pairs with the acquire loads of the trace tail and of available
+ * flags in onll_read(), onll_query() and other threads' updates, so a
+ * reader that sees the update sees its op and every earlier one. A
+ * checkpoint written on the way is published after that store (release
+ * of the checkpoint index, acquire in registration and view rebuilds).
+ * -ENOMEM after apply(): as success (the update is published). On any
+ * other failure nothing is published (no trace node, no log entry).
  */
 int onll_update(struct onll_thread *t, const void *op, size_t op_len, void *result,
 	uint64_t *index);
@@ -305,6 +338,8 @@ int onll_read(struct onll_thread *t, const void *op, size_t op_len, void *result
  * this index is at most onll_recovered_index() of the reopened object (keep
  * it somewhere durable to detect which of your updates survived).
  * Thread-safety: the owning thread of @t.
+ * Return: the index, or 0.
+ * Ordering: none (thread-local).
  */
 uint64_t onll_thread_last_index(const struct onll_thread *t);
 
@@ -315,6 +350,7 @@ typedef void (*onll_query_fn)(void *arg, const void *state);
  * onll_query -- run @fn(@arg, state) on the newest available state, as a
  * read (for questions an op encoding does not cover: iteration, dumps).
  * Return: as onll_read(). Thread-safety: the owning thread of @t.
+ * Ordering: as onll_read().
  */
 int onll_query(struct onll_thread *t, onll_query_fn fn, void *arg);
 
@@ -326,12 +362,17 @@ int onll_query(struct onll_thread *t, onll_query_fn fn, void *arg);
  * Return: 0; -EBUSY if another checkpoint is being written; -ENOSPC if the
  * state exceeds checkpoint_capacity; -ENOMEM.
  * Thread-safety: the owning thread of @t.
+ * Ordering: the checkpoint index is published with a release store
+ * after the fence, the other side of the acquire load in registration
+ * and view rebuilds; the checkpoint flag is taken with an acquire CAS
+ * and given back with a release store around the write.
  */
 int onll_checkpoint(struct onll_thread *t);
 
 /**
  * onll_thread_stats -- counts of thread @t (trace_nodes and
  * log_entries_used are left 0). Thread-safety: the owning thread of @t.
+ * Ordering: none (relaxed counters).
  */
 void onll_thread_stats(const struct onll_thread *t, struct onll_stats *out);
 
@@ -339,6 +380,7 @@ void onll_thread_stats(const struct onll_thread *t, struct onll_stats *out);
  * onll_stats_total -- counts summed over every thread slot, with the
  * object's trace_nodes and log_entries_used. Exact when no thread is
  * operating; otherwise a racy snapshot. Thread-safety: any thread.
+ * Ordering: relaxed loads of every slot's counters.
  */
 void onll_stats_total(const struct onll *o, struct onll_stats *out);
 

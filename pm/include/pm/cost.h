@@ -48,7 +48,9 @@ struct pm_cost__thread {
 
 extern __thread struct pm_cost__thread pm_cost__self;
 
-/* Links this thread's block into the registry read by pm_cost_read_total(). */
+/* Links this thread's block into the registry read by pm_cost_read_total().
+ * Thread-safety: the calling thread's block; takes the registry mutex.
+ */
 void pm_cost__register(void);
 
 /**
@@ -97,6 +99,8 @@ void pm_cost_diff(const struct pm_cost *after, const struct pm_cost *before,
 /**
  * pm_cost_name -- a short stable name for counter @c ("cas", "flush", ...),
  * suitable as a benchmark counter or CSV column; NULL if @c is out of range.
+ * Return: a static string, or NULL.
+ * Thread-safety: any thread; pure.
  */
 const char *pm_cost_name(enum pm_cost_counter c);
 

@@ -85,6 +85,7 @@ struct pm_crashsim_config {
 
 /**
  * pm_crashsim_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
  */
 void pm_crashsim_config_init(struct pm_crashsim_config *cfg);
 
@@ -152,12 +153,15 @@ void pm_crashsim_get_stats(const struct pm_crashsim *sim, struct pm_crashsim_sta
  * pm_crashsim_report -- the first failure of the last run: crash point,
  * image, the check's message and the command that replays it; "" if none.
  * Owned by @sim, valid until the next run or delete.
+ * Return: the report (a string owned by @sim).
+ * Thread-safety: not during a run of @sim.
  */
 const char *pm_crashsim_report(const struct pm_crashsim *sim);
 
 /**
  * pm_crashsim_delete -- free @*sim (NULL accepted) and set it to NULL.
  * Return: 0; -EBUSY (and nothing freed) if it is running.
+ * Thread-safety: not during a run of @sim; one caller.
  */
 int pm_crashsim_delete(struct pm_crashsim **sim);
 

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * pm/error.h -- error codes and per-thread error messages of the pm module.
+ * pm/error.h -- the error codes and per-thread error message of the whole
+ * suite (pm, mcas, reclaim, onll, ds, rdma, kv).
  *
- * Every pm function that can fail returns 0 on success and a negative code on
- * failure: either -errno (for example -ENOENT, -EINVAL) or one of the PM_E_*
- * codes below, which live in their own range so they never collide with errno.
- * A failing call also leaves a human-readable message, retrievable on the same
- * thread with pm_errormsg() until the next pm call that can fail.
+ * Every function of the suite that can fail returns 0 (or a documented
+ * non-negative value) on success and a negative code on failure: either
+ * -errno (for example -ENOENT, -EINVAL) or a suite code below. Each module
+ * owns a range of suite codes, declared here so that no two collide and one
+ * pm_strerror() describes them all; every range lies below -10000, far from
+ * any errno. A failing call also leaves a human-readable message, read on
+ * the same thread with pm_errormsg(); calls that can fail clear it on entry,
+ * except the per-operation calls of lock-free paths (README, Conventions).
  */
 #ifndef PM_ERROR_H
 #define PM_ERROR_H
@@ -31,9 +35,40 @@ extern "C" {
 /* Lowest code of the pm range (for range tests). */
 #define PM_E_LAST PM_E_CHECK_FAILED
 
+/* First code of the rdma range (rdma/rdma.h); codes count down from here. */
+#define RDMA_E_BASE (-11000)
+/* The access lies (partly) outside its region. */
+#define RDMA_E_BOUNDS (RDMA_E_BASE - 1)
+/* No region with that id on this node. */
+#define RDMA_E_NO_REGION (RDMA_E_BASE - 2)
+/* The node refused the cluster token. */
+#define RDMA_E_AUTH (RDMA_E_BASE - 3)
+/* A malformed or unexpected message was received. */
+#define RDMA_E_PROTO (RDMA_E_BASE - 4)
+/* The connection is lost or the node is dead; reconnect. */
+#define RDMA_E_CONN (RDMA_E_BASE - 5)
+/* Fault injection (rdma_conn_inject) made the operation fail. */
+#define RDMA_E_INJECTED (RDMA_E_BASE - 6)
+/* The backend needs hardware or a provider this machine lacks. */
+#define RDMA_E_NO_DEVICE (RDMA_E_BASE - 7)
+/* Lowest code of the rdma range. */
+#define RDMA_E_LAST RDMA_E_NO_DEVICE
+
+/* First code of the range reserved for the KV store (kv/, planned); it
+ * defines no codes yet. */
+#define KV_E_BASE (-12000)
+
+/* First code of the onll range (onll/onll.h); codes count down from here. */
+#define ONLL_E_BASE (-13000)
+/* The update took effect (ordered, durable, linearized) but its result is
+ * lost: apply() on the thread's view failed. Do not retry it. */
+#define ONLL_E_RESULT_LOST (ONLL_E_BASE - 1)
+/* Lowest code of the onll range. */
+#define ONLL_E_LAST ONLL_E_RESULT_LOST
+
 /**
  * pm_strerror -- a static description of an error code.
- * @code: 0, a negative errno, or a PM_E_* code.
+ * @code: 0, a negative errno, or a suite code (PM_E_*, RDMA_E_*, ONLL_E_*).
  *
  * Return: a string with static storage duration; never NULL (unknown codes
  * get a generic text).
@@ -42,13 +77,35 @@ extern "C" {
 const char *pm_strerror(int code);
 
 /**
- * pm_errormsg -- the message left by the last failing pm call on this thread.
+ * pm_errormsg -- the message left by the last failing call of the suite on
+ * this thread (it names the function and the reason).
  *
  * Return: a NUL-terminated string owned by the library, valid until the next
- * pm call on this thread; "" if the last call that can fail succeeded.
+ * call of the suite on this thread; "" if the last call that clears it
+ * succeeded.
  * Thread-safety: the message is per thread.
  */
 const char *pm_errormsg(void);
+
+/**
+ * pm_error_set -- set this thread's message, for the suite's modules;
+ * applications need not call it.
+ * @code: the code the caller is about to return.
+ * @fmt:  printf format of the message; by convention "function: reason".
+ *
+ * The message is truncated to 511 bytes.
+ * Return: @code, so that a module writes "return pm_error_set(-EINVAL, ...)".
+ * Thread-safety: writes only the calling thread's message.
+ */
+int pm_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * pm_error_clear -- make this thread's message "", for the suite's modules
+ * (on entry to a call that can fail); applications need not call it.
+ * Return: nothing (void).
+ * Thread-safety: writes only the calling thread's message.
+ */
+void pm_error_clear(void);
 
 #ifdef __cplusplus
 }

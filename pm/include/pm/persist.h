@@ -57,6 +57,8 @@ enum pm_durability {
 
 /**
  * pm_durability_name -- "auto", "pmem", "msync" or "none"; NULL if out of range.
+ * Return: a static string.
+ * Thread-safety: any thread; pure.
  */
 const char *pm_durability_name(enum pm_durability mode);
 
@@ -95,6 +97,7 @@ int pm_region_remove(void *base);
  * pm_region_durability -- the mode of the region holding @addr, or
  * PM_DURABILITY_AUTO if @addr lies in no region.
  * Thread-safety: any thread.
+ * Return: the region's mode, or PM_DURABILITY_AUTO.
  */
 enum pm_durability pm_region_durability(const void *addr);
 
@@ -107,6 +110,7 @@ enum pm_durability pm_region_durability(const void *addr);
  * otherwise; MSYNC and NONE are granted as asked.
  * Return: the mode; -PM_E_NOT_PMEM (as a negative int) if PMEM is requested
  * for a range that is not persistent memory; -EINVAL for an unknown mode.
+ * Thread-safety: any thread.
  */
 int pm_durability_resolve(const void *addr, size_t len, enum pm_durability requested);
 
@@ -132,6 +136,7 @@ void pm_fence(void);
 /**
  * pm_persist -- pm_flush(@addr, @len) then pm_fence(): the range is durable
  * on return (stores to it made after the call are not covered).
+ * Thread-safety, ordering: as pm_flush() then pm_fence().
  */
 void pm_persist(const void *addr, size_t len);
 

@@ -75,6 +75,7 @@ struct pm_pool_config {
 /**
  * pm_pool_config_init -- fill @cfg with the defaults documented above
  * (path and layout NULL: the caller must set them).
+ * Thread-safety: any thread; writes only @cfg.
  */
 void pm_pool_config_init(struct pm_pool_config *cfg);
 
@@ -115,6 +116,7 @@ int pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg);
  * pm_pool_check -- validate a closed pool as pm_pool_open() would, without
  * keeping it open (it is opened and closed, so PMDK recovery runs).
  * Return: 0 if the pool would open; otherwise what pm_pool_open() returns.
+ * Thread-safety: any thread; the pool must not be open.
  */
 int pm_pool_check(const struct pm_pool_config *cfg);
 
@@ -132,30 +134,47 @@ int pm_pool_close(struct pm_pool **pool);
 /**
  * pm_pool_root -- the caller's root object (root_size bytes, 64-byte aligned).
  * Thread-safety: any thread. The pointer is valid until pm_pool_close().
+ * Return: the root object's address.
  */
 void *pm_pool_root(const struct pm_pool *pool);
 
 /* PM_POOL_ROOT -- the root object as a @type pointer. */
 #define PM_POOL_ROOT(pool, type) ((type *)pm_pool_root(pool))
 
-/* pm_pool_root_size -- the root object size recorded at creation. */
+/* pm_pool_root_size -- the root object size recorded at creation.
+ * Return: the root object's size in bytes.
+ * Thread-safety: any thread, while @pool is open.
+ */
 size_t pm_pool_root_size(const struct pm_pool *pool);
 
-/* pm_pool_version -- the layout version recorded at creation. */
+/* pm_pool_version -- the layout version recorded at creation.
+ * Return: the layout version.
+ * Thread-safety: any thread, while @pool is open.
+ */
 uint32_t pm_pool_version(const struct pm_pool *pool);
 
-/* pm_pool_durability -- the mode granted at open (never AUTO). */
+/* pm_pool_durability -- the mode granted at open (never AUTO).
+ * Return: the mode granted at open.
+ * Thread-safety: any thread, while @pool is open.
+ */
 enum pm_durability pm_pool_durability(const struct pm_pool *pool);
 
-/* pm_pool_base -- start of the pool's mapping: offsets are relative to it. */
+/* pm_pool_base -- start of the pool's mapping: offsets are relative to it.
+ * Return: the mapping's base address.
+ * Thread-safety: any thread, while @pool is open.
+ */
 void *pm_pool_base(const struct pm_pool *pool);
 
-/* pm_pool_size -- length of the pool's mapping in bytes. */
+/* pm_pool_size -- length of the pool's mapping in bytes.
+ * Return: the mapping's size in bytes.
+ * Thread-safety: any thread, while @pool is open.
+ */
 size_t pm_pool_size(const struct pm_pool *pool);
 
 /**
  * pm_pool_off -- the pool-relative offset of @ptr (PM_OFF_NULL for NULL).
  * @ptr must point into the pool. Thread-safety: any thread.
+ * Return: the offset (see above for pointers outside the pool).
  */
 uint64_t pm_pool_off(const struct pm_pool *pool, const void *ptr);
 
@@ -189,7 +208,10 @@ int pm_pool_alloc(struct pm_pool *pool, size_t size, uint64_t type_num, uint64_t
  */
 int pm_pool_free(struct pm_pool *pool, uint64_t off);
 
-/* pm_pool_pmemobj -- the underlying PMDK pool, for PMDK calls pm does not wrap. */
+/* pm_pool_pmemobj -- the underlying PMDK pool, for PMDK calls pm does not wrap.
+ * Return: the libpmemobj handle.
+ * Thread-safety: any thread, while @pool is open.
+ */
 struct pmemobjpool *pm_pool_pmemobj(const struct pm_pool *pool);
 
 #ifdef __cplusplus

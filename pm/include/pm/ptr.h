@@ -31,7 +31,10 @@ extern "C" {
 /* Mask of the mark bits. */
 #define PM_MARK_MASK ((uint64_t)((1u << PM_MARK_BITS) - 1))
 
-/* pm_off_from_ptr -- offset of @ptr from @base; NULL maps to PM_OFF_NULL. */
+/* pm_off_from_ptr -- offset of @ptr from @base; NULL maps to PM_OFF_NULL.
+ * Return: the offset.
+ * Thread-safety: any thread; pure.
+ */
 static inline uint64_t
 pm_off_from_ptr(const void *base, const void *ptr)
 {
@@ -41,7 +44,10 @@ pm_off_from_ptr(const void *base, const void *ptr)
 }
 
 /* pm_off_to_ptr -- pointer for offset @off from @base; PM_OFF_NULL maps to NULL.
- * No bounds check: use pm_pool_ptr() for offsets read from untrusted data. */
+ * No bounds check: use pm_pool_ptr() for offsets read from untrusted data.
+ * Return: the pointer.
+ * Thread-safety: any thread; pure.
+ */
 static inline void *
 pm_off_to_ptr(const void *base, uint64_t off)
 {
@@ -50,21 +56,30 @@ pm_off_to_ptr(const void *base, uint64_t off)
 	return (char *)base + off;
 }
 
-/* pm_word_mark -- @w with mark bits @mark (a subset of PM_MARK_MASK) set. */
+/* pm_word_mark -- @w with mark bits @mark (a subset of PM_MARK_MASK) set.
+ * Return: the marked word.
+ * Thread-safety: any thread; pure.
+ */
 static inline uint64_t
 pm_word_mark(uint64_t w, uint64_t mark)
 {
 	return w | (mark & PM_MARK_MASK);
 }
 
-/* pm_word_marks -- the mark bits of @w. */
+/* pm_word_marks -- the mark bits of @w.
+ * Return: the mark bits.
+ * Thread-safety: any thread; pure.
+ */
 static inline uint64_t
 pm_word_marks(uint64_t w)
 {
 	return w & PM_MARK_MASK;
 }
 
-/* pm_word_unmark -- @w with every mark bit cleared. */
+/* pm_word_unmark -- @w with every mark bit cleared.
+ * Return: the word without marks.
+ * Thread-safety: any thread; pure.
+ */
 static inline uint64_t
 pm_word_unmark(uint64_t w)
 {
@@ -72,7 +87,10 @@ pm_word_unmark(uint64_t w)
 }
 
 /* pm_word_is_markable -- whether @w leaves the mark bits clear, i.e. whether
- * it can be stored in a word whose mark bits the caller uses. */
+ * it can be stored in a word whose mark bits the caller uses.
+ * Return: nonzero if the low bits are free.
+ * Thread-safety: any thread; pure.
+ */
 static inline int
 pm_word_is_markable(uint64_t w)
 {

@@ -79,6 +79,7 @@ struct rdma_node_config {
 
 /**
  * rdma_node_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
  */
 void rdma_node_config_init(struct rdma_node_config *cfg);
 
@@ -102,11 +103,14 @@ int rdma_node_open(struct rdma_node **out, const struct rdma_node_config *cfg);
  * rdma_node_close -- stop serving (if started), close the pool and set *@n
  * to NULL. The node file stays: local clients keep working on the pool file.
  * Return: 0; -EIO if an msync of the pool failed while it was open.
+ * Thread-safety: one caller; no other call on the node may run.
  */
 int rdma_node_close(struct rdma_node **n);
 
 /**
  * rdma_node_region_count -- number of regions.
+ * Return: the count.
+ * Thread-safety: any thread, while @n is open.
  */
 unsigned rdma_node_region_count(const struct rdma_node *n);
 
@@ -115,6 +119,7 @@ unsigned rdma_node_region_count(const struct rdma_node *n);
  * NULL) its address in this process. Return: 0; -EINVAL if out of range.
  * Direct stores through @addr bypass the transport: persist them with
  * pm_persist() like any pool memory.
+ * Thread-safety: any thread, while @n is open.
  */
 int rdma_node_region(const struct rdma_node *n, unsigned index,
 	struct rdma_region_info *out, void **addr);
@@ -122,6 +127,8 @@ int rdma_node_region(const struct rdma_node *n, unsigned index,
 /**
  * rdma_node_file_path -- the node file local clients read
  * ("<pool path>.node"). Owned by the node.
+ * Return: the path.
+ * Thread-safety: any thread, while @n is open.
  */
 const char *rdma_node_file_path(const struct rdma_node *n);
 
@@ -134,6 +141,7 @@ struct rdma_node_serve_config {
 
 /**
  * rdma_node_serve_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
  */
 void rdma_node_serve_config_init(struct rdma_node_serve_config *cfg);
 
@@ -147,12 +155,15 @@ void rdma_node_serve_config_init(struct rdma_node_serve_config *cfg);
  * Return: 0; -EADDRINUSE if the port is taken; -EADDRNOTAVAIL for a bad
  * host; -EALREADY if already serving; RDMA_E_NO_DEVICE if no requested
  * backend could start.
+ * Thread-safety: one caller per node.
  */
 int rdma_node_serve(struct rdma_node *n, const struct rdma_node_serve_config *cfg);
 
 /**
  * rdma_node_port -- the control port actually bound (useful with port 0);
  * 0 if not serving.
+ * Return: the port, or 0.
+ * Thread-safety: any thread, while @n is open.
  */
 uint16_t rdma_node_port(const struct rdma_node *n);
 
@@ -178,6 +189,7 @@ void rdma_node_get_status(const struct rdma_node *n, struct rdma_node_status *ou
  * @host:@port for its status over the network (what `dmkv-node status`
  * prints). @text receives "key value" lines, NUL-terminated, at most @cap
  * bytes. Return: 0; RDMA_E_AUTH; RDMA_E_CONN; -ETIMEDOUT; RDMA_E_PROTO.
+ * Thread-safety: any thread.
  */
 int rdma_node_status_query(const char *host, uint16_t port, const char *token,
 	unsigned timeout_ms, char *text, size_t cap);

@@ -43,9 +43,10 @@
  *                     a read or persist after an atomic, carry the fence flag.
  *                     Needs an RDMA device.
  *
- * Errors. Functions return 0 or a negative code: -errno or RDMA_E_*. Every
- * access is checked against its region before anything is executed, so a
- * rejected batch has no effect. A batch that fails in flight (dead peer,
+ * Errors. Functions return 0 or a negative code: -errno or RDMA_E_* (declared
+ * in pm/error.h with the suite's other codes; pm_strerror() names them, and
+ * pm_errormsg() says what failed). Every access is checked against its
+ * region before anything is executed, so a rejected batch has no effect. A batch that fails in flight (dead peer,
  * timeout) may have executed a prefix of its operations, as with real RDMA.
  * After such a failure the connection is broken: every later post returns
  * RDMA_E_CONN until rdma_conn_reconnect() succeeds.
@@ -60,28 +61,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pm/error.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Codes of the rdma range; they never collide with -errno or PM_E_*. */
-#define RDMA_E_BASE (-11000)
-/* The access lies (partly) outside its region. */
-#define RDMA_E_BOUNDS (RDMA_E_BASE - 1)
-/* No region with that id on this node. */
-#define RDMA_E_NO_REGION (RDMA_E_BASE - 2)
-/* The node refused the cluster token. */
-#define RDMA_E_AUTH (RDMA_E_BASE - 3)
-/* A malformed or unexpected message was received. */
-#define RDMA_E_PROTO (RDMA_E_BASE - 4)
-/* The connection is lost or the node is dead; reconnect. */
-#define RDMA_E_CONN (RDMA_E_BASE - 5)
-/* Fault injection (rdma_conn_inject) made the operation fail. */
-#define RDMA_E_INJECTED (RDMA_E_BASE - 6)
-/* The backend needs hardware or a provider this machine lacks. */
-#define RDMA_E_NO_DEVICE (RDMA_E_BASE - 7)
-/* Lowest code of the rdma range. */
-#define RDMA_E_LAST RDMA_E_NO_DEVICE
 
 /* Most operations in one batch. */
 #define RDMA_BATCH_MAX_OPS 32
@@ -134,6 +118,7 @@ void rdma_batch_init(struct rdma_batch *b);
  * (RDMA_BATCH_MAX_OPS or RDMA_BATCH_MAX_BYTES). Bounds are checked at post.
  * A read concurrent with writes to the same bytes may return any mix of old
  * and new 8-byte words (as RDMA does); validate with a checksum if needed.
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_read(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	void *dst, uint32_t len);
@@ -142,6 +127,7 @@ int rdma_batch_read(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * rdma_batch_write -- append "write @len bytes from @src to (@region, @offset)".
  * @src is read when the batch executes, not when it is added.
  * Return: as rdma_batch_read().
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_write(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	const void *src, uint32_t len);
@@ -152,6 +138,7 @@ int rdma_batch_write(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * NULL) receives the previous value at completion, so the CAS succeeded iff
  * *@old == @expected.
  * Return: 0; -EINVAL if @offset is not 8-byte aligned; -E2BIG if full.
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_cas(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	uint64_t expected, uint64_t desired, uint64_t *old);
@@ -160,6 +147,7 @@ int rdma_batch_cas(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * rdma_batch_faa -- append an 8-byte fetch-and-add of @add (wrapping).
  * *@old (if not NULL) receives the previous value at completion.
  * Return: as rdma_batch_cas().
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_faa(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	uint64_t add, uint64_t *old);
@@ -172,6 +160,7 @@ int rdma_batch_faa(struct rdma_batch *b, uint32_t region, uint64_t offset,
  * covered too (on local and ofi also other connections' completed writes;
  * on verbs only this queue pair's).
  * Return: as rdma_batch_read() (no buffer).
+ * Thread-safety: touches @b only.
  */
 int rdma_batch_persist(struct rdma_batch *b, uint32_t region, uint64_t offset,
 	uint32_t len);
@@ -202,6 +191,7 @@ struct rdma_conn_config {
 
 /**
  * rdma_conn_config_init -- fill @cfg with the defaults documented above.
+ * Thread-safety: any thread; writes only @cfg.
  */
 void rdma_conn_config_init(struct rdma_conn_config *cfg);
 
@@ -223,10 +213,16 @@ int rdma_conn_open(struct rdma_conn **out, const char *uri,
 	const struct rdma_conn_config *cfg);
 
 /**
- * rdma_conn_close -- release *@c (waiting at most timeout_ms for a batch in
- * flight, whose completion is then lost) and set *@c to NULL. NULL is a no-op.
+ * rdma_conn_close -- release *@cp (waiting at most timeout_ms for a batch in
+ * flight, whose completion is then lost) and set *@cp to NULL.
+ *
+ * Return: 0 (also for @cp or *@cp NULL); or the error with which that batch
+ * in flight ended, the last teardown step that can fail (-ETIMEDOUT,
+ * RDMA_E_CONN, ...; the backend's release of its provider objects reports
+ * nothing). The handle is freed and *@cp set to NULL either way.
+ * Thread-safety: the thread using the connection.
  */
-void rdma_conn_close(struct rdma_conn **c);
+int rdma_conn_close(struct rdma_conn **cp);
 
 /**
  * rdma_conn_reconnect -- reopen a broken (or healthy) connection to the
@@ -234,22 +230,28 @@ void rdma_conn_close(struct rdma_conn **c);
  * Region ids and lengths must be unchanged, else RDMA_E_PROTO and the
  * connection stays broken. A batch in flight is abandoned.
  * Return: as rdma_conn_open().
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_conn_reconnect(struct rdma_conn *c);
 
 /**
  * rdma_conn_backend -- "local", "ofi+tcp", "ofi+shm", "ofi+verbs" or "verbs".
+ * Return: a static string.
+ * Thread-safety: any thread.
  */
 const char *rdma_conn_backend(const struct rdma_conn *c);
 
 /**
  * rdma_conn_region_count -- number of regions the node exposes.
+ * Return: the count.
+ * Thread-safety: the thread using @c (one at a time).
  */
 unsigned rdma_conn_region_count(const struct rdma_conn *c);
 
 /**
  * rdma_conn_region -- describe the @index-th region (0-based) in *@out.
  * Return: 0; -EINVAL if @index is out of range.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_conn_region(const struct rdma_conn *c, unsigned index,
 	struct rdma_region_info *out);
@@ -263,6 +265,7 @@ int rdma_conn_region(const struct rdma_conn *c, unsigned index,
  * RDMA_E_NO_REGION or RDMA_E_BOUNDS; -EBUSY if a batch is already in flight
  * on @c; RDMA_E_CONN if @c is broken; RDMA_E_INJECTED under an injected
  * failure.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_post(struct rdma_conn *c, struct rdma_batch *b);
 
@@ -271,6 +274,7 @@ int rdma_post(struct rdma_conn *c, struct rdma_batch *b);
  * Return: 0 if it completed (results and read buffers are filled);
  * -EINPROGRESS if not yet; -EINVAL if nothing is in flight; a negative code
  * if it failed (the connection is then broken, see the top of this file).
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_poll(struct rdma_conn *c);
 
@@ -279,11 +283,14 @@ int rdma_poll(struct rdma_conn *c);
  * or the connection's timeout passes.
  * Return: as rdma_poll(), or -ETIMEDOUT (connection broken) instead of
  * -EINPROGRESS.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_wait(struct rdma_conn *c);
 
 /**
  * rdma_execute -- rdma_post() then rdma_wait(): one batch, one round trip.
+ * Return: as rdma_post(), then as rdma_wait().
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_execute(struct rdma_conn *c, struct rdma_batch *b);
 
@@ -300,6 +307,7 @@ enum rdma_fault {
  * rdma_conn_inject -- set the fault @c suffers from now on (@delay_us is used
  * by RDMA_FAULT_DELAY only). Affects later posts, not a batch in flight.
  * Return: 0; -EINVAL for an unknown fault.
+ * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault,
 	uint32_t delay_us);
@@ -327,19 +335,16 @@ struct rdma_stats {
  * rdma_stats_read_thread -- the calling thread's counters into *@out.
  * The transport also adds to pm/cost.h (PM_COST_ROUND_TRIP, REMOTE_*), so
  * one pm_cost snapshot covers an operation end to end.
+ * Thread-safety: any thread; reads its own counters.
  */
 void rdma_stats_read_thread(struct rdma_stats *out);
 
 /**
  * rdma_stats_diff -- @out = @after - @before, field by field (may alias).
+ * Thread-safety: any thread; pure.
  */
 void rdma_stats_diff(const struct rdma_stats *after,
 	const struct rdma_stats *before, struct rdma_stats *out);
-
-/**
- * rdma_strerror -- a static description of 0, -errno, PM_E_* or RDMA_E_*.
- */
-const char *rdma_strerror(int code);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@
  * no reference to any node of the domain (that is its quiescent state).
  *
  * Schemes (thesis ch. 6, ../shared/seeds/003, sect. 6.3-6.5):
- *   RECLAIM_NONE       leaky: nothing is freed before reclaim_domain_destroy().
+ *   RECLAIM_NONE       leaky: nothing is freed before reclaim_domain_delete().
  *   RECLAIM_QSBR       quiescent-state-based reclamation, three epochs and
  *                      limbo lists (sect. 6.3.1); a quiescent state every Q
  *                      operations. Not robust: one stalled thread stops all
@@ -51,7 +51,7 @@
  * Beyond the thesis (its stated limits, sect. 6.5.2):
  *   - Dynamic membership: threads register and unregister while others run.
  *     A thread that unregisters hands its retired nodes to the domain, and
- *     they are freed by the others' later scans or by destroy.
+ *     they are freed by the others' later scans or by reclaim_domain_delete().
  *   - Eviction: a registered thread whose OS thread no longer exists (it
  *     exited or was killed without unregistering) is evicted when a grace
  *     period or a presence check finds it lagging: its slot stops counting
@@ -60,8 +60,8 @@
  *     never evicted (it could still hold references); a stalled live thread
  *     is what the Cadence fallback is for. reclaim_thread_offline() lets a
  *     live thread that is about to block say so explicitly.
- *     Eviction needs /proc: the domain opens /proc/self/task at create
- *     (a later chroot or unmount does not matter); without it nothing is
+ *     Eviction needs /proc: the domain opens /proc/self/task in
+ *     reclaim_domain_new() (a later chroot or unmount does not matter); without it nothing is
  *     evicted.
  *
  * Memory bounds (Prop. 6.6.3 and 6.6.5), with N registered threads, K hazard
@@ -73,8 +73,9 @@
  * reclaim_bound_compute() computes both.
  *
  * Errors: functions that can fail return 0 (or a documented non-negative
- * value) on success and -errno on failure. The library never prints, aborts
- * or exits; it only allocates in reclaim_domain_create(),
+ * value) on success and -errno on failure; the domain and registration
+ * calls also leave a message in pm_errormsg() (pm/error.h). The library never prints, aborts
+ * or exits; it only allocates in reclaim_domain_new(),
  * reclaim_thread_register() and when a thread's retired list grows.
  *
  * Platform: x86-64 only. Cadence and QSense rest on x86-64's total store
@@ -114,12 +115,12 @@ enum reclaim_scheme {
 /* What a retired node is handed to once it is safe: free(node) by default,
  * or a pool's or slab's own release function. Called exactly once per
  * retired node, on whichever registered thread frees it (RECLAIM_URCU_QSBR:
- * liburcu's call_rcu thread), or in reclaim_domain_destroy(); it must not
+ * liburcu's call_rcu thread), or in reclaim_domain_delete(); it must not
  * call back into the domain. */
 typedef void (*reclaim_free_fn)(void *node, void *ctx);
 
 /*
- * Domain parameters. Fill with reclaim_config_default() and change what you
+ * Domain parameters. Fill with reclaim_config_init() and change what you
  * need; a zero field means "the default" where noted.
  */
 struct reclaim_config {
@@ -159,15 +160,17 @@ struct reclaim_config {
 };
 
 /**
- * reclaim_config_default -- fill @cfg with the defaults for @scheme.
+ * reclaim_config_init -- fill @cfg with the defaults for @scheme.
  * Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
-void reclaim_config_default(struct reclaim_config *cfg, enum reclaim_scheme scheme);
+void reclaim_config_init(struct reclaim_config *cfg, enum reclaim_scheme scheme);
 
 /**
  * reclaim_scheme_name -- the scheme's short name ("none", "qsbr", "ebr",
  * "hp", "cadence", "qsense", "urcu-qsbr"), or "?" for an unknown value.
  * Return: a static string. Thread-safety: any thread.
+ * Ordering: none (touches no shared memory).
  */
 const char *reclaim_scheme_name(enum reclaim_scheme scheme);
 
@@ -175,6 +178,7 @@ const char *reclaim_scheme_name(enum reclaim_scheme scheme);
  * reclaim_scheme_parse -- the inverse of reclaim_scheme_name().
  * Return: 0 and *@out set, or -EINVAL for an unknown name.
  * Thread-safety: any thread.
+ * Ordering: none (touches no shared memory).
  */
 int reclaim_scheme_parse(const char *name, enum reclaim_scheme *out);
 
@@ -196,8 +200,9 @@ struct reclaim_bound {
  * R and C are resolved as a domain with @cfg resolves them once @nthreads
  * threads have registered.
  * Return: 0, or -EINVAL if @cfg is invalid (exactly when
- * reclaim_domain_create() would reject it).
+ * reclaim_domain_new() would reject it).
  * Thread-safety: any thread; pure.
+ * Ordering: none (touches no shared memory).
  */
 int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 	unsigned per_op, uint64_t young, struct reclaim_bound *out);
@@ -205,40 +210,48 @@ int reclaim_bound_compute(const struct reclaim_config *cfg, unsigned nthreads,
 struct reclaim_domain;
 
 /**
- * reclaim_domain_create -- a reclamation domain with @cfg (copied).
+ * reclaim_domain_new -- a reclamation domain with @cfg (copied).
+ * @out: receives the domain; release it with reclaim_domain_delete().
  * Cadence and QSense start one rooster thread per online CPU of the system
  * (/sys/devices/system/cpu/online, whatever the calling thread's affinity),
  * each pinned to its CPU, with every signal blocked; they run until
- * destroy. A CPU that refuses the pinning as unavailable (EINVAL: offline
+ * reclaim_domain_delete(). A CPU that refuses the pinning as unavailable (EINVAL: offline
  * by now, or outside the process's cpuset) gets none, as no thread of the
  * process can run there. CPUs that come online, or join the cpuset, after
- * create have no rooster: a worker that runs there may make Cadence free
+ * this call have no rooster: a worker that runs there may make Cadence free
  * too early, so such a change needs a new domain.
  * Return: 0 and *@out, or -EINVAL (bad parameter, or derived thresholds
  * beyond 32 bits), -ENOMEM, -ENOENT (or another -errno) if
  * /sys/devices/system/cpu/online cannot be read (Cadence, QSense), or the
  * error of creating or pinning a rooster (-EAGAIN, -EPERM...).
  * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that
+ * orders (pthread_create(), a mutex, a release store).
  */
-int reclaim_domain_create(const struct reclaim_config *cfg, struct reclaim_domain **out);
+int reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config *cfg);
 
 /**
- * reclaim_domain_destroy -- stop the roosters, free every retired node not
- * yet freed (with its free function) and the domain. A registered thread
+ * reclaim_domain_delete -- stop the roosters, free every retired node not
+ * yet freed (with its free function) and the domain *@dp, and set *@dp to
+ * NULL. A registered thread
  * whose OS thread no longer exists is evicted first (except under
  * RECLAIM_URCU_QSBR, whose threads must unregister). RECLAIM_URCU_QSBR waits
  * for liburcu's pending callbacks (urcu_qsbr_barrier(), which needs a grace
  * period of every thread registered with liburcu).
- * Return: 0, or -EBUSY (nothing freed) while a live thread is still
- * registered. NULL is a no-op returning 0.
+ * Return: 0 (also for @dp or *@dp NULL), or -EBUSY while a live thread is
+ * still registered: nothing is freed and *@dp is left as it is.
  * Thread-safety: no thread may use the domain concurrently.
+ * Ordering: acquire loads of every slot's state, the other side of
+ * the release with which unregistration frees a slot; the caller
+ * must be ordered after the last operations (joined threads).
  */
-int reclaim_domain_destroy(struct reclaim_domain *d);
+int reclaim_domain_delete(struct reclaim_domain **dp);
 
 /**
  * reclaim_domain_config -- the domain's parameters, defaults resolved (R and
  * C left at 0 are resolved for the registry's current high-water mark).
  * Thread-safety: any thread.
+ * Ordering: relaxed (the registry's high-water mark).
  */
 void reclaim_domain_config(const struct reclaim_domain *d, struct reclaim_config *out);
 
@@ -271,13 +284,18 @@ enum {
  * Return: 0 and *@out (owned by the caller until unregister), -ENOSPC when
  * max_threads are registered, -EEXIST if already registered in @d, -ENOMEM.
  * Thread-safety: any thread, concurrently with everything else on @d.
+ * Ordering: the slot is claimed with an acquire CAS (the other side
+ * of the previous owner's release) and the thread's epoch and
+ * presence announced before it returns, so grace periods that
+ * start later wait for it.
  */
 int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out);
 
 /**
  * reclaim_thread_unregister -- leave the domain. The thread must be between
  * operations. Its retired nodes go to the domain (freed later by others, or
- * by destroy); its hazard slots are cleared; @t is freed.
+ * by reclaim_domain_delete()); its hazard slots are cleared; the handle
+ * *@tp is released and *@tp set to NULL.
  * Eviction happens only to threads judged dead, so a live thread should
  * never see it. Were it evicted anyway, its handle may name a slot that
  * another thread has registered in since: it must then not be used for
@@ -285,11 +303,15 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
  * (The library's out-of-line calls check, doing nothing and, for
  * reclaim_retire(), leaking the node; reclaim_op_begin(), reclaim_op_end()
  * and reclaim_protect() are inline and cannot afford to.)
- * Return: 0, or -ESRCH if @t no longer names the caller's registration (it
- * was evicted, or already unregistered); nothing is changed then.
- * Thread-safety: only the thread that registered @t.
+ * Return: 0 (also for @tp or *@tp NULL), or -ESRCH if *@tp no longer names
+ * the caller's registration (it was evicted, or already unregistered):
+ * nothing is changed then, *@tp included.
+ * Thread-safety: only the thread that registered *@tp.
+ * Ordering: the slot's state goes to LEAVING with an acq_rel CAS
+ * and to FREE with a release store: this thread's reads of nodes
+ * happen before frees by a grace period that sees either.
  */
-int reclaim_thread_unregister(struct reclaim_thread *t);
+int reclaim_thread_unregister(struct reclaim_thread **tp);
 
 /**
  * reclaim_thread_offline -- declare an extended quiescent state (the thread
@@ -299,18 +321,26 @@ int reclaim_thread_unregister(struct reclaim_thread *t);
  * offline. Under RECLAIM_URCU_QSBR this is liburcu's per-thread state, so
  * it holds for every domain of that scheme the thread is registered in.
  * Thread-safety: only @t's thread, between operations.
+ * Ordering: as reclaim_op_end() at a quiescent state: the thread's
+ * earlier reads happen before frees of a grace period that sees it
+ * offline.
  */
 void reclaim_thread_offline(struct reclaim_thread *t);
 
 /**
  * reclaim_thread_online -- end an extended quiescent state.
  * Thread-safety: only @t's thread.
+ * Ordering: as reclaim_op_begin() (EBR: a full fence).
  */
 void reclaim_thread_online(struct reclaim_thread *t);
 
-/* Slow path of reclaim_op_begin(); not for direct use. */
+/* Slow path of reclaim_op_begin(); not for direct use.
+ * Thread-safety, ordering: as reclaim_op_begin().
+ */
 void reclaim__op_begin_slow(struct reclaim_thread *t);
-/* Slow path of reclaim_op_end(); not for direct use. */
+/* Slow path of reclaim_op_end(); not for direct use.
+ * Thread-safety, ordering: as reclaim_op_end().
+ */
 void reclaim__op_end_slow(struct reclaim_thread *t);
 
 /**
@@ -331,6 +361,10 @@ reclaim_op_begin(struct reclaim_thread *t)
  * to any node. Every Q-th call declares a quiescent state (QSBR, QSense,
  * urcu), which may free nodes retired by this thread; EBR leaves its epoch.
  * Thread-safety: only @t's thread.
+ * Ordering: a quiescent state publishes the thread's epoch or
+ * presence with a release store: its reads of nodes during the
+ * operation happen before any free by a grace period that sees it
+ * (acquire); otherwise nothing.
  */
 static inline void
 reclaim_op_end(struct reclaim_thread *t)
@@ -386,6 +420,8 @@ reclaim_protect(struct reclaim_thread *t, unsigned slot, const void *p)
  * so that a structure must re-check reachability after reclaim_protect().
  * Under the epoch schemes the check is unnecessary and may be skipped.
  * Thread-safety: only @t's thread.
+ * Return: true under HP, Cadence and QSense.
+ * Ordering: none.
  */
 static inline bool
 reclaim_needs_validation(const struct reclaim_thread *t)
@@ -416,6 +452,8 @@ void reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, vo
  * Never waits for other threads.
  * Return: how many of this thread's retired nodes are still waiting.
  * Thread-safety: only @t's thread, between operations.
+ * Ordering: as reclaim_op_end() at a quiescent state, plus a hazard
+ * scan's seq_cst fence where the scheme has them.
  */
 size_t reclaim_drain(struct reclaim_thread *t);
 
@@ -427,6 +465,8 @@ enum reclaim_mode {
 /**
  * reclaim_domain_mode -- QSense's current path (the shared fallback flag).
  * Thread-safety: any thread; a relaxed snapshot.
+ * Return: RECLAIM_MODE_FAST or RECLAIM_MODE_FALLBACK.
+ * Ordering: relaxed.
  */
 enum reclaim_mode reclaim_domain_mode(const struct reclaim_domain *d);
 
@@ -445,7 +485,7 @@ struct reclaim_stats {
 	uint64_t to_fast;          /* QSense switches fallback -> fast */
 	uint64_t rooster_wakeups;  /* rooster wake-ups, all CPUs */
 	uint64_t roosters;         /* rooster threads (Cadence, QSense: one per
-	                            * CPU, see reclaim_domain_create()) */
+	                            * CPU, see reclaim_domain_new()) */
 	uint64_t registered;       /* threads registered now */
 	uint64_t evicted;          /* threads evicted so far */
 	enum reclaim_mode mode;
@@ -458,6 +498,7 @@ struct reclaim_stats {
  * except where the schedule decides (epochs, scans, switches, wake-ups).
  * Thread-safety: any thread; the fields are read one by one (relaxed), so
  * a snapshot taken while threads run is approximate.
+ * Ordering: relaxed loads, field by field.
  */
 void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out);
 
