@@ -19,13 +19,6 @@
 
 namespace {
 
-#define SKIP_WITHOUT_FAULT_ALLOC()                                                    \
-	do {                                                                          \
-		if (!fault_alloc_available())                                         \
-			GTEST_SKIP() << "allocation fault injection needs the plain build: " \
-				"the sanitizers own malloc";                          \
-	} while (0)
-
 // The sweep's check for a constructor-like call: -ENOMEM exactly when an
 // allocation failed, success otherwise.
 void EnomemIffFired(int r, bool fired)
@@ -35,7 +28,7 @@ void EnomemIffFired(int r, bool fired)
 
 TEST(McasFault, ConstructorsRegistrationAndRetireFailCleanly)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	mcas_config cfg;
 	mcas_config_init(&cfg);
 	EXPECT_GT(pmtest::SweepAllocFailures(
@@ -105,7 +98,7 @@ struct Tree {
 
 TEST(BztreeFault, ConstructorsAndRegistrationFailCleanly)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	Tree w;
 	ASSERT_EQ(mcas_new(&w.m, nullptr), 0);
 	ds_bztree_config cfg;
@@ -138,7 +131,7 @@ TEST(BztreeFault, ConstructorsAndRegistrationFailCleanly)
 // allocation of each operation fails in turn, then the operation runs.
 TEST(BztreeFault, OperationsFailWithTheMapUnchanged)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	Tree w;
 	ASSERT_EQ(mcas_new(&w.m, nullptr), 0);
 	ds_bztree_config cfg;

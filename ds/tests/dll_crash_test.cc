@@ -243,7 +243,7 @@ protected:
 		std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
 		std::replace(test.begin(), test.end(), '/', '-');
 		name = "dll-" + test;
-		DLL_SETUP_OR_SKIP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity);
+		DLL_SETUP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity);
 	}
 
 	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const

@@ -35,7 +35,7 @@ class DllTest : public testing::TestWithParam<Variant> {};
 TEST_P(DllTest, EmptyListAndKeyRange)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "empty");
+	DLL_PARAM_SETUP(env, "empty");
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	EXPECT_EQ(ds_dll_is_persistent(env.l), GetParam().persistent);
@@ -117,14 +117,14 @@ void RunSequential(ListEnv &env, uint64_t range, unsigned ops, uint64_t seed)
 TEST_P(DllTest, SequentialMatchesStdSetSmallRange)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "seq-small");
+	DLL_PARAM_SETUP(env, "seq-small");
 	RunSequential(env, 16, 20000, 1);
 }
 
 TEST_P(DllTest, SequentialMatchesStdSetLargeRange)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "seq-large");
+	DLL_PARAM_SETUP(env, "seq-large");
 	RunSequential(env, 600, 12000, 2);
 }
 
@@ -160,7 +160,7 @@ TEST_P(DllTest, OperationCosts)
 	mcas_config cfg = dlltest::SmallConfig(v.alg);
 	cfg.read_detach_one_in = 0;
 	ListEnv env;
-	DLL_SETUP_OR_SKIP(env, "costs-" + dlltest::VariantName(v), v, cfg);
+	DLL_SETUP(env, "costs-" + dlltest::VariantName(v), v, cfg);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (uint64_t k : { 10, 20, 30, 40 })
@@ -225,7 +225,7 @@ TEST_P(DllTest, LookupCasesWithEfficientReads)
 {
 	const Variant v = GetParam();
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "reads");
+	DLL_PARAM_SETUP(env, "reads");
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (uint64_t k = 1; k <= 32; k++)
@@ -254,7 +254,7 @@ TEST_P(DllTest, NodesAreReused)
 {
 	const Variant v = GetParam();
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "reuse", 160);
+	DLL_PARAM_SETUP(env, "reuse", 160);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (unsigned round = 0; round < 3000; round++) {
@@ -341,7 +341,7 @@ protected:
 TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "reopen", 64);
+	DLL_PARAM_SETUP(env, "reopen", 64);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	std::set<uint64_t> model;
@@ -376,7 +376,7 @@ TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "garbage", 32);
+	DLL_PARAM_SETUP(env, "garbage", 32);
 	ASSERT_NO_FATAL_FAILURE(FillAndClose(env));
 	std::mt19937_64 rng(3);
 	for (uint64_t i = 2; i < env.capacity + 2; i++) {
@@ -413,7 +413,7 @@ TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "damage", 32);
+	DLL_PARAM_SETUP(env, "damage", 32);
 	ASSERT_NO_FATAL_FAILURE(FillAndClose(env));
 	RawHeader *hdr = Header(env);
 	RawHeader saved_hdr = *hdr;
@@ -483,7 +483,7 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 TEST_P(DllPmemTest, ArenaExhaustion)
 {
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "full", 4);
+	DLL_PARAM_SETUP(env, "full", 4);
 	ds_dll_thread *h = nullptr;
 	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
 	for (uint64_t k = 1; k <= 4; k++)
@@ -498,7 +498,7 @@ TEST_P(DllPmemTest, Misuse)
 {
 	const Variant v = GetParam();
 	ListEnv env;
-	DLL_PARAM_SETUP_OR_SKIP(env, "misuse", 8);
+	DLL_PARAM_SETUP(env, "misuse", 8);
 	CloseList(env);
 	ds_dll *l = nullptr;
 	EXPECT_EQ(ds_dll_pmem_area_size(0), 0u);

@@ -49,9 +49,8 @@ struct ListEnv {
 
 	size_t RootSize() const { return dll_size + mcas_size; }
 
-	// Creates the instance and an empty list. Returns 0, -EINVAL from the
-	// instance's creation when the algorithm is not available in this mode
-	// (the caller skips), or another error.
+	// Creates the instance and an empty list. Returns 0 or the failing
+	// call's code.
 	int Create(const std::string &name, Variant var, const mcas_config &c, uint64_t cap = 4096)
 	{
 		v = var;
@@ -132,24 +131,19 @@ struct ListEnv {
 	}
 };
 
-// Sets up env for a variant or skips the test when the algorithm has not
-// landed yet in this mode (mcas returns -EINVAL for it).
-#define DLL_SETUP_OR_SKIP(env, name, variant, cfg, ...)                                      \
+// Sets up env for a variant; every variant must set up (a failure is a
+// test failure, never a skip).
+#define DLL_SETUP(env, name, variant, cfg, ...)                                              \
 	do {                                                                                 \
 		int setup_ret_ = (env).Create((name), (variant), (cfg), ##__VA_ARGS__);           \
-		if (setup_ret_ == -EINVAL && (env).l == nullptr && (env).m == nullptr)           \
-			GTEST_SKIP() << "MCAS algorithm " << mcas_algorithm_name((variant).alg)     \
-				     << " is not available for " << ((variant).persistent ? "persistent" \
-									 : "volatile")           \
-				     << " instances yet (mcas create returned -EINVAL)";             \
 		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_) << " / " \
 					 << pm_errormsg();                                 \
 	} while (0)
 
-// DLL_SETUP_OR_SKIP in a test parametrised by Variant: GetParam()'s variant
+// DLL_SETUP in a test parametrised by Variant: GetParam()'s variant
 // with SmallConfig, its pool named "@tag-<variant>".
-#define DLL_PARAM_SETUP_OR_SKIP(env, tag, ...)                                           \
-	DLL_SETUP_OR_SKIP(env, std::string(tag) + "-" + dlltest::VariantName(GetParam()), \
+#define DLL_PARAM_SETUP(env, tag, ...)                                           \
+	DLL_SETUP(env, std::string(tag) + "-" + dlltest::VariantName(GetParam()), \
 		GetParam(), dlltest::SmallConfig(GetParam().alg), ##__VA_ARGS__)
 
 // The keys of the list, through @h (quiescent).

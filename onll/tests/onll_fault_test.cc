@@ -21,13 +21,6 @@ namespace {
 using onlltest::Env;
 using onlltest::SmallConfig;
 
-#define SKIP_WITHOUT_FAULT_ALLOC()                                                    \
-	do {                                                                          \
-		if (!fault_alloc_available())                                         \
-			GTEST_SKIP() << "allocation fault injection needs the plain build: " \
-				"the sanitizers own malloc";                          \
-	} while (0)
-
 // The map's contents through @t (unarmed).
 std::map<uint64_t, uint64_t> Contents(onll_thread *t, uint64_t keys)
 {
@@ -44,7 +37,7 @@ std::map<uint64_t, uint64_t> Contents(onll_thread *t, uint64_t keys)
 
 TEST(OnllFault, CreateOpenAndRegisterFailCleanly)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	Env e;
 	onll_config c = SmallConfig();
 	ASSERT_EQ(e.Create("fault-create", c, onll_map_type()), 0);
@@ -87,7 +80,7 @@ TEST(OnllFault, CreateOpenAndRegisterFailCleanly)
 // is exactly that.
 TEST(OnllFault, UpdateTookEffectExactlyWhenItSaysSo)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	Env e;
 	ASSERT_EQ(e.Create("fault-update", SmallConfig(4, 8), onll_map_type()), 0);
 	onll_thread *t = nullptr;
@@ -129,7 +122,7 @@ TEST(OnllFault, UpdateTookEffectExactlyWhenItSaysSo)
 
 TEST(OnllFault, ReadsAndCheckpointsFailCleanly)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	Env e;
 	ASSERT_EQ(e.Create("fault-read", SmallConfig(4, 8), onll_map_type()), 0);
 	onll_thread *w = nullptr, *r = nullptr;

@@ -36,6 +36,16 @@ bool fault_alloc_fired(void);
 #ifdef __cplusplus
 }
 
+// FAULT_ALLOC_SKIP_IF_UNAVAILABLE -- at the top of a GoogleTest body (with
+// <gtest/gtest.h> included first): skip, saying why, where this build has
+// no fault injection.
+#define FAULT_ALLOC_SKIP_IF_UNAVAILABLE()                                              \
+	do {                                                                          \
+		if (!fault_alloc_available())                                         \
+			GTEST_SKIP() << "allocation fault injection needs the plain build: " \
+				"the sanitizers own malloc";                          \
+	} while (0)
+
 namespace pmtest {
 
 // SweepAllocFailures -- run @call with the n-th allocation of this thread

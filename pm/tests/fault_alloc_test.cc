@@ -12,16 +12,9 @@
 
 namespace {
 
-#define SKIP_WITHOUT_FAULT_ALLOC()                                                    \
-	do {                                                                          \
-		if (!fault_alloc_available())                                         \
-			GTEST_SKIP() << "allocation fault injection needs the plain build: " \
-				"the sanitizers own malloc";                          \
-	} while (0)
-
 TEST(FaultAlloc, FailsTheNthAllocationOfThisThreadOnly)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	std::atomic<int> go{0};
 	std::thread other([&go] {
 		while (go.load() == 0)
@@ -52,7 +45,7 @@ TEST(FaultAlloc, FailsTheNthAllocationOfThisThreadOnly)
 
 TEST(FaultAlloc, EveryEntryPointCanFail)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	void *p = nullptr;
 	fault_alloc_arm(1);
 	EXPECT_EQ(aligned_alloc(64, 64), nullptr);
@@ -67,7 +60,7 @@ TEST(FaultAlloc, EveryEntryPointCanFail)
 
 TEST(FaultAlloc, SweepVisitsEveryAllocationPoint)
 {
-	SKIP_WITHOUT_FAULT_ALLOC();
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	unsigned failures = 0, successes = 0;
 	unsigned points = pmtest::SweepAllocFailures(
 		[] {
