@@ -927,6 +927,8 @@ reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out)
 	out->mode = reclaim_domain_mode(d);
 }
 
+#ifdef RECLAIM_TESTING
+
 /* reclaim__test_task_dir -- look threads up under @path (tests only) */
 int
 reclaim__test_task_dir(struct reclaim_domain *d, const char *path)
@@ -953,3 +955,5 @@ reclaim__test_claim(struct reclaim_domain *d)
 		start = 0;
 	return reclaim_claim(d, tid, start) != NULL ? 0 : -ENOSPC;
 }
+
+#endif /* RECLAIM_TESTING */
