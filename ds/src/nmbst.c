@@ -121,8 +121,6 @@ struct ds_nmbst {
 	void *free_ctx;
 };
 
-void (*ds_nmbst__cleanup_hook)(uint64_t key);
-
 /* The seek record (the paper's), with the hazard slot of each node. */
 struct nm_seek {
 	struct nm_node *anc, *succ, *par, *leaf;
@@ -293,9 +291,7 @@ nm_cleanup(const struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key,
 	/* Freeze the edge to the node that stays (E1); release pairs with the
 	 * acquire loads of seeks that read the tag. */
 	atomic_fetch_or_explicit(sib_addr, NM_TAG, memory_order_acq_rel);
-	void (*hook)(uint64_t) = __atomic_load_n(&ds_nmbst__cleanup_hook, __ATOMIC_RELAXED);
-	if (hook != NULL)
-		hook(key);
+	ds_nmbst__cleanup_point(key);
 	uintptr_t sv = ds__link_load(sib_addr);
 	uintptr_t nv = (sv & ~NM_BITS) | (sv & NM_FLAG);
 	if (!ds__link_cas(succ_addr, (uintptr_t)succ, nv))

@@ -449,6 +449,7 @@ reclaim__lagging(struct reclaim__slot *me, unsigned i)
 	/* Check again only after another liveness period: a stalled live
 	 * thread costs one /proc read per period and per waiting thread. */
 	me->lag_since = now;
+	atomic_fetch_add_explicit(&d->liveness_checks, 1, memory_order_relaxed);
 	if (!reclaim_owner_dead(s))
 		return false;
 	return reclaim_evict(s, sw);
@@ -924,8 +925,12 @@ reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out)
 	out->registered = atomic_load_explicit(&d->nregistered,
 		memory_order_relaxed);
 	out->evicted = atomic_load_explicit(&d->evicted, memory_order_relaxed);
+	out->liveness_checks = atomic_load_explicit(&d->liveness_checks,
+		memory_order_relaxed);
 	out->mode = reclaim_domain_mode(d);
 }
+
+#ifdef RECLAIM_TESTING
 
 /* reclaim__test_task_dir -- look threads up under @path (tests only) */
 int
@@ -953,3 +958,5 @@ reclaim__test_claim(struct reclaim_domain *d)
 		start = 0;
 	return reclaim_claim(d, tid, start) != NULL ? 0 : -ENOSPC;
 }
+
+#endif /* RECLAIM_TESTING */

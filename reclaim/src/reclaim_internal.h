@@ -211,6 +211,7 @@ struct reclaim_domain {
 	_Alignas(RECLAIM__CACHELINE) _Atomic unsigned hwm;
 	_Atomic unsigned nregistered;
 	_Atomic uint64_t evicted;
+	_Atomic uint64_t liveness_checks;
 	_Atomic uint64_t pending_max;
 	_Atomic uint64_t freed_async; /* by liburcu's callbacks (urcu.c) */
 

@@ -2,7 +2,9 @@
 /*
  * reclaim/src/reclaim_testing.h -- hooks for reclaim's own tests, to reach
  * states that only a hostile environment produces otherwise. Not part of the
- * API; C and C++.
+ * API; C and C++. Declared and compiled in only by the testonly
+ * //reclaim:reclaim_testing build of the sources (which defines
+ * RECLAIM_TESTING), never by //reclaim:reclaim.
  */
 #ifndef RECLAIM_TESTING_H
 #define RECLAIM_TESTING_H
@@ -12,6 +14,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#ifdef RECLAIM_TESTING
 
 /*
  * reclaim__test_task_dir -- make @d look up its threads under @path instead
@@ -31,6 +35,8 @@ int reclaim__test_task_dir(struct reclaim_domain *d, const char *path);
  * Return: 0, or -ENOSPC.
  */
 int reclaim__test_claim(struct reclaim_domain *d);
+
+#endif /* RECLAIM_TESTING */
 
 #ifdef __cplusplus
 }

@@ -94,15 +94,26 @@ scenario(const char *jail, enum reclaim_scheme scheme)
 	reclaim_op_begin(t);
 	reclaim_retire(t, malloc(64), count_free, NULL);
 	reclaim_op_end(t);
-	/* Thirty liveness periods of blocked grace periods. */
-	for (int i = 0; i < 300; i++) {
+	/* Blocked grace periods until the reader, the only thread that can
+	 * lag, was looked up three times, each after a liveness period: the
+	 * verdicts below are relative to those lookups. The bound (20 s of
+	 * 1 ms sleeps at least) is a hang guard. */
+	int bad = 0;
+	for (int i = 0;; i++) {
 		reclaim_op_begin(t);
 		reclaim_op_end(t);
 		reclaim_drain(t);
+		reclaim_domain_stats(dom, &st);
+		if (st.liveness_checks >= 3)
+			break;
+		if (i == 20000) {
+			printf("%s: the reader was never checked\n",
+				reclaim_scheme_name(scheme));
+			bad = 1;
+			break;
+		}
 		usleep(1000);
 	}
-	reclaim_domain_stats(dom, &st);
-	int bad = 0;
 	/* QSense's fallback may free the node: the reader never protected
 	 * it with a hazard pointer. */
 	if (st.evicted != 0 || (scheme != RECLAIM_QSENSE && atomic_load(&freed))) {

@@ -204,8 +204,24 @@ TEST_P(Eviction, DeadThreadIsEvicted)
 INSTANTIATE_TEST_SUITE_P(EpochSchemes, Eviction,
 	testing::Values(RECLAIM_QSBR, RECLAIM_EBR, RECLAIM_QSENSE), SchemeName);
 
+// Blocked grace periods until the waiting thread has looked the stalled
+// one up in /proc kChecks times (stats.liveness_checks: the stalled thread
+// is the only one that can lag), each after a liveness period; @step runs
+// some operations. WaitFor polls at most once a millisecond, so its 20 s
+// guard bounds the nodes a Ledger of kLedger must hold.
+constexpr uint64_t kChecks = 3;
+constexpr size_t kLedger = 200000;
+
+bool BlockUntilChecked(reclaim_domain *d, const std::function<void()> &step)
+{
+	return WaitFor([&] {
+		step();
+		return Stats(d).liveness_checks >= kChecks;
+	});
+}
+
 // A registered thread that is alive but blocked is never evicted, however
-// long it holds up the grace period.
+// often it is found holding up the grace period.
 TEST(Eviction, LiveStalledThreadIsNot)
 {
 	for (reclaim_scheme s : {RECLAIM_QSBR, RECLAIM_QSENSE}) {
@@ -215,16 +231,11 @@ TEST(Eviction, LiveStalledThreadIsNot)
 		ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 		StalledThread stalled(d);
 		ASSERT_EQ(stalled.register_ret(), 0);
-		Ledger l(100000);
+		Ledger l(kLedger);
 		reclaim_thread *t;
 		ASSERT_EQ(reclaim_thread_register(d, &t), 0);
-		// Ten liveness periods of blocked grace periods.
-		auto until = std::chrono::steady_clock::now() +
-			std::chrono::milliseconds(10 * cfg.liveness_check_ms);
-		while (std::chrono::steady_clock::now() < until) {
-			RetireOps(t, l, 8);
-			std::this_thread::sleep_for(std::chrono::microseconds(500));
-		}
+		ASSERT_TRUE(BlockUntilChecked(d, [&] { RetireOps(t, l, 8); }))
+			<< reclaim_scheme_name(s) << ": the stalled thread was never checked";
 		reclaim_stats st = Stats(d);
 		EXPECT_EQ(st.evicted, 0u) << reclaim_scheme_name(s);
 		EXPECT_EQ(st.registered, 2u);
@@ -371,17 +382,13 @@ TEST(Eviction, LiveThreadWithoutProcIsNot)
 		ASSERT_EQ(stalled.register_ret(), 0);
 		// Nobody else is inside the domain yet.
 		ASSERT_EQ(reclaim__test_task_dir(d, TempDir("empty").c_str()), 0);
-		Ledger l(100000);
+		Ledger l(kLedger);
 		reclaim_thread *t;
 		ASSERT_EQ(reclaim_thread_register(d, &t), 0);
-		// Twenty liveness periods of blocked grace periods.
-		auto until = std::chrono::steady_clock::now() +
-			std::chrono::milliseconds(20 * cfg.liveness_check_ms);
-		while (std::chrono::steady_clock::now() < until) {
+		ASSERT_TRUE(BlockUntilChecked(d, [&] {
 			RetireOps(t, l, 8);
 			reclaim_drain(t);
-			std::this_thread::sleep_for(std::chrono::microseconds(500));
-		}
+		})) << reclaim_scheme_name(s) << ": the stalled thread was never checked";
 		reclaim_stats st = Stats(d);
 		EXPECT_EQ(st.evicted, 0u) << reclaim_scheme_name(s);
 		EXPECT_EQ(st.registered, 2u);

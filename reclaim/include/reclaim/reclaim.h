@@ -488,6 +488,11 @@ struct reclaim_stats {
 	                            * CPU, see reclaim_domain_new()) */
 	uint64_t registered;       /* threads registered now */
 	uint64_t evicted;          /* threads evicted so far */
+	uint64_t liveness_checks;  /* threads that held a grace period or a
+	                            * presence check up for liveness_check_ms,
+	                            * then looked up in /proc (evicted if dead,
+	                            * left alone if alive): the event tests of
+	                            * "a live thread is not evicted" wait for */
 	enum reclaim_mode mode;
 };
 
@@ -495,7 +500,8 @@ struct reclaim_stats {
  * reclaim_domain_stats -- a snapshot of the domain's counters (sums over
  * every thread that ever registered, including unregistered and evicted
  * ones). Counters are deterministic functions of the operations performed,
- * except where the schedule decides (epochs, scans, switches, wake-ups).
+ * except where the schedule decides (epochs, scans, switches, wake-ups,
+ * liveness checks).
  * Thread-safety: any thread; the fields are read one by one (relaxed), so
  * a snapshot taken while threads run is approximate.
  * Ordering: relaxed loads, field by field.
