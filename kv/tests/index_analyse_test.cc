@@ -13,24 +13,11 @@
 
 #include <gtest/gtest.h>
 
-extern "C" {
-#include "kv/src/index/analyse.h"
-#include "kv/src/index/word.h"
-}
+#include "kv/tests/index_test_util.h"
 
 namespace {
 
-constexpr unsigned kGen = 7;
-
-uint64_t C(unsigned stage, bool frz, unsigned fp, uint64_t loc)
-{
-	return kv_ixw_make(KV_IXW_C, kGen, kv_ixw_body(stage, frz, fp, loc));
-}
-
-uint64_t F(unsigned stage, bool frz, unsigned fp, uint64_t loc)
-{
-	return kv_ixw_make(KV_IXW_F, kGen, kv_ixw_body(stage, frz, fp, loc));
-}
+using namespace kvixtest;
 
 TEST(IndexWord, FieldsRoundTrip)
 {
@@ -106,16 +93,6 @@ TEST(IndexWord, ImpliedPredecessor)
 	EXPECT_FALSE(kv_ixw_implied(kv_ixw_make_p(kGen, 2, 1, 1, 1), &b)) << "in the record";
 }
 
-kv_ix_reply Reply(uint64_t w)
-{
-	return kv_ix_reply{w, false, 0, 0};
-}
-
-kv_ix_reply Promise(unsigned stage, uint32_t round, unsigned cid, uint32_t acc, uint64_t body)
-{
-	return kv_ix_reply{kv_ixw_make_p(kGen, stage, round, cid, 1), true, acc, body};
-}
-
 kv_ix_analysis Analyse(const std::vector<kv_ix_reply> &r, unsigned n, bool persisted)
 {
 	kv_ix_analysis a;
@@ -178,86 +155,12 @@ TEST(IndexAnalyse, DamagedAndForeignWordsDoNotCount)
 	EXPECT_EQ(kv__ix_analyse(r, 3, 3, kGen, true, nullptr), -EINVAL);
 }
 
-// One acceptor's state for stage 1, values a and b: untouched (C(0)), fast
-// acceptance, a promise at a ballot with its record's acceptance, or the
-// committed value.
-struct Acceptor {
-	kv_ix_reply reply;
-	int fast = -1;     // value fast-accepted (0 a, 1 b), or -1
-	int classic = -1;  // value accepted at a classic ballot, or -1
-	uint32_t ballot = 0;
-	int committed = -1;
-};
-
-std::vector<Acceptor> AcceptorStates(unsigned max_round)
-{
-	const uint64_t body[2] = {kv_ixw_body(1, false, 3, 4), kv_ixw_body(1, false, 5, 6)};
-	std::vector<Acceptor> s;
-	s.push_back({Reply(C(0, false, 0, 0))});
-	for (int v = 0; v < 2; v++) {
-		Acceptor a{Reply(kv_ixw_make(KV_IXW_F, kGen, body[v]))};
-		a.fast = v;
-		s.push_back(a);
-		Acceptor c{Reply(kv_ixw_make(KV_IXW_C, kGen, body[v]))};
-		c.committed = v;
-		s.push_back(c);
-	}
-	for (uint32_t round = 1; round <= max_round; round++) {
-		const unsigned cid = 1;
-		s.push_back({Promise(1, round, cid, KV_IX_ACC_NONE, 0)});
-		for (int v = 0; v < 2; v++) {
-			Acceptor f{Promise(1, round, cid, KV_IX_ACC_FAST, body[v])};
-			f.fast = v;
-			s.push_back(f);
-			for (uint32_t acc_round = 1; acc_round <= round; acc_round++) {
-				uint32_t ballot = acc_round << KV_IXW_CID_BITS | cid;
-				Acceptor c{Promise(1, round, cid, ballot + 2, body[v])};
-				c.classic = v;
-				c.ballot = ballot;
-				s.push_back(c);
-			}
-		}
-	}
-	return s;
-}
-
-// The values chosen in a full state, by Fast Paxos's definition: q_f
-// acceptances in the fast round, or f+1 at one classic ballot. A commit
-// word C(v) replaced its acceptor's acceptance of v, so it counts towards
-// either quorum. *@reachable is false for states that hold a commit word
-// of a value not chosen (commit words are written only after a choice).
-std::set<int> Chosen(const std::vector<const Acceptor *> &st, unsigned n, bool *reachable)
-{
-	std::set<int> chosen;
-	unsigned qf = kv__ix_fast_quorum(n), qc = n / 2 + 1;
-	*reachable = true;
-	for (int v = 0; v < 2; v++) {
-		unsigned fast = 0, commits = 0, best_classic = 0;
-		for (const Acceptor *a : st) {
-			fast += a->fast == v;
-			commits += a->committed == v;
-			if (a->classic == v) {
-				unsigned same = 0;
-				for (const Acceptor *b : st)
-					same += b->classic == v && b->ballot == a->ballot;
-				best_classic = std::max(best_classic, same);
-			}
-		}
-		if (fast + commits >= qf || best_classic + commits >= qc)
-			chosen.insert(v);
-		else if (commits > 0)
-			*reachable = false;
-	}
-	return chosen;
-}
-
 // Every state of @n acceptors with at most one value chosen, every set of
 // at least f+1 replies, with and without the read's persist: a "decided v"
 // verdict means v is chosen, a "not chosen" verdict means nothing is.
 void BruteForce(unsigned n, unsigned max_round, uint64_t *checked, uint64_t *decided,
 	uint64_t *not_chosen)
 {
-	const uint64_t body[2] = {kv_ixw_body(1, false, 3, 4), kv_ixw_body(1, false, 5, 6)};
 	std::vector<Acceptor> states = AcceptorStates(max_round);
 	std::vector<const Acceptor *> st(n);
 	std::function<void(unsigned)> each = [&](unsigned i) {
@@ -291,7 +194,7 @@ void BruteForce(unsigned n, unsigned max_round, uint64_t *checked, uint64_t *dec
 				} else if (a.verdict == KV_IX_DECIDED) {
 					(*decided)++;
 					ASSERT_EQ(chosen.size(), 1u) << "decided, but nothing was chosen";
-					ASSERT_EQ(a.body, body[*chosen.begin()]) << "decided the wrong value";
+					ASSERT_EQ(a.body, Value(*chosen.begin())) << "decided the wrong value";
 				} else if (a.verdict == KV_IX_NOT_CHOSEN) {
 					(*not_chosen)++;
 					ASSERT_TRUE(chosen.empty()) << "said not chosen, but a value was";
