@@ -17,9 +17,10 @@
    per ballot; C words carry the chosen value; every insert returns the chosen
    value; a lookup returning EMPTY had nothing chosen at its invocation; a
    lookup returning v has v chosen. Deadlock freedom (invalid end states).
-   Durability: F words are "visible = durable" unless -DDUR (below).
-   Planted bugs (must fail): MUT_FQ2, MUT_NOFASTRULE, MUT_LOOKUP, MUT_BLIND,
-   and with -DDUR: MUT_NOPERSIST.
+   Durability: every word is "visible = durable" (an MN restarts with its
+   words intact), so durability rules 1-4 of section 4.4, including rule iii's
+   PERSIST in the reader's READ batch, are not expressed here.
+   Planted bugs (must fail): MUT_FQ2, MUT_NOFASTRULE, MUT_LOOKUP, MUT_BLIND.
    C functions abstracted: none yet (kv/index is not written); keep this list in step when it is. */
 #ifndef NC
 #define NC   2          /* inserting clients                      */
