@@ -11,7 +11,8 @@ set -euo pipefail
 # Libraries: PMDK, libfabric, rdma-core, liburcu, jemalloc, xxhash.
 # Tests and benchmarks: GoogleTest, Google Benchmark.
 # Tools: pmempool (pmdk-tools) to inspect pools; clang for libFuzzer targets;
-# matplotlib for the benchmark plots (benchmarks/mcas_report.py).
+# matplotlib for the benchmark plots (benchmarks/mcas_report.py); spin for the
+# index protocol's models (kv/spin/run_models.sh, //kv/spin:models_test).
 PACKAGES=(
 	bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java
 	build-essential clang
@@ -21,6 +22,7 @@ PACKAGES=(
 	libjemalloc-dev liburcu-dev libxxhash-dev libinih-dev libcrypt-dev iproute2
 	libgtest-dev libbenchmark-dev
 	python3-matplotlib
+	spin
 )
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
