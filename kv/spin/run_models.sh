@@ -51,7 +51,7 @@ CHECKS=(
 # runs first with a 120 s limit (used only if it does not catch); seeds 11 and
 # 12 are the fallback (they do not catch either in 30 s). A slower machine
 # needs a longer limit, not other seeds.
-"ci|m2_rand|m2.pml||rand|11|15|pass|-m3000 -w26"
+"full|m2_rand|m2.pml||rand|11|15|pass|-m3000 -w26"
 "ci|m2_rand_faults|m2.pml|-DFAULTS|rand|13|15|pass|-m3000 -w26"
 "ci|m2_mut_l2|m2.pml|-DMUT_L2|rand|15 11 12|120|fail|-m3000 -w26"
 "ci|m2_mut_minstage|m2.pml|-DMUT_MINSTAGE|rand|15 11 12|120|fail|-m3000 -w26"
