@@ -55,10 +55,15 @@ pm_area_check(const struct pm_area_hdr *hdr, const struct pm_area_type *type, co
 	if (hdr->magic != type->magic)
 		return pm_error_set(PM_E_LAYOUT, "%s: no %s header (magic %#llx): the area holds "
 			"another kind of object", who, type->name, (unsigned long long)hdr->magic);
-	/* Only type->hdr_size bytes are known to be readable: a larger header
-	 * cannot be summed, so its version field is all there is to go by. */
-	if (hdr->hdr_size >= sizeof(*hdr) && hdr->hdr_size <= type->hdr_size &&
-			hdr->checksum != pm_area_sum(hdr))
+	/* Only type->hdr_size bytes are known to be readable, so a larger
+	 * header cannot be summed. Its version field alone proves nothing: a
+	 * seal cut short by a crash leaves the magic durable beside the
+	 * version and size of whatever the area held before (zero, or an
+	 * older format), which the crash tests of ds/ produce. */
+	if (hdr->hdr_size < sizeof(*hdr) || hdr->hdr_size > type->hdr_size)
+		return pm_error_set(PM_E_CORRUPT, "%s: %s header of %u bytes, expected %u", who,
+			type->name, hdr->hdr_size, type->hdr_size);
+	if (hdr->checksum != pm_area_sum(hdr))
 		return pm_error_set(PM_E_CORRUPT, "%s: %s header checksum mismatch: damaged", who,
 			type->name);
 	if (hdr->version != type->version)

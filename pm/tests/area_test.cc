@@ -90,7 +90,12 @@ TEST(Area, EachDamageHasItsCode)
 		{ "larger header of another version", [](TestHeader *h) {
 			h->area.version = 4;
 			h->area.hdr_size = 4096; // not summed: beyond what is readable
-		}, PM_E_VERSION, "layout version 4" },
+		}, PM_E_CORRUPT, "header of 4096 bytes" },
+		{ "seal cut short (magic durable, the rest zero)", [](TestHeader *h) {
+			uint64_t magic = h->area.magic;
+			std::memset(h, 0, sizeof(*h));
+			h->area.magic = magic;
+		}, PM_E_CORRUPT, "header of 0 bytes" },
 		{ "header size, unsummed", [](TestHeader *h) { h->area.hdr_size -= 8; },
 			PM_E_CORRUPT, "checksum" },
 		{ "header size, summed", [](TestHeader *h) {
@@ -123,9 +128,9 @@ TEST(Area, EachDamageHasItsCode)
 	}
 }
 
-// Re-formatting a sealed area (invalidate, write the body, seal) crashes
-// at every point: each image either checks with the old body, or the new
-// one, or is PM_E_CORRUPT; never PM_E_LAYOUT, never a mixed body.
+// Formatting an area (invalidate, write the body, seal) crashes at every
+// point: each image either checks with the old body, or the new one, or is
+// PM_E_CORRUPT; never PM_E_LAYOUT or PM_E_VERSION, never a mixed body.
 struct Reformat {
 	TestHeader *h = nullptr;
 };
@@ -160,16 +165,19 @@ int ReformatCheck(void *arg, char *msg, size_t len)
 	return 0;
 }
 
-TEST(Area, InterruptedReformatNeverChecksHalfWritten)
+// @sealed: start from a sealed header (a re-format), else from zeros (a
+// first create, where a seal cut short leaves the magic beside zeros).
+void CrashFormat(bool sealed, const char *name)
 {
 	void *mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(mem, MAP_FAILED);
 	Reformat r;
 	r.h = static_cast<TestHeader *>(mem);
-	*r.h = Sealed(10);
+	if (sealed)
+		*r.h = Sealed(10);
 	pm_crashsim_config cfg;
 	pm_crashsim_config_init(&cfg);
-	cfg.name = "area-reformat";
+	cfg.name = name;
 	pmtest::CrashRun run = pmtest::RunCrashSim(cfg, r.h, sizeof(TestHeader), ReformatRun,
 		ReformatCheck, &r);
 	EXPECT_EQ(run.ret, 0) << run.report;
@@ -177,6 +185,16 @@ TEST(Area, InterruptedReformatNeverChecksHalfWritten)
 	EXPECT_EQ(pm_area_check(&r.h->area, &kType, "after"), 0);
 	EXPECT_EQ(r.h->capacity, 20u);
 	munmap(mem, 4096);
+}
+
+TEST(Area, InterruptedReformatNeverChecksHalfWritten)
+{
+	CrashFormat(true, "area-reformat");
+}
+
+TEST(Area, InterruptedCreateNeverChecksHalfWritten)
+{
+	CrashFormat(false, "area-create");
 }
 
 } // namespace

@@ -98,18 +98,21 @@ void pm_area_seal(struct pm_area_hdr *hdr, const struct pm_area_type *type,
 
 /**
  * pm_area_check -- validate the header at @hdr against @type: magic,
- * checksum, version and header size, in that order.
+ * header size (against the prefix and type->hdr_size), checksum, version,
+ * and header size again (exactly type->hdr_size), in that order.
  * @hdr: type->hdr_size readable bytes (no more are read).
  * @who: the calling function, for the message ("mcas_pmem_open").
  *
  * The body and area_size are the caller's to validate.
  * Return: 0; PM_E_CORRUPT for magic 0 (never formatted, or a create that
- * did not finish), a checksum mismatch, or a header of this version whose
- * size is not type->hdr_size; PM_E_LAYOUT for another nonzero magic (the
- * area holds another kind of object); PM_E_VERSION for a header of another
- * layout version (its checksum verified when it is no larger than
- * type->hdr_size; a larger one is judged by its version field alone).
- * Every failure leaves a message in pm_errormsg() ("@who: ...").
+ * did not finish), a header size above type->hdr_size or below the prefix
+ * (it cannot be summed), a checksum mismatch, or a summed header of this
+ * version whose size is not type->hdr_size; PM_E_LAYOUT for another nonzero
+ * magic (the area holds another kind of object); PM_E_VERSION for a summed
+ * header of another layout version. So a later layout version may shrink
+ * its header but not grow it past the prefix's reach: older readers would
+ * call it PM_E_CORRUPT. Every failure leaves a message in pm_errormsg()
+ * ("@who: ...").
  * Thread-safety: any thread; reads @hdr only, which nobody may write
  * meanwhile.
  */
