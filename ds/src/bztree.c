@@ -108,6 +108,7 @@
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
+#include <pm/ptr.h>
 
 #define BZ_PMEM_MAGIC 0x45455254345a4244ull /* "DBZ4TREE" */
 
@@ -262,13 +263,13 @@ bz_store(uint64_t *p, uint64_t v)
 static inline uint64_t
 bz_ref(const struct ds_bztree *t, const struct bz_node *n)
 {
-	return (uint64_t)(uintptr_t)n - t->base;
+	return pm_off_from_addr(t->base, n);
 }
 
 static inline struct bz_node *
 bz_deref(const struct ds_bztree *t, uint64_t v)
 {
-	return (struct bz_node *)(uintptr_t)(v + t->base);
+	return pm_off_to_addr(t->base, v);
 }
 
 static inline unsigned
@@ -1464,7 +1465,7 @@ static struct bz_node *
 bz_owns(const struct bz_walk *w, uint64_t v)
 {
 	const struct ds_bztree *t = w->t;
-	uintptr_t p = (uintptr_t)(v + t->base);
+	uintptr_t p = (uintptr_t)bz_deref(t, v);
 
 	if (t->persistent) {
 		uintptr_t a = (uintptr_t)t->arena;

@@ -93,6 +93,7 @@
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
+#include <pm/ptr.h>
 
 #define DLL_PMEM_MAGIC 0x54534c4c44534d44ull /* "DMSDLLST" */
 /* Most nodes a handle moves to or from the shared pool at a time. */
@@ -207,14 +208,14 @@ dll_store(uint64_t *p, uint64_t v)
 static inline uint64_t
 dll_link(const struct ds_dll *l, const struct ds_dll_node *n)
 {
-	return (uint64_t)(uintptr_t)n - l->base;
+	return pm_off_from_addr(l->base, n);
 }
 
 /* dll_deref -- the node link @v refers to (mark stripped) */
 static inline struct ds_dll_node *
 dll_deref(const struct ds_dll *l, uint64_t v)
 {
-	return (struct ds_dll_node *)(uintptr_t)((v & ~DLL_ALIGN_MASK) + l->base);
+	return pm_off_to_addr(l->base, v & ~DLL_ALIGN_MASK);
 }
 
 /* dll_key -- a reachable node's key: written before the MCAS that published

@@ -684,14 +684,13 @@ mcas_desc_add(struct mcas_desc *desc, uint64_t *addr, uint64_t expected, uint64_
 {
 	struct mcas *m = desc->t->m;
 	struct mcas_rec *d = desc->rec;
-	uintptr_t a = (uintptr_t)addr;
-	uint64_t off;
+	uint64_t off = pm_off_from_addr(m->base, addr);
 
-	if (addr == NULL || a % 8 != 0 || ((expected | desired) & m->ops->value_mask) != 0)
+	if (addr == NULL || (uintptr_t)addr % 8 != 0 ||
+			((expected | desired) & m->ops->value_mask) != 0)
 		return -EINVAL;
-	if (m->persistent && (a < m->base || a - m->base > m->size - 8))
+	if (m->persistent && !pm_off_in_range(off, sizeof(*addr), m->size))
 		return -ERANGE;
-	off = (uint64_t)a - m->base;
 	for (uint32_t i = 0; i < d->n; i++)
 		if (d->w[i].addr == off)
 			return -EEXIST;
@@ -734,7 +733,7 @@ mcas_desc_execute(struct mcas_desc *desc)
 	struct mcas_thread *t = desc->t;
 	struct mcas *m = t->m;
 	struct mcas_rec *d = desc->rec;
-	uint64_t self = (uint64_t)(uintptr_t)d - m->base;
+	uint64_t self = pm_off_from_addr(m->base, d);
 	bool ok;
 
 	t->building.rec = NULL;
