@@ -23,6 +23,7 @@ def onll_variant(name, defines):
         local_defines = defines,
         strip_include_prefix = "include",
         deps = [
+            "//pm:area",
             "//pm:error",
             "//pm:persist",
             "//pm:pool",

@@ -102,13 +102,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include <ds/bztree.h>
 #include <mcas/mcas.h>
+#include <pm/area.h>
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
+#include <pm/ptr.h>
 
 #define BZ_PMEM_MAGIC 0x45455254345a4244ull /* "DBZ4TREE" */
 
@@ -164,17 +164,18 @@ _Static_assert(sizeof(struct bz_rec) == BZ_REC_SIZE, "records are three words");
 /* The first cache line of a persistent area; the root word's line and the
  * arena follow. Written once, at creation, header last. */
 struct bz_pmem_header {
-	uint64_t magic;
-	uint32_t version;
+	struct pm_area_hdr area; /* magic, version, sizes, checksum (pm/area.h) */
 	uint32_t capacity;
-	uint64_t node_size;
+	uint32_t node_size;
 	uint64_t nodes;
-	uint64_t area_size;
-	uint64_t area_off;
-	uint64_t checksum; /* XXH3 of the fields above */
+	uint64_t area_off;  /* where it was formatted: a moved area is rejected */
 	uint64_t reserved;
 };
 _Static_assert(sizeof(struct bz_pmem_header) == 64, "header is one cache line");
+
+static const struct pm_area_type bz_area_type = {
+	"tree", BZ_PMEM_MAGIC, DS_BZTREE_PMEM_VERSION, sizeof(struct bz_pmem_header)
+};
 
 struct ds_bztree {
 	struct mcas *m;
@@ -262,13 +263,13 @@ bz_store(uint64_t *p, uint64_t v)
 static inline uint64_t
 bz_ref(const struct ds_bztree *t, const struct bz_node *n)
 {
-	return (uint64_t)(uintptr_t)n - t->base;
+	return pm_off_from_addr(t->base, n);
 }
 
 static inline struct bz_node *
 bz_deref(const struct ds_bztree *t, uint64_t v)
 {
-	return (struct bz_node *)(uintptr_t)(v + t->base);
+	return pm_off_to_addr(t->base, v);
 }
 
 static inline unsigned
@@ -1339,12 +1340,6 @@ ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nodes)
 	return sizeof(struct bz_pmem_header) + 64 + (size_t)nodes * bz_node_size(cap);
 }
 
-static uint64_t
-bz_header_sum(const struct bz_pmem_header *hdr)
-{
-	return XXH3_64bits(hdr, offsetof(struct bz_pmem_header, checksum));
-}
-
 /* bz_pmem_new -- a persistent tree bound to @m, @pool and the area at @hdr */
 static int
 bz_pmem_new(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
@@ -1425,21 +1420,17 @@ ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *po
 	/* Invalidate the header, write the empty root leaf and the root word,
 	 * then the header: a crash before the end leaves a header that does
 	 * not check. Other nodes are not written: recovery ignores them. */
-	memset(hdr, 0, sizeof(*hdr));
-	pm_persist(hdr, sizeof(*hdr));
+	pm_area_invalidate(&hdr->area);
 	leaf = bz_arena_node(t, 0);
 	bz_build(t, leaf, 0, NULL, 0);
 	bz_store(t->root, bz_ref(t, leaf));
 	pm_persist(t->root, sizeof(*t->root));
-	hdr->magic = BZ_PMEM_MAGIC;
-	hdr->version = DS_BZTREE_PMEM_VERSION;
 	hdr->capacity = t->cap;
-	hdr->node_size = t->node_size;
+	hdr->node_size = (uint32_t)t->node_size;
 	hdr->nodes = nodes;
-	hdr->area_size = len;
 	hdr->area_off = area_off;
-	hdr->checksum = bz_header_sum(hdr);
-	pm_persist(hdr, sizeof(*hdr));
+	hdr->reserved = 0;
+	pm_area_seal(&hdr->area, &bz_area_type, len);
 
 	/* Pushed in reverse, so nodes are handed out from the arena's start. */
 	for (uint64_t i = nodes; i-- > 1;)
@@ -1474,7 +1465,7 @@ static struct bz_node *
 bz_owns(const struct bz_walk *w, uint64_t v)
 {
 	const struct ds_bztree *t = w->t;
-	uintptr_t p = (uintptr_t)(v + t->base);
+	uintptr_t p = (uintptr_t)bz_deref(t, v);
 
 	if (t->persistent) {
 		uintptr_t a = (uintptr_t)t->arena;
@@ -1641,27 +1632,22 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 	if (ret != 0)
 		return ret;
 	hdr = area;
-	if (hdr->magic != BZ_PMEM_MAGIC || hdr->checksum != bz_header_sum(hdr))
-		return pm_error_set(PM_E_CORRUPT,
-			"ds_bztree_pmem_open: no valid tree header at %#llx",
-			(unsigned long long)area_off);
-	if (hdr->version != DS_BZTREE_PMEM_VERSION)
-		return pm_error_set(PM_E_VERSION,
-			"ds_bztree_pmem_open: tree layout version %u, expected %u", hdr->version,
-			DS_BZTREE_PMEM_VERSION);
+	ret = pm_area_check(&hdr->area, &bz_area_type, "ds_bztree_pmem_open");
+	if (ret != 0)
+		return ret;
 	struct ds_bztree_config cfg = { .node_capacity = hdr->capacity };
 
 	cap = bz_cfg_cap(&cfg);
 	if (cap == 0 || hdr->node_size != bz_node_size(cap) ||
 			ds_bztree_pmem_area_size(&cfg, hdr->nodes) == 0 ||
-			hdr->area_size != ds_bztree_pmem_area_size(&cfg, hdr->nodes))
+			hdr->area.area_size != ds_bztree_pmem_area_size(&cfg, hdr->nodes))
 		return pm_error_set(PM_E_CORRUPT,
 			"ds_bztree_pmem_open: the tree header describes an impossible area");
 	if (hdr->area_off != area_off)
 		return pm_error_set(PM_E_CORRUPT,
 			"ds_bztree_pmem_open: the tree area was formatted at %#llx, not %#llx",
 			(unsigned long long)hdr->area_off, (unsigned long long)area_off);
-	if (pm_pool_ptr(pool, area_off, hdr->area_size, &area) != 0)
+	if (pm_pool_ptr(pool, area_off, hdr->area.area_size, &area) != 0)
 		return pm_error_set(PM_E_CORRUPT,
 			"ds_bztree_pmem_open: the tree area does not fit the pool");
 	ret = bz_pmem_new(&t, m, pool, hdr, cap, hdr->nodes);

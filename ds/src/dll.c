@@ -87,13 +87,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include <ds/dll.h>
 #include <mcas/mcas.h>
+#include <pm/area.h>
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
+#include <pm/ptr.h>
 
 #define DLL_PMEM_MAGIC 0x54534c4c44534d44ull /* "DMSDLLST" */
 /* Most nodes a handle moves to or from the shared pool at a time. */
@@ -126,16 +126,18 @@ _Static_assert(sizeof(struct ds_dll_node) == DS_DLL_NODE_SIZE, "one cache line p
 /* The first cache line of a persistent area; head, tail and the arena
  * follow. Written once, at creation, header last. */
 struct ds_dll_pmem_header {
-	uint64_t magic;
-	uint32_t version;
+	struct pm_area_hdr area; /* magic, version, sizes, checksum (pm/area.h) */
 	uint32_t node_size;
+	uint32_t reserved;
 	uint64_t capacity;  /* nodes besides the two sentinels */
-	uint64_t area_size;
 	uint64_t area_off;  /* where it was formatted: a moved area is rejected */
-	uint64_t checksum;  /* XXH3 of the fields above */
-	uint64_t reserved[2];
+	uint64_t spare;
 };
 _Static_assert(sizeof(struct ds_dll_pmem_header) == 64, "header is one cache line");
+
+static const struct pm_area_type dll_area_type = {
+	"list", DLL_PMEM_MAGIC, DS_DLL_PMEM_VERSION, sizeof(struct ds_dll_pmem_header)
+};
 
 struct ds_dll {
 	struct mcas *m;
@@ -206,14 +208,14 @@ dll_store(uint64_t *p, uint64_t v)
 static inline uint64_t
 dll_link(const struct ds_dll *l, const struct ds_dll_node *n)
 {
-	return (uint64_t)(uintptr_t)n - l->base;
+	return pm_off_from_addr(l->base, n);
 }
 
 /* dll_deref -- the node link @v refers to (mark stripped) */
 static inline struct ds_dll_node *
 dll_deref(const struct ds_dll *l, uint64_t v)
 {
-	return (struct ds_dll_node *)(uintptr_t)((v & ~DLL_ALIGN_MASK) + l->base);
+	return pm_off_to_addr(l->base, v & ~DLL_ALIGN_MASK);
 }
 
 /* dll_key -- a reachable node's key: written before the MCAS that published
@@ -663,12 +665,6 @@ ds_dll_pmem_area_size(uint64_t capacity)
 		(size_t)(capacity + 2) * sizeof(struct ds_dll_node);
 }
 
-static uint64_t
-dll_header_sum(const struct ds_dll_pmem_header *h)
-{
-	return XXH3_64bits(h, offsetof(struct ds_dll_pmem_header, checksum));
-}
-
 /* dll_pmem_new -- a persistent list bound to @m, @pool and the area at
  * @hdr (create and open): check that @m belongs to @pool, then attach */
 static int
@@ -744,18 +740,15 @@ ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	/* Invalidate the header first, then the sentinels, then the header:
 	 * a crash anywhere before the end leaves a header that does not
 	 * check. Free nodes are not written: recovery ignores them. */
-	memset(hdr, 0, sizeof(*hdr));
-	pm_persist(hdr, sizeof(*hdr));
+	pm_area_invalidate(&hdr->area);
 	dll_sentinels_init(l);
 	pm_persist(l->arena, 2 * sizeof(struct ds_dll_node));
-	hdr->magic = DLL_PMEM_MAGIC;
-	hdr->version = DS_DLL_PMEM_VERSION;
 	hdr->node_size = DS_DLL_NODE_SIZE;
+	hdr->reserved = 0;
 	hdr->capacity = capacity;
-	hdr->area_size = len;
 	hdr->area_off = area_off;
-	hdr->checksum = dll_header_sum(hdr);
-	pm_persist(hdr, sizeof(*hdr));
+	hdr->spare = 0;
+	pm_area_seal(&hdr->area, &dll_area_type, len);
 
 	/* Pushed in reverse, so nodes are handed out from the arena's start. */
 	for (uint64_t i = capacity + 2; i-- > 2;)
@@ -845,23 +838,19 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	if (ret != 0)
 		return ret;
 	hdr = area;
-	if (hdr->magic != DLL_PMEM_MAGIC || hdr->checksum != dll_header_sum(hdr))
-		return pm_error_set(PM_E_CORRUPT, "ds_dll_pmem_open: no valid list header at %#llx",
-			(unsigned long long)area_off);
-	if (hdr->version != DS_DLL_PMEM_VERSION)
-		return pm_error_set(PM_E_VERSION,
-			"ds_dll_pmem_open: list layout version %u, expected %u",
-			hdr->version, DS_DLL_PMEM_VERSION);
+	ret = pm_area_check(&hdr->area, &dll_area_type, "ds_dll_pmem_open");
+	if (ret != 0)
+		return ret;
 	capacity = hdr->capacity;
 	if (hdr->node_size != DS_DLL_NODE_SIZE || ds_dll_pmem_area_size(capacity) == 0 ||
-			hdr->area_size != ds_dll_pmem_area_size(capacity))
+			hdr->area.area_size != ds_dll_pmem_area_size(capacity))
 		return pm_error_set(PM_E_CORRUPT,
 			"ds_dll_pmem_open: the list header describes an impossible area");
 	if (hdr->area_off != area_off)
 		return pm_error_set(PM_E_CORRUPT,
 			"ds_dll_pmem_open: the list area was formatted at %#llx, not %#llx",
 			(unsigned long long)hdr->area_off, (unsigned long long)area_off);
-	if (pm_pool_ptr(pool, area_off, hdr->area_size, &area) != 0)
+	if (pm_pool_ptr(pool, area_off, hdr->area.area_size, &area) != 0)
 		return pm_error_set(PM_E_CORRUPT,
 			"ds_dll_pmem_open: the list area does not fit the pool");
 	ret = dll_pmem_new(&l, m, pool, hdr, capacity);

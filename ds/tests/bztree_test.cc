@@ -398,12 +398,19 @@ TEST_P(BzTreePmemTest, DamagedAreasAreRejected)
 	BZ_SETUP(env, Name("damaged"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 64);
 	ASSERT_EQ(ds_bztree_close(&env.t), 0);
 	ds_bztree *t = nullptr;
-	// Moved area, then a damaged header, then a root word out of the arena.
-	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off + 64), PM_E_CORRUPT);
+	// No tree header there (the root word's line), then a damaged header,
+	// then a root word out of the arena.
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off + 64), PM_E_LAYOUT);
 	uint64_t *words = static_cast<uint64_t *>(env.tree_area);
+	const uint64_t env_magic = words[0];
 	words[1] ^= 1;
 	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
 	words[1] ^= 1;
+	words[0] ^= 1; // another kind of object (pm/area.h)
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_LAYOUT);
+	words[0] = 0; // never formatted, or an unfinished create
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
+	words[0] = env_magic;
 	uint64_t root = words[8];
 	words[8] = 8;
 	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <xxhash.h>
 
 #include <ds/dll.h>
 #include <mcas/mcas.h>
+#include <pm/area.h>
 #include <pm/cost.h>
 #include <pm/error.h>
 #include <pm/pool.h>
@@ -285,9 +285,9 @@ protected:
 		uint64_t key, prev, next, aux, pad[4];
 	};
 	struct RawHeader {
-		uint64_t magic;
-		uint32_t version, node_size;
-		uint64_t capacity, area_size, area_off, checksum, reserved[2];
+		pm_area_hdr area;
+		uint32_t node_size, reserved;
+		uint64_t capacity, area_off, spare;
 	};
 	static RawHeader *Header(ListEnv &env) { return static_cast<RawHeader *>(env.dll_area); }
 	static RawNode *Node(ListEnv &env, uint64_t i)
@@ -438,16 +438,18 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 
 	hdr->capacity++; // checksum no longer matches
 	expect_open(PM_E_CORRUPT, "header", "header");
-	hdr->magic = 0;
+	hdr->area.magic = 0; // never formatted, or an unfinished create
 	expect_open(PM_E_CORRUPT, "magic", "header");
-	hdr->version = 2;
-	hdr->checksum = XXH3_64bits(hdr, offsetof(RawHeader, checksum));
+	hdr->area.magic ^= 1; // another kind of object (pm/area.h)
+	expect_open(PM_E_LAYOUT, "another magic", "header");
+	hdr->area.version = DS_DLL_PMEM_VERSION + 1;
+	hdr->area.checksum = pm_area_sum(&hdr->area);
 	expect_open(PM_E_VERSION, "version", "version");
 	hdr->area_off += 64;
-	hdr->checksum = XXH3_64bits(hdr, offsetof(RawHeader, checksum));
+	hdr->area.checksum = pm_area_sum(&hdr->area);
 	expect_open(PM_E_CORRUPT, "moved area", "formatted at");
-	hdr->area_size += 64;
-	hdr->checksum = XXH3_64bits(hdr, offsetof(RawHeader, checksum));
+	hdr->area.area_size += 64;
+	hdr->area.checksum = pm_area_sum(&hdr->area);
 	expect_open(PM_E_CORRUPT, "area size", "impossible");
 
 	head->next |= 1; // an AOPT descriptor reference: mcas_pmem_open not run

@@ -118,7 +118,7 @@ harris_tagged(const struct mcas *m)
 {
 	const struct mcas_rec *end = m->descs + (size_t)m->max_threads * m->descs_per_thread;
 
-	return (((uint64_t)(uintptr_t)end - m->base) >> HARRIS_TAG_SHIFT) == 0;
+	return (pm_off_from_addr(m->base, end) >> HARRIS_TAG_SHIFT) == 0;
 }
 
 /* harris_rdcss_ref -- the RDCSS reference @t installs for word entry @w at
@@ -284,7 +284,7 @@ harris_read(struct mcas_thread *t, const uint64_t *addr)
 {
 	struct mcas *m = t->m;
 	_Atomic uint64_t *a = (_Atomic uint64_t *)(uintptr_t)addr;
-	uint64_t off = (uint64_t)(uintptr_t)addr - m->base;
+	uint64_t off = pm_off_from_addr(m->base, addr);
 
 	for (;;) {
 		uint64_t c = harris_load(a), st;

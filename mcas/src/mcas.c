@@ -11,8 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include <xxhash.h>
-
+#include <pm/area.h>
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
@@ -24,16 +23,17 @@
 
 /* The first cache line of a persistent area; the records follow. */
 struct mcas_pmem_header {
-	uint64_t magic;
-	uint32_t version;
+	struct pm_area_hdr area; /* magic, version, sizes, checksum (pm/area.h) */
 	uint32_t algorithm;
 	uint32_t max_threads;
 	uint32_t descs_per_thread;
-	uint64_t area_size;
-	uint64_t checksum; /* XXH3 of the fields above */
-	uint64_t reserved[3];
+	uint32_t reserved[5];
 };
 _Static_assert(sizeof(struct mcas_pmem_header) == 64, "header is one cache line");
+
+static const struct pm_area_type mcas_area_type = {
+	"MCAS", MCAS_PMEM_MAGIC, MCAS_PMEM_VERSION, sizeof(struct mcas_pmem_header)
+};
 _Static_assert(sizeof(struct mcas_rec) % 64 == 0, "records are whole cache lines");
 _Static_assert(offsetof(struct mcas_rec, w) == MCAS_DESC_HEAD, "head size");
 
@@ -174,12 +174,6 @@ mcas_area(struct pm_pool *pool, uint64_t area_off, size_t len, void **out)
 	return 0;
 }
 
-static uint64_t
-mcas_header_sum(const struct mcas_pmem_header *h)
-{
-	return XXH3_64bits(h, offsetof(struct mcas_pmem_header, checksum));
-}
-
 /* mcas_attach -- bind instance @m to its pool area */
 static void
 mcas_attach(struct mcas *m, struct pm_pool *pool, struct mcas_pmem_header *hdr)
@@ -213,18 +207,14 @@ mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	hdr = area;
 	/* Invalidate first, then records, then the header: a crash anywhere
 	 * before the end leaves a header that does not check. */
-	memset(hdr, 0, sizeof(*hdr));
-	pm_persist(hdr, sizeof(*hdr));
+	pm_area_invalidate(&hdr->area);
 	memset(hdr + 1, 0, len - sizeof(*hdr));
 	pm_persist(hdr + 1, len - sizeof(*hdr));
-	hdr->magic = MCAS_PMEM_MAGIC;
-	hdr->version = MCAS_PMEM_VERSION;
 	hdr->algorithm = (uint32_t)c.algorithm;
 	hdr->max_threads = c.max_threads;
 	hdr->descs_per_thread = c.descs_per_thread;
-	hdr->area_size = len;
-	hdr->checksum = mcas_header_sum(hdr);
-	pm_persist(hdr, sizeof(*hdr));
+	memset(hdr->reserved, 0, sizeof(hdr->reserved));
+	pm_area_seal(&hdr->area, &mcas_area_type, len);
 	ret = mcas_alloc(out, &c, (struct mcas_rec *)(hdr + 1));
 	if (ret != 0)
 		return pm_error_set(ret, "mcas_pmem_create: out of memory");
@@ -250,12 +240,9 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	if (ret != 0)
 		return ret;
 	hdr = area;
-	if (hdr->magic != MCAS_PMEM_MAGIC || hdr->checksum != mcas_header_sum(hdr))
-		return pm_error_set(PM_E_CORRUPT, "mcas_pmem_open: no valid header at %#llx",
-			(unsigned long long)area_off);
-	if (hdr->version != MCAS_PMEM_VERSION)
-		return pm_error_set(PM_E_VERSION, "mcas_pmem_open: layout version %u, expected %u",
-			hdr->version, MCAS_PMEM_VERSION);
+	ret = pm_area_check(&hdr->area, &mcas_area_type, "mcas_pmem_open");
+	if (ret != 0)
+		return ret;
 	if (cfg != NULL && (uint32_t)cfg->algorithm != hdr->algorithm)
 		return pm_error_set(PM_E_LAYOUT, "mcas_pmem_open: the area holds another algorithm");
 	if (cfg != NULL)
@@ -265,8 +252,9 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	c.algorithm = (enum mcas_algorithm)hdr->algorithm;
 	c.max_threads = hdr->max_threads;
 	c.descs_per_thread = hdr->descs_per_thread;
-	if (mcas_config_check(&c, true, &c) != 0 || hdr->area_size != mcas_pmem_area_size(&c) ||
-			mcas_area(pool, area_off, hdr->area_size, &area) != 0)
+	if (mcas_config_check(&c, true, &c) != 0 ||
+			hdr->area.area_size != mcas_pmem_area_size(&c) ||
+			mcas_area(pool, area_off, hdr->area.area_size, &area) != 0)
 		return pm_error_set(PM_E_CORRUPT, "mcas_pmem_open: the header describes an area "
 			"that does not fit the pool");
 	ret = mcas_alloc(&m, &c, (struct mcas_rec *)(hdr + 1));
@@ -696,14 +684,13 @@ mcas_desc_add(struct mcas_desc *desc, uint64_t *addr, uint64_t expected, uint64_
 {
 	struct mcas *m = desc->t->m;
 	struct mcas_rec *d = desc->rec;
-	uintptr_t a = (uintptr_t)addr;
-	uint64_t off;
+	uint64_t off = pm_off_from_addr(m->base, addr);
 
-	if (addr == NULL || a % 8 != 0 || ((expected | desired) & m->ops->value_mask) != 0)
+	if (addr == NULL || (uintptr_t)addr % 8 != 0 ||
+			((expected | desired) & m->ops->value_mask) != 0)
 		return -EINVAL;
-	if (m->persistent && (a < m->base || a - m->base > m->size - 8))
+	if (m->persistent && !pm_off_in_range(off, sizeof(*addr), m->size))
 		return -ERANGE;
-	off = (uint64_t)a - m->base;
 	for (uint32_t i = 0; i < d->n; i++)
 		if (d->w[i].addr == off)
 			return -EEXIST;
@@ -746,7 +733,7 @@ mcas_desc_execute(struct mcas_desc *desc)
 	struct mcas_thread *t = desc->t;
 	struct mcas *m = t->m;
 	struct mcas_rec *d = desc->rec;
-	uint64_t self = (uint64_t)(uintptr_t)d - m->base;
+	uint64_t self = pm_off_from_addr(m->base, d);
 	bool ok;
 
 	t->building.rec = NULL;

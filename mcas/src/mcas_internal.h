@@ -13,6 +13,8 @@
  * volatile instance and the pool's base for a persistent one, so the same
  * code stores raw pointers in DRAM and pool-relative offsets in a pool that
  * is mapped elsewhere after a restart (DESIGN.md, pool-relative pointers).
+ * The conversions are pm/ptr.h's branch-free pm_off_from_addr() and
+ * pm_off_to_addr(): they run on every target word access.
  */
 #ifndef MCAS_INTERNAL_H
 #define MCAS_INTERNAL_H
@@ -23,6 +25,7 @@
 #include <stdint.h>
 
 #include <mcas/mcas.h>
+#include <pm/ptr.h>
 
 /* Descriptor status values (thesis Listing 5.1 StatusType). */
 #define MCAS_ST_ACTIVE 0u
@@ -192,28 +195,28 @@ mcas__counter_add(_Atomic uint64_t *c, uint64_t d)
 static inline uint64_t
 mcas__ref(const struct mcas *m, const void *p, uint64_t mark)
 {
-	return ((uint64_t)(uintptr_t)p - m->base) | mark;
+	return pm_off_from_addr(m->base, p) | mark;
 }
 
 /* mcas__deref -- the record a reference word @w (any mark) points to */
 static inline void *
 mcas__deref(const struct mcas *m, uint64_t w)
 {
-	return (void *)(uintptr_t)((w & ~m->ops->value_mask) + m->base);
+	return pm_off_to_addr(m->base, w & ~m->ops->value_mask);
 }
 
 /* mcas__target -- the target word of @w */
 static inline _Atomic uint64_t *
 mcas__target(const struct mcas *m, const struct mcas_word *w)
 {
-	return (_Atomic uint64_t *)(uintptr_t)(w->addr + m->base);
+	return pm_off_to_addr(m->base, w->addr);
 }
 
 /* mcas__parent -- the descriptor @w belongs to */
 static inline struct mcas_rec *
 mcas__parent(const struct mcas *m, const struct mcas_word *w)
 {
-	return (struct mcas_rec *)(uintptr_t)(w->parent + m->base);
+	return pm_off_to_addr(m->base, w->parent);
 }
 
 /* mcas__cas -- the counted, crash-simulator-visible CAS on a target or status

@@ -178,7 +178,7 @@ pmw_is_rdcss(uint64_t c)
 static inline bool
 pmw_is_rdcss_of(const struct mcas *m, uint64_t c, const struct mcas_word *w)
 {
-	return pmw_is_rdcss(c) && pmw_rdcss_off(m, c) == (uint64_t)(uintptr_t)w - m->base;
+	return pmw_is_rdcss(c) && pmw_rdcss_off(m, c) == pm_off_from_addr(m->base, w);
 }
 
 /* pmw_load -- a target or status word; a plain mov on x86. Seq_cst: after
@@ -245,7 +245,7 @@ pmw_status(struct mcas_rec *d)
 static void
 pmw_rdcss_complete(struct mcas *m, _Atomic uint64_t *a, uint64_t c)
 {
-	struct mcas_word *w = (struct mcas_word *)(uintptr_t)(pmw_rdcss_off(m, c) + m->base);
+	struct mcas_word *w = pm_off_to_addr(m->base, pmw_rdcss_off(m, c));
 	struct mcas_rec *d = mcas__parent(m, w);
 
 	if (pmw_load(&d->status) == MCAS_ST_ACTIVE) {
@@ -459,9 +459,9 @@ pmw_recover(struct mcas *m, struct mcas_rec *d)
 
 	/* The area itself is never a target: a stale target there could make a
 	 * status of 1 (SUCCEEDED) look like a dirty 0. */
-	uint64_t area_lo = (uint64_t)((uintptr_t)m->hdr - m->base);
-	uint64_t area_hi = (uint64_t)((uintptr_t)(m->descs +
-		(size_t)m->max_threads * m->descs_per_thread) - m->base);
+	uint64_t area_lo = pm_off_from_addr(m->base, m->hdr);
+	uint64_t area_hi = pm_off_from_addr(m->base,
+		m->descs + (size_t)m->max_threads * m->descs_per_thread);
 
 	if ((st & ~(uint64_t)(MCAS_ST_MASK | MCAS_ST_DIRTY)) != 0 || (st & MCAS_ST_MASK) == 3)
 		st = MCAS_ST_ACTIVE; /* garbage: roll back */

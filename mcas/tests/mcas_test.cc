@@ -336,6 +336,12 @@ TEST(Persistent, DamagedAreaIsRejected)
 	hdr[2] ^= 1; // a header field: the checksum no longer matches
 	EXPECT_EQ(mcas_pmem_open(&m2, p.pool, p.area_off, nullptr), PM_E_CORRUPT);
 	hdr[2] ^= 1;
+	uint64_t magic = hdr[0];
+	hdr[0] = 0; // never formatted, or a create that did not finish
+	EXPECT_EQ(mcas_pmem_open(&m2, p.pool, p.area_off, nullptr), PM_E_CORRUPT);
+	hdr[0] = magic ^ 1; // another kind of object (pm/area.h)
+	EXPECT_EQ(mcas_pmem_open(&m2, p.pool, p.area_off, nullptr), PM_E_LAYOUT);
+	hdr[0] = magic;
 	ASSERT_EQ(mcas_pmem_open(&m2, p.pool, p.area_off, nullptr), 0);
 	ASSERT_EQ(mcas_close(&m2), 0);
 }

@@ -52,6 +52,7 @@
 #include <xxhash.h>
 
 #include <onll/onll.h>
+#include <pm/area.h>
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
@@ -61,20 +62,22 @@
 #define ONLL_MAX_OP 4096
 #define ONLL_VIEW_NONE UINT64_MAX
 
-/* The first cache line of the area. */
+/* The first cache line of the area; the entry size follows from
+ * max_threads and max_op_size (onll_entry_size()). */
 struct onll_pmem_header {
-	uint64_t magic;
-	uint32_t version;
+	struct pm_area_hdr area; /* magic, version, sizes, checksum (pm/area.h) */
 	uint32_t max_threads;
 	uint32_t max_op_size;
 	uint32_t log_entries;
 	uint32_t checkpoint_every;
-	uint32_t entry_size;
 	uint64_t checkpoint_capacity;
 	uint64_t type_id;  /* XXH3 of the type's name: open with another type fails */
-	uint64_t checksum; /* XXH3 of the fields above */
 };
-_Static_assert(sizeof(struct onll_pmem_header) <= 64, "header fits one cache line");
+_Static_assert(sizeof(struct onll_pmem_header) == 64, "header is one cache line");
+
+static const struct pm_area_type onll_area_type = {
+	"ONLL", ONLL_MAGIC, ONLL_PMEM_VERSION, sizeof(struct onll_pmem_header)
+};
 
 /* Head of a checkpoint slot; the saved state follows at the next line. */
 struct onll_ckpt_header {
@@ -233,12 +236,6 @@ onll_area_size(const struct onll_config *cfg)
 	return 64 + 2 * onll_ckpt_slot_size(c.checkpoint_capacity) +
 		(size_t)c.max_threads * c.log_entries *
 		onll_entry_size(c.max_threads, c.max_op_size);
-}
-
-static uint64_t
-onll_header_sum(const struct onll_pmem_header *h)
-{
-	return XXH3_64bits(h, offsetof(struct onll_pmem_header, checksum));
 }
 
 static uint64_t
@@ -1025,8 +1022,8 @@ onll_start(struct onll *o, uint64_t index, unsigned ckpt_slot)
 }
 
 /*
- * onll_alloc -- the volatile object for header @hdr (whose fields other than
- * magic and checksum must be set), started at index 0 from slot 0.
+ * onll_alloc -- the volatile object for header @hdr (whose body must be
+ * set), started at index 0 from slot 0.
  */
 static int
 onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr,
@@ -1047,7 +1044,7 @@ onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr
 	o->max_op_size = hdr->max_op_size;
 	o->log_entries = hdr->log_entries;
 	o->checkpoint_every = hdr->checkpoint_every;
-	o->entry_size = hdr->entry_size;
+	o->entry_size = onll_entry_size(o->max_threads, o->max_op_size);
 	o->checkpoint_capacity = hdr->checkpoint_capacity;
 	o->node_size = sizeof(struct onll_node) + o->max_op_size;
 	o->ckpt[0] = base + 64;
@@ -1111,17 +1108,14 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 
 	/* Invalidate the header first, so a crash while formatting a reused
 	 * area reads as "no object", never as the old object half-reset; the
-	 * other fields describe the layout the object is built on. */
-	hdr->magic = 0;
-	hdr->version = ONLL_PMEM_VERSION;
+	 * body describes the layout the object is built on (sealed last). */
+	pm_area_invalidate(&hdr->area);
 	hdr->max_threads = c.max_threads;
 	hdr->max_op_size = c.max_op_size;
 	hdr->log_entries = c.log_entries;
 	hdr->checkpoint_every = c.checkpoint_every;
-	hdr->entry_size = (uint32_t)onll_entry_size(c.max_threads, c.max_op_size);
 	hdr->checkpoint_capacity = c.checkpoint_capacity;
 	hdr->type_id = onll_type_id(type);
-	pm_persist(hdr, sizeof(*hdr));
 	ret = onll_alloc(&o, pool, hdr, type);
 	if (ret != 0)
 		return pm_error_set(ret, "onll_create: %s", pm_strerror(ret));
@@ -1152,9 +1146,7 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	}
 	pm_fence();
 
-	hdr->magic = ONLL_MAGIC;
-	hdr->checksum = onll_header_sum(hdr);
-	pm_persist(hdr, sizeof(*hdr));
+	pm_area_seal(&hdr->area, &onll_area_type, onll_area_size(&c));
 	*out = o;
 	return 0;
 }
@@ -1283,23 +1275,20 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	if (ret != 0)
 		return pm_error_set(ret, "onll_open: %s", pm_strerror(ret));
 	hdr = area;
-	if (hdr->magic != ONLL_MAGIC)
-		return pm_error_set(PM_E_LAYOUT, "onll_open: %s", pm_strerror(PM_E_LAYOUT));
-	if (hdr->checksum != onll_header_sum(hdr))
-		return pm_error_set(PM_E_CORRUPT, "onll_open: %s", pm_strerror(PM_E_CORRUPT));
-	if (hdr->version != ONLL_PMEM_VERSION)
-		return pm_error_set(PM_E_VERSION, "onll_open: %s", pm_strerror(PM_E_VERSION));
+	ret = pm_area_check(&hdr->area, &onll_area_type, "onll_open");
+	if (ret != 0)
+		return ret;
 	if (hdr->type_id != onll_type_id(type))
-		return pm_error_set(PM_E_LAYOUT, "onll_open: %s", pm_strerror(PM_E_LAYOUT));
+		return pm_error_set(PM_E_LAYOUT, "onll_open: the area holds an object of "
+			"another type than %s", type->name);
 	onll_config_init(&c);
 	c.max_threads = hdr->max_threads;
 	c.max_op_size = hdr->max_op_size;
 	c.log_entries = hdr->log_entries;
 	c.checkpoint_every = hdr->checkpoint_every;
 	c.checkpoint_capacity = hdr->checkpoint_capacity;
-	if (onll_config_check(&c, &c) != 0 ||
-	    hdr->entry_size != onll_entry_size(c.max_threads, c.max_op_size) ||
-	    onll_area(pool, area_off, onll_area_size(&c), &area) != 0)
+	if (onll_config_check(&c, &c) != 0 || hdr->area.area_size != onll_area_size(&c) ||
+	    onll_area(pool, area_off, hdr->area.area_size, &area) != 0)
 		return pm_error_set(PM_E_CORRUPT, "onll_open: %s", pm_strerror(PM_E_CORRUPT));
 
 	ret = onll_alloc(&o, pool, hdr, type);

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <xxhash.h>
 
 #include <onll/objects.h>
 #include <onll/onll.h>
+#include <pm/area.h>
 #include <pm/cost.h>
 #include <pm/error.h>
 #include <pm/pool.h>
@@ -266,18 +266,24 @@ TEST(OnllRecovery, DamagedAreas)
 	auto restore = [&] { std::memcpy(a, saved.data(), saved.size()); };
 	onll *o = nullptr;
 
-	std::memset(a, 0, 64); // no header
+	pm_area_hdr *hdr = reinterpret_cast<pm_area_hdr *>(a);
+	std::memset(a, 0, 64); // no header: never formatted, or an unfinished create
+	EXPECT_EQ(onll_open(&o, e.pool, e.area_off, onll_counter_type()), PM_E_CORRUPT);
+	restore();
+	hdr->magic ^= 1; // another kind of object
 	EXPECT_EQ(onll_open(&o, e.pool, e.area_off, onll_counter_type()), PM_E_LAYOUT);
 	restore();
-	a[20] ^= 1; // a header field without its checksum
+	a[40] ^= 1; // a body field without its checksum
 	EXPECT_EQ(onll_open(&o, e.pool, e.area_off, onll_counter_type()), PM_E_CORRUPT);
 	restore();
 	EXPECT_EQ(onll_open(&o, e.pool, e.area_off, onll_queue_type()), PM_E_LAYOUT);
-	uint32_t version = 2; // another layout version, correctly summed
-	std::memcpy(a + 8, &version, 4);
-	uint64_t sum = XXH3_64bits(a, 48);
-	std::memcpy(a + 48, &sum, 8);
+	hdr->version = ONLL_PMEM_VERSION + 1; // another layout version, correctly summed
+	hdr->checksum = pm_area_sum(hdr);
 	EXPECT_EQ(onll_open(&o, e.pool, e.area_off, onll_counter_type()), PM_E_VERSION);
+	restore();
+	hdr->area_size += 64; // summed, but not the size the body implies
+	hdr->checksum = pm_area_sum(hdr);
+	EXPECT_EQ(onll_open(&o, e.pool, e.area_off, onll_counter_type()), PM_E_CORRUPT);
 	restore();
 	// Both checkpoint slots damaged (10 updates with checkpoints every 4:
 	// slot 1 holds index 4, slot 0 index 8).

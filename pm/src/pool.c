@@ -550,10 +550,10 @@ int
 pm_pool_ptr(const struct pm_pool *pool, uint64_t off, size_t len, void **out)
 {
 	pm_error_clear();
-	if (off == PM_OFF_NULL || off > pool->size || len > pool->size - off)
+	if (off == PM_OFF_NULL || !pm_off_in_range(off, len, pool->size))
 		return pm_error_set(-ERANGE, "offset %llu+%zu is outside the pool (%zu bytes)",
 			(unsigned long long)off, len, pool->size);
-	*out = pool->base + off;
+	*out = pm_off_to_addr((uintptr_t)pool->base, off);
 	return 0;
 }
 

@@ -252,6 +252,17 @@ TEST(Ptr, OffsetsAndMarks)
 	EXPECT_EQ(pm_off_from_ptr(base, base + 24), 24u);
 	EXPECT_EQ(pm_off_to_ptr(base, 24), base + 24);
 	EXPECT_EQ(pm_off_to_ptr(base, PM_OFF_NULL), nullptr);
+	uintptr_t b = reinterpret_cast<uintptr_t>(base);
+	EXPECT_EQ(pm_off_from_addr(b, base + 24), 24u);
+	EXPECT_EQ(pm_off_to_addr(b, 24), base + 24);
+	EXPECT_EQ(pm_off_to_addr(b, 0), base); // no NULL mapping
+	EXPECT_EQ(pm_off_to_addr(0, b + 8), base + 8); // base 0: raw addresses
+	EXPECT_TRUE(pm_off_in_range(0, 64, 64));
+	EXPECT_TRUE(pm_off_in_range(64, 0, 64));
+	EXPECT_FALSE(pm_off_in_range(57, 8, 64));
+	EXPECT_FALSE(pm_off_in_range(65, 0, 64));
+	EXPECT_FALSE(pm_off_in_range(pm_off_from_addr(b + 8, base), 8, 64)); // below the base
+	EXPECT_FALSE(pm_off_in_range(8, SIZE_MAX, 64)); // no overflow
 	uint64_t w = 0x1000;
 	EXPECT_TRUE(pm_word_is_markable(w));
 	EXPECT_FALSE(pm_word_is_markable(w | 1));

@@ -74,7 +74,7 @@ struct ds_bztree_thread;
 #define DS_BZTREE_MAX_HEIGHT 48u
 
 /* Layout version of the persistent area written by this library. */
-#define DS_BZTREE_PMEM_VERSION 2
+#define DS_BZTREE_PMEM_VERSION 3
 
 /* Most nodes a persistent arena may hold. */
 #define DS_BZTREE_PMEM_MAX_NODES ((uint64_t)1 << 32)
@@ -178,9 +178,11 @@ int ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool
  * consistent, no duplicate key, no MCAS descriptor reference); every arena
  * node it does not reach -- unlinked, retired, cached or half-built at the
  * crash -- becomes free. It writes nothing to the pool.
- * Return: 0; PM_E_CORRUPT if the header is damaged, describes an area that
- * does not fit the pool or was moved, or the reachable nodes break an
- * invariant; PM_E_VERSION for another layout version; -EINVAL if @m is not
+ * Return: 0; PM_E_CORRUPT if the header is missing (never formatted, or a
+ * create that did not finish) or damaged, describes an area that does not
+ * fit the pool or was moved, or the reachable nodes break an invariant;
+ * PM_E_VERSION for another layout version; PM_E_LAYOUT if the area holds
+ * another kind of object (pm/area.h); -EINVAL if @m is not
  * a persistent instance in @pool; -ERANGE if the area is not inside @pool;
  * -EAGAIN as for create; -ENOMEM. On error nothing is allocated and the
  * pool is not modified.

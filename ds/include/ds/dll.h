@@ -78,7 +78,7 @@ struct ds_dll_thread;
 #define DS_DLL_NODE_SIZE 64
 
 /* Layout version of the persistent area written by this library. */
-#define DS_DLL_PMEM_VERSION 1
+#define DS_DLL_PMEM_VERSION 2
 
 /* Most nodes a persistent arena may hold. */
 #define DS_DLL_PMEM_MAX_CAPACITY ((uint64_t)1 << 32)
@@ -163,11 +163,12 @@ int ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool
  * it does not reach -- removed, retired, cached or half-initialized at the
  * crash -- becomes free, whatever it holds. It writes nothing to the pool,
  * so a crash during it needs no special care: open again.
- * Return: 0; PM_E_CORRUPT if the header is damaged, describes an area that
- * does not fit the pool or was moved, or the reachable nodes break an
- * invariant (including a link that still holds an MCAS descriptor, i.e.
+ * Return: 0; PM_E_CORRUPT if the header is missing (never formatted, or a
+ * create that did not finish) or damaged, describes an area that does not
+ * fit the pool or was moved, or the reachable nodes break an invariant
+ * (including a link that still holds an MCAS descriptor, i.e.
  * mcas_pmem_open() was not run); PM_E_VERSION for another layout version;
- * -EINVAL if @m is not a persistent instance in @pool; -ERANGE if the area
+ * PM_E_LAYOUT if the area holds another kind of object (pm/area.h); -EINVAL if @m is not a persistent instance in @pool; -ERANGE if the area
  * is not inside @pool; -EAGAIN as for create; -ENOMEM. On error nothing is
  * allocated and the pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the list

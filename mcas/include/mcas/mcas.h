@@ -95,7 +95,7 @@ struct mcas_desc;
 #define MCAS_VALUE_PORTABLE_MASK ((uint64_t)0x7)
 
 /* Layout version of the persistent area written by this library. */
-#define MCAS_PMEM_VERSION 1
+#define MCAS_PMEM_VERSION 2
 
 enum mcas_algorithm {
 	MCAS_ALG_AOPT = 0,
@@ -194,9 +194,11 @@ int mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
  *
  * Recovery completes or rolls back every operation a crash interrupted and
  * detaches every descriptor, persistently, before returning.
- * Return: 0; PM_E_CORRUPT if the header is damaged or describes an area that
- * does not fit the pool; PM_E_VERSION for another layout version; PM_E_LAYOUT
- * if @cfg names another algorithm; -ERANGE if the area is not inside the
+ * Return: 0; PM_E_CORRUPT if the header is damaged, missing (never
+ * formatted, or a create that did not finish) or describes an area that
+ * does not fit the pool; PM_E_VERSION for another layout version;
+ * PM_E_LAYOUT if the area holds another kind of object (pm/area.h) or @cfg
+ * names another algorithm; -ERANGE if the area is not inside the
  * pool; -ENOMEM. On error the pool is not modified.
  * Thread-safety: one caller per area; no other thread may use the area
  * until it returns.

@@ -90,7 +90,7 @@ struct onll;
 struct onll_thread;
 
 /* Layout version of the persistent area written by this library. */
-#define ONLL_PMEM_VERSION 1
+#define ONLL_PMEM_VERSION 2
 
 /*
  * struct onll_type -- the sequential object. Every callback gets @ctx.
@@ -191,8 +191,8 @@ size_t onll_area_size(const struct onll_config *cfg);
  * @out: receives the object; release it with onll_close().
  *
  * Writes the initial state as checkpoint 0. The area is durable and valid
- * when this returns; a crash before leaves it reading as PM_E_LAYOUT or
- * PM_E_CORRUPT to onll_open() (the header is written last).
+ * when this returns; a crash before leaves it reading as PM_E_CORRUPT to
+ * onll_open() (the header is written last, pm/area.h).
  * Return: 0; -EINVAL for a bad config, type or misaligned area; -ERANGE if
  * the area is not inside the pool; -ENOSPC if the initial state does not
  * fit checkpoint_capacity; -ENOMEM.
@@ -211,10 +211,12 @@ int onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
  * Recovery rebuilds the state from the newest valid checkpoint and the logs
  * and makes it durable as a new checkpoint before returning; a crash during
  * recovery is recovered by opening again.
- * Return: 0; PM_E_LAYOUT if the area holds no ONLL header or one of a type
- * with another name; PM_E_VERSION for
- * another layout version; PM_E_CORRUPT if the header, every checkpoint or
- * the logs are damaged, or the checkpoint is not a valid snapshot of @type;
+ * Return: 0; PM_E_LAYOUT if the area holds another kind of object
+ * (pm/area.h) or an object of a type with another name; PM_E_VERSION for
+ * another layout version; PM_E_CORRUPT if the header is missing (never
+ * formatted, or a create that did not finish) or damaged, if every
+ * checkpoint or the logs are damaged, or if the checkpoint is not a valid
+ * snapshot of @type;
  * -ERANGE if the area is not inside the pool; -ENOSPC if the recovered state
  * does not fit checkpoint_capacity; -ENOMEM. On error nothing is written to
  * the pool (the object can be opened again, losing nothing).
