@@ -114,15 +114,15 @@ std::string Recover(World *w, ds_bztree_thread **hp)
 	TreeEnv &e = w->env;
 	// The crashed instances are abandoned, as a dead process's would be.
 	e.m = nullptr;
-	e.t = nullptr;
+	e.ds = nullptr;
 	int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
 	if (ret != 0)
 		return "mcas_pmem_open: " + std::string(pm_strerror(ret));
-	ret = ds_bztree_pmem_open(&e.t, e.m, e.pool, e.tree_off);
+	ret = ds_bztree_pmem_open(&e.ds, e.m, e.pool, e.ds_off);
 	if (ret != 0)
 		return "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
 			pm_errormsg();
-	ret = ds_bztree_thread_register(e.t, hp);
+	ret = ds_bztree_thread_register(e.ds, hp);
 	if (ret != 0)
 		return "register: " + std::to_string(ret);
 	ds_bztree_stats st;
@@ -148,7 +148,7 @@ std::string Exercise(ds_bztree_thread *h)
 
 std::string Finish(World *w, ds_bztree_thread **hp)
 {
-	if (ds_bztree_thread_unregister(hp) != 0 || ds_bztree_close(&w->env.t) != 0 ||
+	if (ds_bztree_thread_unregister(hp) != 0 || ds_bztree_close(&w->env.ds) != 0 ||
 			mcas_close(&w->env.m) != 0)
 		return "clean shutdown after recovery failed";
 	return "";
@@ -193,7 +193,7 @@ int CheckOps(void *arg, char *msg, size_t len)
 int RunThread(World *w, unsigned t)
 {
 	ds_bztree_thread *h = nullptr;
-	if (ds_bztree_thread_register(w->env.t, &h) != 0)
+	if (ds_bztree_thread_register(w->env.ds, &h) != 0)
 		return 1;
 	for (size_t i = 0; i < w->ops[t].size(); i++) {
 		const Op &op = w->ops[t][i];
@@ -245,7 +245,7 @@ protected:
 		std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
 		std::replace(test.begin(), test.end(), '/', '-');
 		name = "bz-" + test;
-		BZ_SETUP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity, kArena);
+		DS_SETUP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity, kArena);
 	}
 
 	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const
@@ -262,7 +262,7 @@ protected:
 	{
 		ds_bztree_thread *h = nullptr;
 		ds_bztree_stats st {};
-		EXPECT_EQ(ds_bztree_thread_register(w.env.t, &h), 0);
+		EXPECT_EQ(ds_bztree_thread_register(w.env.ds, &h), 0);
 		EXPECT_EQ(bztest::Check(h, &st), "");
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
 		return st;
@@ -273,14 +273,14 @@ protected:
 	pmtest::CrashRun Simulate(const Map &initial, const pm_crashsim_config &cfg)
 	{
 		ds_bztree_thread *h = nullptr;
-		EXPECT_EQ(ds_bztree_thread_register(w.env.t, &h), 0);
+		EXPECT_EQ(ds_bztree_thread_register(w.env.ds, &h), 0);
 		for (auto [k, v] : initial)
 			EXPECT_EQ(ds_bztree_insert(h, k, v), 1);
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
 		for (unsigned t = 0; t < kMaxThreads; t++)
 			w.done[t].store(0);
 		before = Stats();
-		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w.env.tree_area, w.env.RootSize(),
+		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w.env.ds_area, w.env.RootSize(),
 			RunAll, CheckOps, &w);
 		after = Stats();
 		std::printf("%-40s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
@@ -366,7 +366,7 @@ int RunCreate(void *arg)
 {
 	World *w = static_cast<World *>(arg);
 	TreeEnv &e = w->env;
-	if (ds_bztree_pmem_create(&e.t, e.m, e.pool, e.tree_off, &e.tcfg, kArena) != 0)
+	if (ds_bztree_pmem_create(&e.ds, e.m, e.pool, e.ds_off, &e.params.tcfg, kArena) != 0)
 		return 1;
 	w->created.store(1);
 	return 0;
@@ -378,12 +378,12 @@ int CheckCreate(void *arg, char *msg, size_t len)
 	TreeEnv &e = w->env;
 	std::string err;
 	e.m = nullptr;
-	e.t = nullptr;
+	e.ds = nullptr;
 	int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
 	if (ret != 0) {
 		err = "mcas_pmem_open: " + std::string(pm_strerror(ret));
 	} else {
-		ret = ds_bztree_pmem_open(&e.t, e.m, e.pool, e.tree_off);
+		ret = ds_bztree_pmem_open(&e.ds, e.m, e.pool, e.ds_off);
 		if (ret == PM_E_CORRUPT && !w->created.load())
 			return 0; // not formatted yet: the caller formats again
 		ds_bztree_thread *h = nullptr;
@@ -391,7 +391,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 		if (ret != 0)
 			err = "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
 				pm_errormsg();
-		else if (ds_bztree_thread_register(e.t, &h) != 0)
+		else if (ds_bztree_thread_register(e.ds, &h) != 0)
 			err = "register failed";
 		else if (!(err = bztest::Check(h, &st)).empty() || st.size != 0 ||
 				st.free != kArena - 1)
@@ -405,11 +405,11 @@ int CheckCreate(void *arg, char *msg, size_t len)
 
 TEST_P(BzTreeCrashTest, EveryCrashPointOfCreation)
 {
-	ASSERT_EQ(ds_bztree_close(&w.env.t), 0);
-	std::memset(w.env.tree_area, 0, w.env.tree_size);
-	pm_persist(w.env.tree_area, w.env.tree_size);
+	ASSERT_EQ(ds_bztree_close(&w.env.ds), 0);
+	std::memset(w.env.ds_area, 0, w.env.ds_size);
+	pm_persist(w.env.ds_area, w.env.ds_size);
 	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_EVERY);
-	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w.env.tree_area, w.env.tree_size, RunCreate,
+	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w.env.ds_area, w.env.ds_size, RunCreate,
 		CheckCreate, &w);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	// Flush + fence for the invalidated header, the root word and the

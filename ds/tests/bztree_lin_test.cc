@@ -92,7 +92,7 @@ class BzTreeLin : public ::testing::TestWithParam<Variant> {
 protected:
 	void SetUp() override
 	{
-		BZ_SETUP(env, "bz-lin-" + dstest::VariantName(GetParam()), GetParam(),
+		DS_SETUP(env, "bz-lin-" + dstest::VariantName(GetParam()), GetParam(),
 			dstest::SmallConfig(GetParam().alg, kThreads + 1, 64), 4, 2048);
 	}
 
@@ -101,7 +101,7 @@ protected:
 	bztest::Pairs Contents()
 	{
 		ds_bztree_thread *h;
-		EXPECT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		EXPECT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		EXPECT_EQ(bztest::Check(h), "");
 		bztest::Pairs p = bztest::Scan(h);
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -115,7 +115,7 @@ TEST_P(BzTreeLin, MapHistoriesAreLinearizable)
 {
 	{
 		ds_bztree_thread *h;
-		ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		for (uint64_t k = 0; k < kKeys; k += 2)
 			ASSERT_EQ(ds_bztree_insert(h, k, 1000 + k), 1);
 		ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -125,14 +125,14 @@ TEST_P(BzTreeLin, MapHistoriesAreLinearizable)
 		MapRecorder rec(kThreads, kOps);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < kThreads; i++)
-			th.emplace_back(MapWorker, env.t, &rec.handle(i), i, round * 100 + i);
+			th.emplace_back(MapWorker, env.ds, &rec.handle(i), i, round * 100 + i);
 		for (auto &x : th)
 			x.join();
 		lincheck::Result r = lincheck::check(lincheck::MapModel(initial), rec.history());
 		ASSERT_TRUE(r.ok) << "round " << round << ": " << r.explanation;
 	}
 	ds_bztree_thread *h;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ds_bztree_stats st;
 	ASSERT_EQ(bztest::Check(h, &st), "");
 	EXPECT_GT(st.splits + st.consolidations, 0u);
@@ -148,7 +148,7 @@ TEST_P(BzTreeLin, SetHistoriesAreLinearizable)
 		SetRecorder rec(kThreads, kOps);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < kThreads; i++)
-			th.emplace_back(SetWorker, env.t, &rec.handle(i), round * 100 + 50 + i);
+			th.emplace_back(SetWorker, env.ds, &rec.handle(i), round * 100 + 50 + i);
 		for (auto &x : th)
 			x.join();
 		lincheck::Result r = lincheck::check(lincheck::SetModel(initial), rec.history());

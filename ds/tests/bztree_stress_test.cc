@@ -96,7 +96,7 @@ class BzTreeStress : public testing::TestWithParam<Variant> {
 protected:
 	void Setup(const std::string &name, unsigned capacity)
 	{
-		BZ_SETUP(env, "bz-" + name + "-" + dstest::VariantName(GetParam()), GetParam(),
+		DS_SETUP(env, "bz-" + name + "-" + dstest::VariantName(GetParam()), GetParam(),
 			dstest::SmallConfig(GetParam().alg, 16, 64), capacity, 4096);
 	}
 
@@ -106,7 +106,7 @@ protected:
 		// Every other key present at the start.
 		std::vector<int64_t> present(w.keys, 0);
 		ds_bztree_thread *h = nullptr;
-		ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		for (uint64_t k = 0; k < w.keys; k += 2) {
 			ASSERT_EQ(ds_bztree_insert(h, k, ValueOf(k, 99)), 1);
 			present[k] = 1;
@@ -117,13 +117,13 @@ protected:
 		std::vector<ThreadResult> res(w.threads);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < w.threads; i++)
-			th.emplace_back(UpdateWorker, env.t, std::cref(w), i, &ready, &res[i]);
+			th.emplace_back(UpdateWorker, env.ds, std::cref(w), i, &ready, &res[i]);
 		for (auto &x : th)
 			x.join();
 		for (unsigned i = 0; i < w.threads; i++)
 			ASSERT_EQ(res[i].error, "") << "thread " << i;
 
-		ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		ds_bztree_stats st;
 		ASSERT_EQ(Check(h, &st), "");
 		EXPECT_EQ(st.retired, 0u); // every worker unregistered
@@ -177,7 +177,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 	constexpr unsigned kWriters = 3, kScanners = 3, kScans = 1500;
 	Setup("scan", 4);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	for (uint64_t k = 0; k < kKeys; k += 2)
 		ASSERT_EQ(ds_bztree_insert(h, k, ValueOf(k, 0)), 1);
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -189,7 +189,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 	for (unsigned i = 0; i < kWriters; i++)
 		th.emplace_back([&, i] {
 			ds_bztree_thread *wh;
-			if (ds_bztree_thread_register(env.t, &wh) != 0) {
+			if (ds_bztree_thread_register(env.ds, &wh) != 0) {
 				errors[i] = "register";
 				return;
 			}
@@ -210,7 +210,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 		th.emplace_back([&, i] {
 			std::string &err = errors[kWriters + i];
 			ds_bztree_thread *sh;
-			if (ds_bztree_thread_register(env.t, &sh) != 0) {
+			if (ds_bztree_thread_register(env.ds, &sh) != 0) {
 				err = "register";
 				return;
 			}
@@ -253,7 +253,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 		x.join();
 	for (size_t i = 0; i < errors.size(); i++)
 		EXPECT_EQ(errors[i], "") << "thread " << i;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ds_bztree_stats st;
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_GT(st.consolidations + st.splits, 0u);

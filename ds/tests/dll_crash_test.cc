@@ -86,20 +86,20 @@ std::string Recover(World *w, ds_dll_thread **hp, ds_dll_stats *st)
 	ListEnv &e = w->env;
 	// The crashed instances are abandoned, as a dead process's would be.
 	e.m = nullptr;
-	e.l = nullptr;
+	e.ds = nullptr;
 	int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
 	if (ret != 0)
 		return "mcas_pmem_open: " + std::string(pm_strerror(ret));
-	ret = ds_dll_pmem_open(&e.l, e.m, e.pool, e.dll_off);
+	ret = ds_dll_pmem_open(&e.ds, e.m, e.pool, e.ds_off);
 	if (ret != 0)
 		return "ds_dll_pmem_open: " + std::string(pm_strerror(ret)) + ": " + pm_errormsg();
 	// No link word of any node, reachable or not, holds a descriptor.
 	const uint64_t *words = reinterpret_cast<const uint64_t *>(
-		static_cast<const char *>(e.dll_area) + 64);
+		static_cast<const char *>(e.ds_area) + 64);
 	for (uint64_t i = 0; i < (kCapacity + 2) * 8; i++)
 		if ((i % 8 == 1 || i % 8 == 2) && (words[i] & mcas_value_mask(e.m)) != 0)
 			return "node " + std::to_string(i / 8) + " holds an MCAS descriptor reference";
-	ret = ds_dll_thread_register(e.l, hp);
+	ret = ds_dll_thread_register(e.ds, hp);
 	if (ret != 0)
 		return "register: " + std::to_string(ret);
 	std::string err = dlltest::Check(*hp, st);
@@ -131,7 +131,7 @@ std::string Exercise(ds_dll_thread *h)
 
 std::string Finish(World *w, ds_dll_thread **hp)
 {
-	if (ds_dll_thread_unregister(hp) != 0 || ds_dll_close(&w->env.l) != 0 ||
+	if (ds_dll_thread_unregister(hp) != 0 || ds_dll_close(&w->env.ds) != 0 ||
 			mcas_close(&w->env.m) != 0)
 		return "clean shutdown after recovery failed";
 	return "";
@@ -178,7 +178,7 @@ int CheckOps(void *arg, char *msg, size_t len)
 int RunThread(World *w, unsigned t)
 {
 	ds_dll_thread *h = nullptr;
-	if (ds_dll_thread_register(w->env.l, &h) != 0)
+	if (ds_dll_thread_register(w->env.ds, &h) != 0)
 		return 1;
 	for (size_t i = 0; i < w->ops[t].size(); i++) {
 		const Op &op = w->ops[t][i];
@@ -227,7 +227,7 @@ mcas_config CrashConfig(mcas_algorithm alg)
 pmtest::CrashRun SimulateArea(World *w, const pm_crashsim_config &cfg, size_t len,
 	pm_crashsim_run_fn run, pm_crashsim_check_fn check)
 {
-	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.dll_area, len, run, check, w);
+	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.ds_area, len, run, check, w);
 	std::printf("%-28s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
 		" max_dirty_words=%" PRIu64 "\n", cfg.name, r.st.events, r.st.points, r.st.images,
 		r.st.max_dirty_words);
@@ -243,7 +243,7 @@ protected:
 		std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
 		std::replace(test.begin(), test.end(), '/', '-');
 		name = "dll-" + test;
-		DLL_SETUP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity);
+		DS_SETUP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity);
 	}
 
 	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const
@@ -260,7 +260,7 @@ protected:
 	pmtest::CrashRun Simulate(const KeySet &initial, const pm_crashsim_config &cfg)
 	{
 		ds_dll_thread *h = nullptr;
-		EXPECT_EQ(ds_dll_thread_register(w.env.l, &h), 0);
+		EXPECT_EQ(ds_dll_thread_register(w.env.ds, &h), 0);
 		for (uint64_t k : initial)
 			EXPECT_EQ(ds_dll_insert(h, k), 1);
 		EXPECT_EQ(ds_dll_thread_unregister(&h), 0);
@@ -323,7 +323,7 @@ TEST_P(DllCrashTest, SampledCrashPointsOfTwoThreads)
 int RunCreate(void *arg)
 {
 	World *w = static_cast<World *>(arg);
-	int ret = ds_dll_pmem_create(&w->env.l, w->env.m, w->env.pool, w->env.dll_off, kCapacity);
+	int ret = ds_dll_pmem_create(&w->env.ds, w->env.m, w->env.pool, w->env.ds_off, kCapacity);
 	if (ret != 0)
 		return 1;
 	w->created.store(1);
@@ -336,12 +336,12 @@ int CheckCreate(void *arg, char *msg, size_t len)
 	ListEnv &e = w->env;
 	std::string err;
 	e.m = nullptr;
-	e.l = nullptr;
+	e.ds = nullptr;
 	int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
 	if (ret != 0) {
 		err = "mcas_pmem_open: " + std::string(pm_strerror(ret));
 	} else {
-		ret = ds_dll_pmem_open(&e.l, e.m, e.pool, e.dll_off);
+		ret = ds_dll_pmem_open(&e.ds, e.m, e.pool, e.ds_off);
 		if (ret == PM_E_CORRUPT && !w->created.load())
 			return 0; // not formatted yet: the caller formats again
 		if (ret != 0) {
@@ -350,7 +350,7 @@ int CheckCreate(void *arg, char *msg, size_t len)
 		} else {
 			ds_dll_thread *h = nullptr;
 			ds_dll_stats st;
-			if (ds_dll_thread_register(e.l, &h) != 0)
+			if (ds_dll_thread_register(e.ds, &h) != 0)
 				err = "register failed";
 			else if (!(err = dlltest::Check(h, &st)).empty() || st.size != 0 ||
 					st.free != kCapacity)
@@ -368,12 +368,12 @@ int CheckCreate(void *arg, char *msg, size_t len)
 TEST_P(DllCrashTest, EveryCrashPointOfCreation)
 {
 	// Start from an area that was never formatted.
-	ASSERT_EQ(ds_dll_close(&w.env.l), 0);
-	std::memset(w.env.dll_area, 0, w.env.dll_size);
-	pm_persist(w.env.dll_area, w.env.dll_size);
+	ASSERT_EQ(ds_dll_close(&w.env.ds), 0);
+	std::memset(w.env.ds_area, 0, w.env.ds_size);
+	pm_persist(w.env.ds_area, w.env.ds_size);
 
 	// Only the list area: creating the list writes nothing else.
-	pmtest::CrashRun r = SimulateArea(&w, SimConfig(PM_CRASHSIM_EVERY), w.env.dll_size,
+	pmtest::CrashRun r = SimulateArea(&w, SimConfig(PM_CRASHSIM_EVERY), w.env.ds_size,
 		RunCreate, CheckCreate);
 	// Fails too if creating the simulator or tracking the area failed.
 	ASSERT_EQ(r.ret, 0) << r.report;

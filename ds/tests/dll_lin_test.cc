@@ -56,12 +56,12 @@ TEST_P(DllLin, HistoriesAreLinearizable)
 {
 	const dlltest::Variant v = GetParam();
 	dlltest::ListEnv env;
-	DLL_SETUP(env, "lin-" + dlltest::VariantName(v), v,
+	DS_SETUP(env, "lin-" + dlltest::VariantName(v), v,
 		dlltest::SmallConfig(v.alg, kThreads + 1, 64));
 	std::vector<uint64_t> initial;
 	{
 		ds_dll_thread *t;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &t), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &t), 0);
 		for (uint64_t k = 1; k <= kKeys; k += 2) {
 			ASSERT_EQ(ds_dll_insert(t, k), 1);
 			initial.push_back(k);
@@ -72,14 +72,14 @@ TEST_P(DllLin, HistoriesAreLinearizable)
 		Recorder rec(kThreads, kOps);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < kThreads; i++)
-			th.emplace_back(Worker, env.l, &rec.handle(i), round * 100 + i);
+			th.emplace_back(Worker, env.ds, &rec.handle(i), round * 100 + i);
 		for (auto &x : th)
 			x.join();
 		lincheck::Result r = lincheck::check(lincheck::SetModel(initial), rec.history());
 		ASSERT_TRUE(r.ok) << "round " << round << ": " << r.explanation;
 		// The next round starts from what this one left.
 		ds_dll_thread *t;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &t), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &t), 0);
 		initial = dlltest::Keys(t);
 		ASSERT_EQ(ds_dll_thread_unregister(&t), 0);
 	}

@@ -84,13 +84,13 @@ protected:
 	{
 		const Variant v = GetParam();
 		ListEnv env;
-		DLL_SETUP(env, name + "-" + dlltest::VariantName(v), v,
+		DS_SETUP(env, name + "-" + dlltest::VariantName(v), v,
 			dlltest::SmallConfig(v.alg, 16, 64), 4096);
 
 		// Every other key present at the start.
 		std::vector<int64_t> present(w.keys + 1, 0);
 		ds_dll_thread *h = nullptr;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 		for (uint64_t k = 2; k <= w.keys; k += 2) {
 			ASSERT_EQ(ds_dll_insert(h, k), 1);
 			present[k] = 1;
@@ -101,13 +101,13 @@ protected:
 		std::vector<ThreadResult> res(w.threads);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < w.threads; i++)
-			th.emplace_back(Worker, env.l, std::cref(w), i, &ready, &res[i]);
+			th.emplace_back(Worker, env.ds, std::cref(w), i, &ready, &res[i]);
 		for (auto &t : th)
 			t.join();
 		for (unsigned i = 0; i < w.threads; i++)
 			ASSERT_EQ(res[i].error, "") << "thread " << i;
 
-		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 		ds_dll_stats st;
 		ASSERT_EQ(Check(h, &st), "");
 		EXPECT_EQ(st.retired, 0u); // every worker unregistered
