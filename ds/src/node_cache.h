@@ -141,6 +141,7 @@ unsigned ds__node_cache_nthreads(struct ds__node_cache *nc);
 
 /* ---- allocation and retirement (owner thread only) ---- */
 
+/* The slow paths of ds__node_cache_alloc() and ds__node_cache_free(). */
 int ds__node_cache_refill(struct ds__node_cache_thread *ct);
 void ds__node_cache_spill(struct ds__node_cache_thread *ct);
 
@@ -176,6 +177,7 @@ ds__node_cache_free(struct ds__node_cache_thread *ct, void *n)
  * it later, which only lengthens its grace period */
 void ds__node_cache_retire(struct ds__node_cache_thread *ct, struct mcas_thread *mt, void *n);
 
+/* The slow path of ds__node_cache_retry(). */
 void ds__node_cache_retry_orphans(struct ds__node_cache_thread *ct, struct mcas_thread *mt);
 
 /* ds__node_cache_retry -- retire what ds__node_cache_retire() could not;
