@@ -14,6 +14,7 @@
 #include <ds/bztree.h>
 
 #include "ds/tests/bztree_test_util.h"
+#include "ds/tests/mcas_lin.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/models.h"
 
@@ -65,26 +66,11 @@ void SetWorker(ds_bztree *t, SetRecorder::Handle *rec, unsigned seed)
 	ds_bztree_thread *h;
 	ASSERT_EQ(ds_bztree_thread_register(t, &h), 0);
 	std::mt19937 rng(seed);
-	for (unsigned n = 0; n < kOps; n++) {
-		uint64_t k = rng() % kKeys;
-		unsigned kind = rng() % 3;
-		if (kind == 0) {
-			auto tk = rec->invoke(lincheck::SetOp::insert(k));
-			int r = ds_bztree_insert(h, k, k);
-			ASSERT_GE(r, 0);
-			rec->complete(tk, lincheck::SetOp::insert(k, r == 1));
-		} else if (kind == 1) {
-			auto tk = rec->invoke(lincheck::SetOp::remove(k));
-			int r = ds_bztree_remove(h, k);
-			ASSERT_GE(r, 0);
-			rec->complete(tk, lincheck::SetOp::remove(k, r == 1));
-		} else {
-			auto tk = rec->invoke(lincheck::SetOp::contains(k));
-			int r = ds_bztree_lookup(h, k, nullptr);
-			ASSERT_GE(r, 0);
-			rec->complete(tk, lincheck::SetOp::contains(k, r == 1));
-		}
-	}
+	for (unsigned n = 0; n < kOps; n++)
+		dstest::SetStep(rec, rng, rng() % kKeys,
+			[h](uint64_t k) { return ds_bztree_insert(h, k, k); },
+			[h](uint64_t k) { return ds_bztree_remove(h, k); },
+			[h](uint64_t k) { return ds_bztree_lookup(h, k, nullptr); });
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 }
 

@@ -12,6 +12,7 @@
 #include <ds/dll.h>
 
 #include "ds/tests/dll_test_util.h"
+#include "ds/tests/mcas_lin.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/models.h"
 
@@ -28,25 +29,11 @@ void Worker(ds_dll *l, Recorder::Handle *h, unsigned seed)
 	ds_dll_thread *t;
 	ASSERT_EQ(ds_dll_thread_register(l, &t), 0);
 	std::mt19937 rng(seed);
-	for (unsigned n = 0; n < kOps; n++) {
-		uint64_t k = 1 + rng() % kKeys;
-		unsigned kind = rng() % 3;
-		if (kind == 0) {
-			auto tk = h->invoke(lincheck::SetOp::insert(k));
-			int r = ds_dll_insert(t, k);
-			ASSERT_GE(r, 0);
-			h->complete(tk, lincheck::SetOp::insert(k, r == 1));
-		} else if (kind == 1) {
-			auto tk = h->invoke(lincheck::SetOp::remove(k));
-			int r = ds_dll_remove(t, k);
-			ASSERT_GE(r, 0);
-			h->complete(tk, lincheck::SetOp::remove(k, r == 1));
-		} else {
-			auto tk = h->invoke(lincheck::SetOp::contains(k));
-			bool r = ds_dll_contains(t, k);
-			h->complete(tk, lincheck::SetOp::contains(k, r));
-		}
-	}
+	for (unsigned n = 0; n < kOps; n++)
+		dstest::SetStep(h, rng, 1 + rng() % kKeys,
+			[t](uint64_t k) { return ds_dll_insert(t, k); },
+			[t](uint64_t k) { return ds_dll_remove(t, k); },
+			[t](uint64_t k) { return ds_dll_contains(t, k) ? 1 : 0; });
 	ASSERT_EQ(ds_dll_thread_unregister(&t), 0);
 }
 
