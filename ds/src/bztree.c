@@ -83,9 +83,9 @@
  * Memory. Unlinked nodes are retired with mcas_retire() after leaving the
  * guard and come back to the retiring handle's cache one grace period
  * later; nodes built for a failed SMO were never reachable and are reused
- * at once. Node memory is type-stable for the reason given in dll.c (AOPT
- * detaches finalized descriptors lazily, possibly after the node's grace
- * period), and a reused node's words are written with atomic stores.
+ * at once. Node memory is type-stable for the reason node_cache.h gives
+ * (AOPT detaches finalized descriptors lazily, possibly after the node's
+ * grace period), and a reused node's words are written with atomic stores.
  *
  * Persistence. References are pool offsets. A new node is flushed whole,
  * and a reserved slot's key and value, before the MCAS that publishes them;
@@ -95,7 +95,6 @@
  * ds_bztree_pmem_open() from a walk of the tree, after mcas_pmem_open().
  */
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -109,6 +108,8 @@
 #include <pm/persist.h>
 #include <pm/pool.h>
 #include <pm/ptr.h>
+
+#include "node_cache.h"
 
 #define BZ_PMEM_MAGIC 0x45455254345a4244ull /* "DBZ4TREE" */
 
@@ -131,7 +132,6 @@
 #define BZ_REC_SIZE 24
 /* Most nodes a handle moves to or from the shared pool at a time. */
 #define BZ_BATCH 8
-#define BZ_CACHE_MAX (2 * BZ_BATCH)
 /* Nodes per volatile slab. */
 #define BZ_SLAB_NODES 32
 /* Most nodes one SMO builds (two halves and a parent) or unlinks. */
@@ -143,6 +143,7 @@ _Static_assert(DS_BZTREE_MAX_CAPACITY < (BZ_COUNT_MASK >> BZ_COUNT_SHIFT),
 	"COUNT holds every slot index");
 _Static_assert(DS_BZTREE_MAX_CAPACITY < (BZ_LIVE_MASK >> BZ_LIVE_SHIFT),
 	"LIVE holds every record count");
+_Static_assert(2 * BZ_BATCH <= DS__NODE_CACHE_MAX, "a handle caches two batches");
 
 struct bz_rec {
 	uint64_t w;   /* leaf: metadata; inner: child reference */
@@ -154,7 +155,7 @@ struct bz_node {
 	uint64_t status;
 	uint64_t level;
 	uint64_t n;
-	uint64_t aux; /* orphan chain (volatile use only) */
+	uint64_t aux; /* the node cache's orphan chain (volatile use only) */
 	uint64_t pad[4];
 	struct bz_rec rec[];
 };
@@ -190,22 +191,8 @@ struct ds_bztree {
 	char *arena;
 	/* volatile */
 	uint64_t *root_line;
-	void **slabs;
-	size_t nslabs, slabs_cap;
-
-	/*
-	 * lock protects the shared free pool (free_v, free_n, free_cap), the
-	 * slabs, nodes, lost and the registry of handles. A leaf lock: nothing
-	 * called with it held takes it again or runs mcas reclamation.
-	 */
-	pthread_mutex_t lock;
-	struct bz_node **free_v;
-	size_t free_n, free_cap; /* free_cap >= nodes: pushes never grow */
-	uint64_t nodes;
-	unsigned batch;          /* refill/spill size, 1..BZ_BATCH */
-	uint64_t lost;           /* retired nodes of unregistered handles */
-	struct ds_bztree_thread *threads;
-	unsigned nthreads;
+	/* Every node (ds_bztree_check() walks the tree under nc.lock). */
+	struct ds__node_cache nc;
 
 	/* SMO counts for ds_bztree_check(); relaxed, only summed. */
 	_Atomic uint64_t n_consolidate, n_split, n_merge, n_rebalance;
@@ -220,13 +207,8 @@ struct bz_kv {
 struct ds_bztree_thread {
 	struct ds_bztree *t;
 	struct mcas_thread *mt;
-	/* Owner-only state. */
-	struct bz_node *cache[BZ_CACHE_MAX];
-	unsigned ncache;
-	uint64_t retired;
-	struct bz_node *orphans;
-	struct bz_kv *scratch; /* 2 * cap entries: SMO and scan copies */
-	struct ds_bztree_thread *reg_prev, *reg_next; /* under t->lock */
+	struct ds__node_cache_thread nc;
+	struct bz_kv *scratch; /* 3 * cap entries, owner-only: SMO and scan copies */
 };
 
 /* A root-to-node path of a descent. */
@@ -288,126 +270,6 @@ static inline bool
 bz_frozen(uint64_t status)
 {
 	return (status & BZ_FROZEN) != 0;
-}
-
-/* ---- free nodes (as in dll.c) ---- */
-
-/* bz_slab_add_locked -- allocate a volatile slab into the shared pool */
-static int
-bz_slab_add_locked(struct ds_bztree *t)
-{
-	size_t need = t->nodes + BZ_SLAB_NODES;
-	char *slab;
-
-	if (need > t->free_cap) {
-		size_t ncap = t->free_cap * 2 > need ? t->free_cap * 2 : need;
-		struct bz_node **nv = realloc(t->free_v, ncap * sizeof(*nv));
-
-		if (nv == NULL)
-			return -ENOMEM;
-		t->free_v = nv;
-		t->free_cap = ncap;
-	}
-	if (t->nslabs == t->slabs_cap) {
-		size_t ncap = t->slabs_cap ? t->slabs_cap * 2 : 16;
-		void **ns = realloc(t->slabs, ncap * sizeof(*ns));
-
-		if (ns == NULL)
-			return -ENOMEM;
-		t->slabs = ns;
-		t->slabs_cap = ncap;
-	}
-	slab = aligned_alloc(64, BZ_SLAB_NODES * t->node_size);
-	if (slab == NULL)
-		return -ENOMEM;
-	memset(slab, 0, BZ_SLAB_NODES * t->node_size);
-	t->slabs[t->nslabs++] = slab;
-	t->nodes += BZ_SLAB_NODES;
-	for (unsigned i = BZ_SLAB_NODES; i-- > 0;)
-		t->free_v[t->free_n++] = (struct bz_node *)(slab + i * t->node_size);
-	return 0;
-}
-
-/* bz_refill -- move a batch from the shared pool into @h's empty cache */
-static int
-bz_refill(struct ds_bztree_thread *h)
-{
-	struct ds_bztree *t = h->t;
-	int ret = 0;
-
-	pthread_mutex_lock(&t->lock);
-	if (t->free_n == 0)
-		ret = t->persistent ? -ENOSPC : bz_slab_add_locked(t);
-	while (ret == 0 && h->ncache < t->batch && t->free_n > 0)
-		h->cache[h->ncache++] = t->free_v[--t->free_n];
-	pthread_mutex_unlock(&t->lock);
-	return ret;
-}
-
-/* bz_node_alloc -- a free node for @h; only @h can reach it */
-static int
-bz_node_alloc(struct ds_bztree_thread *h, struct bz_node **out)
-{
-	if (h->ncache == 0) {
-		int ret = bz_refill(h);
-
-		if (ret != 0)
-			return ret;
-	}
-	*out = h->cache[--h->ncache];
-	return 0;
-}
-
-/* bz_cache_push -- give free node @n to @h's cache, spilling a batch to the
- * shared pool when the cache is full */
-static void
-bz_cache_push(struct ds_bztree_thread *h, struct bz_node *n)
-{
-	struct ds_bztree *t = h->t;
-
-	if (h->ncache == 2 * t->batch) {
-		pthread_mutex_lock(&t->lock);
-		for (unsigned i = 0; i < t->batch; i++)
-			t->free_v[t->free_n++] = h->cache[--h->ncache];
-		pthread_mutex_unlock(&t->lock);
-	}
-	h->cache[h->ncache++] = n;
-}
-
-/* bz_node_reclaim -- mcas_free_fn for unlinked nodes: runs on @ctx's
- * thread one grace period after the node was retired */
-static void
-bz_node_reclaim(void *ctx, void *obj)
-{
-	struct ds_bztree_thread *h = ctx;
-
-	h->retired--;
-	bz_cache_push(h, obj);
-}
-
-/* bz_retire -- retire unlinked node @n; if mcas cannot take it now, keep it
- * on the orphan chain and try again at the next operation */
-static void
-bz_retire(struct ds_bztree_thread *h, struct bz_node *n)
-{
-	h->retired++;
-	if (mcas_retire(h->mt, n, bz_node_reclaim, h) != 0) {
-		n->aux = (uint64_t)(uintptr_t)h->orphans;
-		h->orphans = n;
-	}
-}
-
-/* bz_retry_orphans -- retire what bz_retire() could not */
-static void
-bz_retry_orphans(struct ds_bztree_thread *h)
-{
-	while (h->orphans != NULL) {
-		struct bz_node *n = h->orphans;
-
-		if (mcas_retire(h->mt, n, bz_node_reclaim, h) != 0)
-			return;
-		h->orphans = (struct bz_node *)(uintptr_t)n->aux;
-	}
 }
 
 /* ---- descent and leaf reads (inside a guard) ---- */
@@ -720,9 +582,12 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 	unsigned need = j + (new_root || (!in_place && d > 0 && !collapse));
 
 	for (; nbuilt < need; nbuilt++) {
-		ret = bz_node_alloc(h, &built[nbuilt]);
+		void *fresh;
+
+		ret = ds__node_cache_alloc(&h->nc, &fresh);
 		if (ret != 0)
 			goto out_free;
+		built[nbuilt] = fresh;
 	}
 	uint64_t sep = kv[n / 2].key;
 
@@ -806,7 +671,7 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 out_free:
 	/* Never reachable: free at once. */
 	while (nbuilt > 0)
-		bz_cache_push(h, built[--nbuilt]);
+		ds__node_cache_free(&h->nc, built[--nbuilt]);
 	return ret;
 }
 
@@ -828,7 +693,7 @@ bz_restructure(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz
 		mcas_guard_exit(h->mt);
 		/* After the guard: every reference to them was loaded before. */
 		for (unsigned i = 0; i < nunlinked; i++)
-			bz_retire(h, unlinked[i]);
+			ds__node_cache_retire(&h->nc, h->mt, unlinked[i]);
 		switch (ret) {
 		case 0:
 			return 0;
@@ -904,8 +769,7 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 	struct ds_bztree *t = h->t;
 	int ret;
 
-	if (h->orphans != NULL)
-		bz_retry_orphans(h);
+	ds__node_cache_retry(&h->nc, h->mt);
 	for (;;) {
 		struct bz_spot at;
 		struct bz_node *l;
@@ -1045,8 +909,7 @@ ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key)
 	bool underfull = false;
 	int ret;
 
-	if (h->orphans != NULL)
-		bz_retry_orphans(h);
+	ds__node_cache_retry(&h->nc, h->mt);
 	for (;;) {
 		struct bz_spot at;
 		struct bz_node *l;
@@ -1254,31 +1117,27 @@ bz_probe_pool(struct mcas *m, uint64_t *word)
 	return 0;
 }
 
-/* bz_new -- a tree's volatile part; @free_cap entries in the shared pool */
+/* bz_new -- a tree's volatile part: its nodes are the @nodes at @arena, or
+ * volatile slabs if @arena is NULL */
 static int
-bz_new(struct ds_bztree **out, struct mcas *m, bool persistent, unsigned cap, size_t free_cap)
+bz_new(struct ds_bztree **out, struct mcas *m, unsigned cap, char *arena, uint64_t nodes)
 {
 	struct ds_bztree *t = calloc(1, sizeof(*t));
 
 	if (t == NULL)
 		return pm_error_set(-ENOMEM, "ds_bztree: out of memory");
-	if (free_cap > 0) {
-		t->free_v = malloc(free_cap * sizeof(*t->free_v));
-		if (t->free_v == NULL) {
-			free(t);
-			return pm_error_set(-ENOMEM,
-				"ds_bztree: out of memory for %zu free-node entries", free_cap);
-		}
-		t->free_cap = free_cap;
+	if (ds__node_cache_init(&t->nc, bz_node_size(cap), offsetof(struct bz_node, aux),
+			BZ_SLAB_NODES, BZ_BATCH, arena, nodes) != 0) {
+		free(t);
+		return pm_error_set(-ENOMEM,
+			"ds_bztree: out of memory for %llu free-node entries",
+			(unsigned long long)nodes);
 	}
-	pthread_mutex_init(&t->lock, NULL);
 	t->m = m;
-	t->persistent = persistent;
+	t->persistent = arena != NULL;
 	t->cap = cap;
 	t->node_size = bz_node_size(cap);
-	t->batch = BZ_BATCH;
-	if (persistent && free_cap / 64 < BZ_BATCH)
-		t->batch = free_cap / 64 > 0 ? (unsigned)(free_cap / 64) : 1;
+	t->arena = arena;
 	*out = t;
 	return 0;
 }
@@ -1287,12 +1146,8 @@ bz_new(struct ds_bztree **out, struct mcas *m, bool persistent, unsigned cap, si
 static void
 bz_free(struct ds_bztree *t)
 {
-	for (size_t i = 0; i < t->nslabs; i++)
-		free(t->slabs[i]);
-	free(t->slabs);
+	ds__node_cache_fini(&t->nc);
 	free(t->root_line);
-	free(t->free_v);
-	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
@@ -1300,7 +1155,7 @@ int
 ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg)
 {
 	struct ds_bztree *t = NULL;
-	struct bz_node *leaf;
+	void *leaf;
 	unsigned cap = bz_cfg_cap(cfg);
 	int ret;
 
@@ -1314,16 +1169,15 @@ ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_con
 	ret = bz_mcas_ok(m, false);
 	if (ret != 0)
 		return ret;
-	ret = bz_new(&t, m, false, cap, 0);
+	ret = bz_new(&t, m, cap, NULL, 0);
 	if (ret != 0)
 		return ret;
 	t->root_line = aligned_alloc(64, 64);
-	if (t->root_line == NULL || bz_slab_add_locked(t) != 0) {
+	if (t->root_line == NULL || ds__node_cache_take(&t->nc, &leaf) != 0) {
 		bz_free(t);
 		return pm_error_set(-ENOMEM, "ds_bztree_new: out of memory");
 	}
 	t->root = t->root_line;
-	leaf = t->free_v[--t->free_n];
 	bz_build(t, leaf, 0, NULL, 0);
 	bz_store(t->root, bz_ref(t, leaf));
 	*out = t;
@@ -1351,15 +1205,13 @@ bz_pmem_new(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 
 	if (ret != 0)
 		return ret;
-	ret = bz_new(&t, m, true, cap, nodes);
+	ret = bz_new(&t, m, cap, (char *)hdr + 128, nodes);
 	if (ret != 0)
 		return ret;
 	t->pool = pool;
 	t->hdr = hdr;
 	t->base = (uintptr_t)pm_pool_base(pool);
 	t->root = root;
-	t->arena = (char *)hdr + 128;
-	t->nodes = nodes;
 	*out = t;
 	return 0;
 }
@@ -1434,7 +1286,7 @@ ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *po
 
 	/* Pushed in reverse, so nodes are handed out from the arena's start. */
 	for (uint64_t i = nodes; i-- > 1;)
-		t->free_v[t->free_n++] = bz_arena_node(t, i);
+		ds__node_cache_put(&t->nc, bz_arena_node(t, i));
 	*out = t;
 	return 0;
 }
@@ -1444,7 +1296,7 @@ ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *po
 struct bz_walk {
 	struct ds_bztree *t;
 	struct ds_bztree_thread *h; /* NULL: raw loads (recovery) */
-	const uintptr_t *slabs;     /* sorted (volatile) */
+	const uintptr_t *slabs;     /* sorted (ds__node_cache_sorted_slabs()) */
 	uintptr_t *reach;           /* reachable nodes, in visiting order */
 	uint64_t nreach;
 	struct bz_kv *keys;         /* one leaf's live keys */
@@ -1464,30 +1316,9 @@ bz_wread(const struct bz_walk *w, const uint64_t *p)
 static struct bz_node *
 bz_owns(const struct bz_walk *w, uint64_t v)
 {
-	const struct ds_bztree *t = w->t;
-	uintptr_t p = (uintptr_t)bz_deref(t, v);
+	uintptr_t p = (uintptr_t)bz_deref(w->t, v);
 
-	if (t->persistent) {
-		uintptr_t a = (uintptr_t)t->arena;
-
-		if (p < a || (p - a) % t->node_size != 0 || (p - a) / t->node_size >= t->nodes)
-			return NULL;
-		return (struct bz_node *)p;
-	}
-	size_t lo = 0, hi = t->nslabs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (w->slabs[mid] <= p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || p >= w->slabs[lo - 1] + BZ_SLAB_NODES * t->node_size ||
-			(p - w->slabs[lo - 1]) % t->node_size != 0)
-		return NULL;
-	return (struct bz_node *)p;
+	return ds__node_cache_owns(&w->t->nc, p, w->slabs) ? (struct bz_node *)p : NULL;
 }
 
 #define BZ_FAIL(w, ...) (snprintf((w)->buf, (w)->len, __VA_ARGS__), (w)->buf)
@@ -1508,9 +1339,9 @@ bz_walk_node(struct bz_walk *w, uint64_t v, int level, uint64_t lo, uint64_t hi,
 			"first)", (unsigned long long)v);
 	if (n == NULL)
 		return BZ_FAIL(w, "reference %#llx is not a node of the tree", (unsigned long long)v);
-	if (w->nreach == t->nodes)
+	if (w->nreach == t->nc.nodes)
 		return BZ_FAIL(w, "more reachable nodes than the tree owns (%llu)",
-			(unsigned long long)t->nodes);
+			(unsigned long long)t->nc.nodes);
 	w->reach[w->nreach++] = (uintptr_t)n;
 	s = bz_wread(w, &n->status);
 	lv = bz_load(&n->level);
@@ -1586,14 +1417,6 @@ bz_walk_node(struct bz_walk *w, uint64_t v, int level, uint64_t lo, uint64_t hi,
 	return NULL;
 }
 
-static int
-bz_ptr_cmp(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* bz_walk_tree -- walk from the root; on success w->reach is sorted and
  * checked for nodes reached twice */
 static const char *
@@ -1604,7 +1427,7 @@ bz_walk_tree(struct bz_walk *w)
 	err = bz_walk_node(w, bz_wread(w, w->t->root), -1, 0, 0, false, true);
 	if (err != NULL)
 		return err;
-	qsort(w->reach, w->nreach, sizeof(*w->reach), bz_ptr_cmp);
+	qsort(w->reach, w->nreach, sizeof(*w->reach), ds__node_cache_ptr_cmp);
 	for (uint64_t i = 1; i < w->nreach; i++)
 		if (w->reach[i] == w->reach[i - 1])
 			return BZ_FAIL(w, "a node is reached twice");
@@ -1657,7 +1480,7 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 	w.st = &st;
 	w.buf = msg;
 	w.len = sizeof(msg);
-	w.reach = malloc(t->nodes * sizeof(*w.reach));
+	w.reach = malloc(t->nc.nodes * sizeof(*w.reach));
 	w.keys = malloc(cap * sizeof(*w.keys));
 	if (w.reach == NULL || w.keys == NULL) {
 		ret = pm_error_set(-ENOMEM, "ds_bztree_pmem_open: out of memory");
@@ -1669,13 +1492,13 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 		goto out;
 	}
 	/* Every node not reached is free; w.reach is sorted. */
-	for (uint64_t i = t->nodes, r = w.nreach; i-- > 0;) {
+	for (uint64_t i = t->nc.nodes, r = w.nreach; i-- > 0;) {
 		uintptr_t p = (uintptr_t)bz_arena_node(t, i);
 
 		if (r > 0 && w.reach[r - 1] == p)
 			r--;
 		else
-			t->free_v[t->free_n++] = (struct bz_node *)p;
+			ds__node_cache_put(&t->nc, (void *)p);
 	}
 out:
 	free(w.reach);
@@ -1697,9 +1520,7 @@ ds_bztree_close(struct ds_bztree **tp)
 	pm_error_clear();
 	if (t == NULL)
 		return 0;
-	pthread_mutex_lock(&t->lock);
-	n = t->nthreads;
-	pthread_mutex_unlock(&t->lock);
+	n = ds__node_cache_nthreads(&t->nc);
 	if (n != 0)
 		return pm_error_set(-EBUSY, "ds_bztree_close: %u threads are still registered", n);
 	bz_free(t);
@@ -1745,13 +1566,7 @@ ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out)
 			"ds_bztree_thread_register: mcas_thread_register: %d", ret);
 	}
 	h->t = t;
-	pthread_mutex_lock(&t->lock);
-	h->reg_next = t->threads;
-	if (t->threads != NULL)
-		t->threads->reg_prev = h;
-	t->threads = h;
-	t->nthreads++;
-	pthread_mutex_unlock(&t->lock);
+	ds__node_cache_thread_add(&t->nc, &h->nc);
 	*out = h;
 	return 0;
 }
@@ -1760,37 +1575,15 @@ int
 ds_bztree_thread_unregister(struct ds_bztree_thread **hp)
 {
 	struct ds_bztree_thread *h = hp ? *hp : NULL;
-	struct ds_bztree *t;
-	uint64_t lost = 0;
 	int ret;
 
 	pm_error_clear();
 	if (h == NULL)
 		return 0;
-	t = h->t;
-	bz_retry_orphans(h);
-	for (struct bz_node *n = h->orphans; n != NULL; n = (struct bz_node *)(uintptr_t)n->aux)
-		lost++;
-	/* Waits for the grace periods of everything the thread retired; the
-	 * nodes come back through bz_node_reclaim() into h's cache. */
-	ret = mcas_thread_unregister(&h->mt);
+	ret = ds__node_cache_thread_remove(&h->nc, &h->mt);
 	if (ret != 0)
 		return pm_error_set(ret,
 			"ds_bztree_thread_unregister: mcas_thread_unregister: %d", ret);
-	pthread_mutex_lock(&t->lock);
-	while (h->ncache > 0)
-		t->free_v[t->free_n++] = h->cache[--h->ncache];
-	/* Orphans stay unusable until the tree is destroyed (volatile) or
-	 * reopened (persistent: recovery frees them). */
-	t->lost += lost;
-	if (h->reg_prev != NULL)
-		h->reg_prev->reg_next = h->reg_next;
-	else
-		t->threads = h->reg_next;
-	if (h->reg_next != NULL)
-		h->reg_next->reg_prev = h->reg_prev;
-	t->nthreads--;
-	pthread_mutex_unlock(&t->lock);
 	free(h->scratch);
 	free(h);
 	*hp = NULL;
@@ -1804,20 +1597,6 @@ ds_bztree_thread_mcas(struct ds_bztree_thread *h)
 }
 
 /* ---- check ---- */
-
-/* bz_check_free -- @n, counted as free, must be a node of the tree and not
- * reachable */
-static const char *
-bz_check_free(struct bz_walk *w, const struct bz_node *n, const char *where)
-{
-	uintptr_t p = (uintptr_t)n;
-
-	if (bz_owns(w, bz_ref(w->t, n)) == NULL)
-		return BZ_FAIL(w, "%s holds %p, not a node of the tree", where, (const void *)n);
-	if (bsearch(&p, w->reach, w->nreach, sizeof(*w->reach), bz_ptr_cmp) != NULL)
-		return BZ_FAIL(w, "%s holds a reachable node", where);
-	return NULL;
-}
 
 const char *
 ds_bztree_check(struct ds_bztree_thread *h, struct ds_bztree_stats *stp, char *buf, size_t len)
@@ -1836,44 +1615,25 @@ ds_bztree_check(struct ds_bztree_thread *h, struct ds_bztree_stats *stp, char *b
 	w.st = &st;
 	w.buf = buf;
 	w.len = len;
-	pthread_mutex_lock(&t->lock);
-	st.nodes = t->nodes;
-	w.reach = malloc((t->nodes + 1) * sizeof(*w.reach));
+	ds__node_cache_lock(&t->nc);
+	st.nodes = t->nc.nodes;
+	w.reach = malloc((t->nc.nodes + 1) * sizeof(*w.reach));
 	w.keys = malloc(t->cap * sizeof(*w.keys));
-	slabs = malloc((t->nslabs + 1) * sizeof(*slabs));
+	slabs = ds__node_cache_sorted_slabs(&t->nc);
 	if (w.reach == NULL || w.keys == NULL || slabs == NULL) {
 		err = BZ_FAIL(&w, "out of memory for the check");
 		goto out;
 	}
-	for (size_t i = 0; i < t->nslabs; i++)
-		slabs[i] = (uintptr_t)t->slabs[i];
-	qsort(slabs, t->nslabs, sizeof(*slabs), bz_ptr_cmp);
 	w.slabs = slabs;
 	mcas_guard_enter(h->mt);
 	err = bz_walk_tree(&w);
 	mcas_guard_exit(h->mt);
 	if (err != NULL)
 		goto out;
-	for (size_t i = 0; i < t->free_n && err == NULL; i++)
-		err = bz_check_free(&w, t->free_v[i], "the shared pool");
-	st.free = t->free_n;
-	st.retired = t->lost;
-	for (struct ds_bztree_thread *o = t->threads; o != NULL && err == NULL; o = o->reg_next) {
-		for (unsigned i = 0; i < o->ncache && err == NULL; i++)
-			err = bz_check_free(&w, o->cache[i], "a thread's cache");
-		for (struct bz_node *n = o->orphans; n != NULL && err == NULL;
-				n = (struct bz_node *)(uintptr_t)n->aux)
-			err = bz_check_free(&w, n, "a thread's orphans");
-		st.free += o->ncache;
-		st.retired += o->retired;
-	}
-	if (err == NULL && w.nreach + st.free + st.retired != st.nodes)
-		err = BZ_FAIL(&w, "%llu reachable + %llu free + %llu retired nodes != %llu owned: "
-			"nodes leaked or counted twice", (unsigned long long)w.nreach,
-			(unsigned long long)st.free, (unsigned long long)st.retired,
-			(unsigned long long)st.nodes);
+	err = ds__node_cache_check(&t->nc, slabs, w.reach, w.nreach, "tree", &st.free,
+		&st.retired, buf, len);
 out:
-	pthread_mutex_unlock(&t->lock);
+	ds__node_cache_unlock(&t->nc);
 	st.consolidations = atomic_load_explicit(&t->n_consolidate, memory_order_relaxed);
 	st.splits = atomic_load_explicit(&t->n_split, memory_order_relaxed);
 	st.merges = atomic_load_explicit(&t->n_merge, memory_order_relaxed);

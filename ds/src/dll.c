@@ -46,24 +46,9 @@
  * run inside mcas_guard_enter()/exit(), and by the traversal argument above
  * a traversal only reaches nodes that were linked after it began, i.e. not
  * retired before it began, which is what the grace period protects.
- * Node memory is type-stable (slabs or the persistent arena, never returned
- * to malloc while the list exists) because of how AOPT detaches: a
- * finalized descriptor D whose target word lies in node X stays in its
- * owner's reclamation pipeline, and the owner's detach step loads (and, when
- * persistent, flushes) that word one grace period after *D* was retired --
- * which can be after X itself was removed, retired and freed by another
- * thread whose pipeline moved faster. The load is harmless on reused node
- * memory (the word no longer refers to D, since the operation that removed
- * X replaced D's reference, and D is never re-installed after finalization),
- * but it would be a use-after-free on memory given back to malloc. For the
- * same reason a reused node's links are written with atomic stores.
- *
- * Free nodes. Each handle has a cache of up to 2 * l->batch nodes; it
- * refills l->batch at a time from the list's shared pool and spills
- * l->batch back when full. l->batch is DLL_BATCH, or less for a small
- * arena, so that caches cannot hoard most of it (capacity / 64, at least 1). The shared pool is an array under l->lock big
- * enough for every node the list owns, so a spill never allocates (the
- * spill also runs inside mcas's reclamation, from dll_node_reclaim()).
+ * Nodes, their caches and why their memory is type-stable (a reused node's
+ * links are written with atomic stores) are node_cache.h's; a handle moves
+ * DLL_BATCH nodes at a time.
  *
  * Persistence. Links hold pool offsets (address - pool base), so they stay
  * valid when the pool is mapped elsewhere, and a persistent MCAS instance
@@ -80,7 +65,6 @@
  * either reachable or free after a crash, never lost.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -95,11 +79,11 @@
 #include <pm/pool.h>
 #include <pm/ptr.h>
 
+#include "node_cache.h"
+
 #define DLL_PMEM_MAGIC 0x54534c4c44534d44ull /* "DMSDLLST" */
 /* Most nodes a handle moves to or from the shared pool at a time. */
 #define DLL_BATCH 32
-/* Most nodes a handle caches (ds/dll.h promises at most 64). */
-#define DLL_CACHE_MAX (2 * DLL_BATCH)
 /* Nodes per volatile slab: 4 KiB. */
 #define DLL_SLAB_NODES 64
 /* The low bits a node reference never has set. */
@@ -109,11 +93,12 @@ _Static_assert((DS_DLL_MARK_DELETED & MCAS_VALUE_PORTABLE_MASK) == 0,
 	"the deleted mark must not collide with MCAS's reserved bits");
 _Static_assert(DS_DLL_MARK_DELETED < DS_DLL_NODE_SIZE,
 	"the deleted mark must be below the node alignment");
-_Static_assert(DLL_CACHE_MAX <= 64, "ds/dll.h documents at most 64 cached nodes");
+_Static_assert(2 * DLL_BATCH <= DS__NODE_CACHE_MAX && 2 * DLL_BATCH <= 64,
+	"ds/dll.h documents at most 64 cached nodes");
 
 /* A node: one cache line. key, prev and next are what the algorithm uses;
- * aux chains nodes mcas_retire() could not take (volatile use only, never
- * read after a crash). */
+ * aux is the node cache's orphan chain (volatile use only, never read after
+ * a crash). */
 struct ds_dll_node {
 	uint64_t key;
 	uint64_t prev;
@@ -151,38 +136,15 @@ struct ds_dll {
 	uint64_t capacity;
 	/* volatile */
 	struct ds_dll_node *sentinels;
-	void **slabs;
-	size_t nslabs, slabs_cap;
-
-	/*
-	 * lock protects the shared free pool (free_v, free_n, free_cap), the
-	 * slabs, nodes, lost and the registry of handles. It is a leaf lock:
-	 * nothing called with it held takes it again; in particular no
-	 * mcas_desc_begin() or mcas_thread_unregister(), whose reclamation
-	 * runs dll_node_reclaim() (ds_dll_check() calls only mcas_read(),
-	 * mcas_guard_*() and mcas_value_mask() under it).
-	 */
-	pthread_mutex_t lock;
-	struct ds_dll_node **free_v;
-	size_t free_n, free_cap; /* free_cap >= nodes, so pushes never grow */
-	uint64_t nodes;          /* nodes owned (sentinels excluded) */
-	unsigned batch;          /* refill/spill size, 1..DLL_BATCH (immutable) */
-	uint64_t lost;           /* retired nodes whose handle unregistered
-	                          * before mcas_retire() took them */
-	struct ds_dll_thread *threads;
-	unsigned nthreads;
+	/* The nodes besides the sentinels (ds_dll_check() calls only
+	 * mcas_read() and mcas_value_mask() under nc.lock). */
+	struct ds__node_cache nc;
 };
 
 struct ds_dll_thread {
 	struct ds_dll *l;
 	struct mcas_thread *t;
-	/* Owner-only state (dll_node_reclaim() runs on the owner too). */
-	struct ds_dll_node *cache[DLL_CACHE_MAX];
-	unsigned ncache;
-	uint64_t retired;              /* retired, not yet handed back */
-	struct ds_dll_node *orphans;   /* removed nodes mcas_retire() refused */
-	/* Registry links, under l->lock. */
-	struct ds_dll_thread *reg_prev, *reg_next;
+	struct ds__node_cache_thread nc;
 };
 
 /* ---- nodes and links ---- */
@@ -224,129 +186,6 @@ static inline uint64_t
 dll_key(const struct ds_dll_node *n)
 {
 	return dll_load(&n->key);
-}
-
-/* ---- free nodes ---- */
-
-/* dll_slab_add_locked -- allocate a volatile slab into the shared pool
- * (l->lock held) */
-static int
-dll_slab_add_locked(struct ds_dll *l)
-{
-	struct ds_dll_node *slab;
-	size_t need = l->nodes + DLL_SLAB_NODES;
-
-	if (need > l->free_cap) {
-		size_t ncap = l->free_cap * 2 > need ? l->free_cap * 2 : need;
-		struct ds_dll_node **nv = realloc(l->free_v, ncap * sizeof(*nv));
-
-		if (nv == NULL)
-			return -ENOMEM;
-		l->free_v = nv;
-		l->free_cap = ncap;
-	}
-	if (l->nslabs == l->slabs_cap) {
-		size_t ncap = l->slabs_cap ? l->slabs_cap * 2 : 16;
-		void **ns = realloc(l->slabs, ncap * sizeof(*ns));
-
-		if (ns == NULL)
-			return -ENOMEM;
-		l->slabs = ns;
-		l->slabs_cap = ncap;
-	}
-	slab = aligned_alloc(DS_DLL_NODE_SIZE, DLL_SLAB_NODES * sizeof(*slab));
-	if (slab == NULL)
-		return -ENOMEM;
-	memset(slab, 0, DLL_SLAB_NODES * sizeof(*slab));
-	l->slabs[l->nslabs++] = slab;
-	l->nodes += DLL_SLAB_NODES;
-	for (unsigned i = DLL_SLAB_NODES; i-- > 0;)
-		l->free_v[l->free_n++] = &slab[i];
-	return 0;
-}
-
-/* dll_refill -- move a batch from the shared pool into @h's empty cache */
-static int
-dll_refill(struct ds_dll_thread *h)
-{
-	struct ds_dll *l = h->l;
-	int ret = 0;
-
-	pthread_mutex_lock(&l->lock);
-	if (l->free_n == 0)
-		ret = l->persistent ? -ENOSPC : dll_slab_add_locked(l);
-	while (ret == 0 && h->ncache < l->batch && l->free_n > 0)
-		h->cache[h->ncache++] = l->free_v[--l->free_n];
-	pthread_mutex_unlock(&l->lock);
-	return ret;
-}
-
-/* dll_node_alloc -- a free node for @h's insert; only @h can reach it */
-static int
-dll_node_alloc(struct ds_dll_thread *h, struct ds_dll_node **out)
-{
-	if (h->ncache == 0) {
-		int ret = dll_refill(h);
-
-		if (ret != 0)
-			return ret;
-	}
-	*out = h->cache[--h->ncache];
-	return 0;
-}
-
-/* dll_cache_push -- give free node @n to @h's cache, spilling a batch to
- * the shared pool when the cache is full */
-static void
-dll_cache_push(struct ds_dll_thread *h, struct ds_dll_node *n)
-{
-	struct ds_dll *l = h->l;
-
-	if (h->ncache == 2 * l->batch) {
-		pthread_mutex_lock(&l->lock);
-		for (unsigned i = 0; i < l->batch; i++)
-			l->free_v[l->free_n++] = h->cache[--h->ncache];
-		pthread_mutex_unlock(&l->lock);
-	}
-	h->cache[h->ncache++] = n;
-}
-
-/* dll_node_reclaim -- mcas_free_fn for removed nodes: runs on @ctx's thread
- * (inside its mcas_desc_begin() or mcas_thread_unregister()) one grace
- * period after the node was retired, so nobody holds a reference */
-static void
-dll_node_reclaim(void *ctx, void *obj)
-{
-	struct ds_dll_thread *h = ctx;
-
-	h->retired--;
-	dll_cache_push(h, obj);
-}
-
-/* dll_retire -- retire removed node @n; if mcas cannot take it now (out of
- * memory), keep it on the orphan chain and try again at the next operation:
- * retiring later only lengthens its grace period */
-static void
-dll_retire(struct ds_dll_thread *h, struct ds_dll_node *n)
-{
-	h->retired++;
-	if (mcas_retire(h->t, n, dll_node_reclaim, h) != 0) {
-		n->aux = (uint64_t)(uintptr_t)h->orphans;
-		h->orphans = n;
-	}
-}
-
-/* dll_retry_orphans -- retire what dll_retire() could not */
-static void
-dll_retry_orphans(struct ds_dll_thread *h)
-{
-	while (h->orphans != NULL) {
-		struct ds_dll_node *n = h->orphans;
-
-		if (mcas_retire(h->t, n, dll_node_reclaim, h) != 0)
-			return;
-		h->orphans = (struct ds_dll_node *)(uintptr_t)n->aux;
-	}
 }
 
 /* ---- operations ---- */
@@ -401,8 +240,7 @@ ds_dll_insert(struct ds_dll_thread *h, uint64_t key)
 
 	if (key < DS_DLL_KEY_MIN || key > DS_DLL_KEY_MAX)
 		return -EINVAL;
-	if (h->orphans != NULL)
-		dll_retry_orphans(h);
+	ds__node_cache_retry(&h->nc, h->t);
 	mcas_guard_enter(h->t);
 	for (;;) {
 		struct mcas_desc *d;
@@ -420,9 +258,12 @@ ds_dll_insert(struct ds_dll_thread *h, uint64_t key)
 		/* Only now a node: a full arena must not fail an insert of a
 		 * present key. */
 		if (node == NULL) {
-			ret = dll_node_alloc(h, &node);
+			void *fresh;
+
+			ret = ds__node_cache_alloc(&h->nc, &fresh);
 			if (ret != 0)
 				break;
+			node = fresh;
 			dll_store(&node->key, key);
 		}
 		dll_store(&node->prev, dll_link(l, pred));
@@ -452,7 +293,7 @@ ds_dll_insert(struct ds_dll_thread *h, uint64_t key)
 	/* Not linked: nobody dereferenced the node (a failed descriptor's new
 	 * values are never followed), so it is free at once. */
 	if (ret != 1 && node != NULL)
-		dll_cache_push(h, node);
+		ds__node_cache_free(&h->nc, node);
 	return ret;
 }
 
@@ -465,8 +306,7 @@ ds_dll_remove(struct ds_dll_thread *h, uint64_t key)
 
 	if (key < DS_DLL_KEY_MIN || key > DS_DLL_KEY_MAX)
 		return 0;
-	if (h->orphans != NULL)
-		dll_retry_orphans(h);
+	ds__node_cache_retry(&h->nc, h->t);
 	mcas_guard_enter(h->t);
 	for (;;) {
 		struct mcas_desc *d;
@@ -505,7 +345,7 @@ ds_dll_remove(struct ds_dll_thread *h, uint64_t key)
 	 * reference started before this call, which is all mcas_retire()
 	 * requires. */
 	if (ret == 1)
-		dll_retire(h, curr);
+		ds__node_cache_retire(&h->nc, h->t, curr);
 	return ret;
 }
 
@@ -575,30 +415,24 @@ dll_probe_pool(struct mcas *m, uint64_t *word)
 	return 0;
 }
 
-/* dll_new -- a list's volatile part; @free_cap entries in the shared pool */
+/* dll_new -- a list's volatile part: its nodes are the @capacity at
+ * @arena, or volatile slabs if @arena is NULL */
 static int
-dll_new(struct ds_dll **out, struct mcas *m, bool persistent, size_t free_cap)
+dll_new(struct ds_dll **out, struct mcas *m, struct ds_dll_node *arena, uint64_t capacity)
 {
 	struct ds_dll *l = calloc(1, sizeof(*l));
 
 	if (l == NULL)
 		return pm_error_set(-ENOMEM, "ds_dll: out of memory");
-	if (free_cap > 0) {
-		l->free_v = malloc(free_cap * sizeof(*l->free_v));
-		if (l->free_v == NULL) {
-			free(l);
-			return pm_error_set(-ENOMEM,
-				"ds_dll: out of memory for %zu free-node entries",
-				free_cap);
-		}
-		l->free_cap = free_cap;
+	if (ds__node_cache_init(&l->nc, sizeof(struct ds_dll_node),
+			offsetof(struct ds_dll_node, aux), DLL_SLAB_NODES, DLL_BATCH, arena,
+			capacity) != 0) {
+		free(l);
+		return pm_error_set(-ENOMEM, "ds_dll: out of memory for %llu free-node entries",
+			(unsigned long long)capacity);
 	}
-	pthread_mutex_init(&l->lock, NULL);
 	l->m = m;
-	l->persistent = persistent;
-	l->batch = DLL_BATCH;
-	if (persistent && free_cap / 64 < DLL_BATCH)
-		l->batch = free_cap / 64 > 0 ? (unsigned)(free_cap / 64) : 1;
+	l->persistent = arena != NULL;
 	*out = l;
 	return 0;
 }
@@ -607,12 +441,8 @@ dll_new(struct ds_dll **out, struct mcas *m, bool persistent, size_t free_cap)
 static void
 dll_free(struct ds_dll *l)
 {
-	for (size_t i = 0; i < l->nslabs; i++)
-		free(l->slabs[i]);
-	free(l->slabs);
+	ds__node_cache_fini(&l->nc);
 	free(l->sentinels);
-	free(l->free_v);
-	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
@@ -640,7 +470,7 @@ ds_dll_new(struct ds_dll **out, struct mcas *m)
 	ret = dll_mcas_ok(m, false);
 	if (ret != 0)
 		return ret;
-	ret = dll_new(&l, m, false, 0);
+	ret = dll_new(&l, m, NULL, 0);
 	if (ret != 0)
 		return ret;
 	l->sentinels = aligned_alloc(DS_DLL_NODE_SIZE, 2 * sizeof(struct ds_dll_node));
@@ -676,7 +506,7 @@ dll_pmem_new(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 
 	if (ret != 0)
 		return ret;
-	ret = dll_new(&l, m, true, capacity);
+	ret = dll_new(&l, m, (struct ds_dll_node *)(hdr + 1) + 2, capacity);
 	if (ret != 0)
 		return ret;
 	l->pool = pool;
@@ -686,7 +516,6 @@ dll_pmem_new(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	l->head = &l->arena[0];
 	l->tail = &l->arena[1];
 	l->capacity = capacity;
-	l->nodes = capacity;
 	*out = l;
 	return 0;
 }
@@ -752,7 +581,7 @@ ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 
 	/* Pushed in reverse, so nodes are handed out from the arena's start. */
 	for (uint64_t i = capacity + 2; i-- > 2;)
-		l->free_v[l->free_n++] = &l->arena[i];
+		ds__node_cache_put(&l->nc, &l->arena[i]);
 	*out = l;
 	return 0;
 }
@@ -865,7 +694,7 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	if (ret == 0) {
 		for (uint64_t i = capacity + 2; i-- > 2;)
 			if (!seen[i])
-				l->free_v[l->free_n++] = &l->arena[i];
+				ds__node_cache_put(&l->nc, &l->arena[i]);
 	}
 	free(seen);
 	if (ret != 0) {
@@ -885,9 +714,7 @@ ds_dll_close(struct ds_dll **lp)
 	pm_error_clear();
 	if (l == NULL)
 		return 0;
-	pthread_mutex_lock(&l->lock);
-	n = l->nthreads;
-	pthread_mutex_unlock(&l->lock);
+	n = ds__node_cache_nthreads(&l->nc);
 	if (n != 0)
 		return pm_error_set(-EBUSY, "ds_dll_close: %u threads are still registered", n);
 	/* Every handle unregistered its mcas_thread, which detached every
@@ -921,13 +748,7 @@ ds_dll_thread_register(struct ds_dll *l, struct ds_dll_thread **out)
 		return pm_error_set(ret, "ds_dll_thread_register: mcas_thread_register: %d", ret);
 	}
 	h->l = l;
-	pthread_mutex_lock(&l->lock);
-	h->reg_next = l->threads;
-	if (l->threads != NULL)
-		l->threads->reg_prev = h;
-	l->threads = h;
-	l->nthreads++;
-	pthread_mutex_unlock(&l->lock);
+	ds__node_cache_thread_add(&l->nc, &h->nc);
 	*out = h;
 	return 0;
 }
@@ -936,39 +757,15 @@ int
 ds_dll_thread_unregister(struct ds_dll_thread **hp)
 {
 	struct ds_dll_thread *h = hp ? *hp : NULL;
-	struct ds_dll *l;
-	uint64_t lost = 0;
 	int ret;
 
 	pm_error_clear();
 	if (h == NULL)
 		return 0;
-	l = h->l;
-	dll_retry_orphans(h);
-	for (struct ds_dll_node *n = h->orphans; n != NULL;
-			n = (struct ds_dll_node *)(uintptr_t)n->aux)
-		lost++;
-	/* Waits for the grace periods of everything the thread retired; the
-	 * nodes come back through dll_node_reclaim() into h's cache, so this
-	 * runs without l->lock. */
-	ret = mcas_thread_unregister(&h->t);
+	ret = ds__node_cache_thread_remove(&h->nc, &h->t);
 	if (ret != 0)
 		return pm_error_set(ret,
 			"ds_dll_thread_unregister: mcas_thread_unregister: %d", ret);
-	pthread_mutex_lock(&l->lock);
-	while (h->ncache > 0)
-		l->free_v[l->free_n++] = h->cache[--h->ncache];
-	/* Orphans mcas never took stay unusable until the list is destroyed
-	 * (volatile) or reopened (persistent: recovery frees them). */
-	l->lost += lost;
-	if (h->reg_prev != NULL)
-		h->reg_prev->reg_next = h->reg_next;
-	else
-		l->threads = h->reg_next;
-	if (h->reg_next != NULL)
-		h->reg_next->reg_prev = h->reg_prev;
-	l->nthreads--;
-	pthread_mutex_unlock(&l->lock);
 	free(h);
 	*hp = NULL;
 	return 0;
@@ -992,50 +789,22 @@ ds_dll_keys(struct ds_dll_thread *h, uint64_t *keys, size_t max)
 	mcas_guard_enter(h->t);
 	curr = dll_deref(l, mcas_read(h->t, &l->head->next));
 	/* Bounded: a damaged list must not loop forever. */
-	while (curr != l->tail && n <= l->nodes) {
+	while (curr != l->tail && n <= l->nc.nodes) {
 		if (n < max)
 			keys[n] = dll_key(curr);
 		n++;
 		curr = dll_deref(l, mcas_read(h->t, &curr->next));
 	}
 	mcas_guard_exit(h->t);
-	return n > l->nodes ? 0 : n;
+	return n > l->nc.nodes ? 0 : n;
 }
 
-static int
-dll_ptr_cmp(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* dll_owns -- whether @n is a node of @l: a sentinel, an arena node or a
- * node of a slab (@slabs: l->slabs sorted) */
+/* dll_owns -- whether @n is a node of @l: a sentinel or one of its node
+ * cache's (@slabs: from ds__node_cache_sorted_slabs()) */
 static bool
 dll_owns(const struct ds_dll *l, const struct ds_dll_node *n, const uintptr_t *slabs)
 {
-	uintptr_t p = (uintptr_t)n;
-
-	if (n == l->head || n == l->tail)
-		return true;
-	if (p % DS_DLL_NODE_SIZE != 0)
-		return false;
-	if (l->persistent)
-		return p >= (uintptr_t)&l->arena[2] &&
-			p < (uintptr_t)&l->arena[l->capacity + 2];
-	/* the last slab starting at or below p */
-	size_t lo = 0, hi = l->nslabs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (slabs[mid] <= p)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && p < slabs[lo - 1] + DLL_SLAB_NODES * sizeof(struct ds_dll_node);
+	return n == l->head || n == l->tail || ds__node_cache_owns(&l->nc, (uintptr_t)n, slabs);
 }
 
 /* dll_check_walk -- the link checks of ds_dll_check(); fills @reach (sorted
@@ -1074,31 +843,14 @@ dll_check_walk(struct ds_dll_thread *h, const uintptr_t *slabs, uintptr_t *reach
 			return snprintf(buf, len, "key %llu follows key %llu: not strictly increasing",
 				(unsigned long long)dll_key(curr), (unsigned long long)dll_key(prev)),
 				buf;
-		if (st->size == l->nodes)
+		if (st->size == l->nc.nodes)
 			return snprintf(buf, len, "more reachable nodes than the list owns (%llu)",
-				(unsigned long long)l->nodes), buf;
+				(unsigned long long)l->nc.nodes), buf;
 		reach[st->size++] = (uintptr_t)curr;
 		prev = curr;
 	}
 	if (dll_key(l->tail) != UINT64_MAX || mcas_read(h->t, &l->tail->next) != 0)
 		return snprintf(buf, len, "the tail sentinel is damaged"), buf;
-	return NULL;
-}
-
-/* dll_check_free -- @n, counted as free or retired, must be a node of @l
- * and not reachable */
-static const char *
-dll_check_free(const struct ds_dll *l, const struct ds_dll_node *n, const uintptr_t *slabs,
-	const uintptr_t *reach, size_t nreach, const char *where, char *buf, size_t len)
-{
-	uintptr_t p = (uintptr_t)n;
-
-	if (!dll_owns(l, n, slabs) || n == l->head || n == l->tail)
-		return snprintf(buf, len, "%s holds %p, not a node of the list", where, (void *)n),
-			buf;
-	if (bsearch(&p, reach, nreach, sizeof(*reach), dll_ptr_cmp) != NULL)
-		return snprintf(buf, len, "%s holds the reachable node of key %llu", where,
-			(unsigned long long)dll_key(n)), buf;
 	return NULL;
 }
 
@@ -1113,44 +865,22 @@ ds_dll_check(struct ds_dll_thread *h, struct ds_dll_stats *stp, char *buf, size_
 	if (len == 0)
 		return "";
 	buf[0] = '\0';
-	pthread_mutex_lock(&l->lock);
-	st.nodes = l->nodes;
-	reach = malloc((l->nodes + 1) * sizeof(*reach));
-	slabs = malloc((l->nslabs + 1) * sizeof(*slabs));
+	ds__node_cache_lock(&l->nc);
+	st.nodes = l->nc.nodes;
+	reach = malloc((l->nc.nodes + 1) * sizeof(*reach));
+	slabs = ds__node_cache_sorted_slabs(&l->nc);
 	if (reach == NULL || slabs == NULL) {
 		err = (snprintf(buf, len, "out of memory for the check"), buf);
 		goto out;
 	}
-	for (size_t i = 0; i < l->nslabs; i++)
-		slabs[i] = (uintptr_t)l->slabs[i];
-	qsort(slabs, l->nslabs, sizeof(*slabs), dll_ptr_cmp);
 	err = dll_check_walk(h, slabs, reach, &st, buf, len);
 	if (err != NULL)
 		goto out;
-	qsort(reach, st.size, sizeof(*reach), dll_ptr_cmp);
-	for (size_t i = 0; i < l->free_n && err == NULL; i++)
-		err = dll_check_free(l, l->free_v[i], slabs, reach, st.size, "the shared pool",
-			buf, len);
-	st.free = l->free_n;
-	st.retired = l->lost;
-	for (struct ds_dll_thread *t = l->threads; t != NULL && err == NULL; t = t->reg_next) {
-		for (unsigned i = 0; i < t->ncache && err == NULL; i++)
-			err = dll_check_free(l, t->cache[i], slabs, reach, st.size,
-				"a thread's cache", buf, len);
-		for (struct ds_dll_node *n = t->orphans; n != NULL && err == NULL;
-				n = (struct ds_dll_node *)(uintptr_t)n->aux)
-			err = dll_check_free(l, n, slabs, reach, st.size, "a thread's orphans",
-				buf, len);
-		st.free += t->ncache;
-		st.retired += t->retired;
-	}
-	if (err == NULL && st.size + st.free + st.retired != st.nodes)
-		err = (snprintf(buf, len, "%llu reachable + %llu free + %llu retired nodes != "
-			"%llu owned: nodes leaked or counted twice",
-			(unsigned long long)st.size, (unsigned long long)st.free,
-			(unsigned long long)st.retired, (unsigned long long)st.nodes), buf);
+	qsort(reach, st.size, sizeof(*reach), ds__node_cache_ptr_cmp);
+	err = ds__node_cache_check(&l->nc, slabs, reach, st.size, "list", &st.free, &st.retired,
+		buf, len);
 out:
-	pthread_mutex_unlock(&l->lock);
+	ds__node_cache_unlock(&l->nc);
 	free(reach);
 	free(slabs);
 	if (stp != NULL)

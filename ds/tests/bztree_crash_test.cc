@@ -29,6 +29,7 @@
 #include <pm/pool.h>
 
 #include "ds/tests/bztree_test_util.h"
+#include "ds/tests/mcas_crash.h"
 #include "pm/tests/test_util.h"
 
 namespace {
@@ -38,7 +39,6 @@ using dstest::Variant;
 
 constexpr unsigned kCapacity = 4;
 constexpr uint64_t kArena = 40;
-constexpr unsigned kMaxThreads = 2;
 
 using Map = std::map<uint64_t, uint64_t>;
 
@@ -50,23 +50,79 @@ struct Op {
 	int expect; // what the call must return
 };
 
-// Everything the workload and the check share. The check runs in a process
-// forked at the crash point, so it sees these fields as they were then.
-struct World {
-	TreeEnv env;
-	unsigned threads = 1;
-	std::vector<std::vector<Op>> ops;
-	std::vector<std::vector<Map>> states; // per thread, after each prefix
-	std::atomic<unsigned> done[kMaxThreads];
-	std::atomic<int> created{0};
+// The tree for dstest::CrashWorld.
+struct BzTreeCrash {
+	using Thread = ds_bztree_thread;
+	using State = Map;
+	using Op = ::Op;
+	static constexpr const char *kOpen = "ds_bztree_pmem_open";
 
-	void SetThreads(unsigned n)
+	static int Register(ds_bztree *t, ds_bztree_thread **hp)
 	{
-		threads = n;
-		ops.assign(n, {});
-		states.assign(n, {});
+		return ds_bztree_thread_register(t, hp);
+	}
+	static int Unregister(ds_bztree_thread **hp) { return ds_bztree_thread_unregister(hp); }
+	static int Apply(ds_bztree_thread *h, const Op &op)
+	{
+		return op.kind == Kind::kInsert ? ds_bztree_insert(h, op.key, op.value) :
+			op.kind == Kind::kUpsert ? ds_bztree_upsert(h, op.key, op.value) :
+			op.kind == Kind::kUpdate ? ds_bztree_update(h, op.key, op.value) :
+						   ds_bztree_remove(h, op.key);
+	}
+
+	// Thread t owns the keys k with k % threads == t.
+	static Map Owned(ds_bztree_thread *h, unsigned t, unsigned threads)
+	{
+		Map mine;
+		for (auto [k, v] : bztest::Scan(h))
+			if (k % threads == t)
+				mine[k] = v;
+		return mine;
+	}
+
+	static std::string Describe(const Map &s)
+	{
+		std::string r = "{";
+		for (auto [k, v] : s)
+			r += (r.size() > 1 ? "," : "") + std::to_string(k) + ":" + std::to_string(v);
+		return r + "}";
+	}
+
+	static std::string Recovered(const TreeEnv &, ds_bztree_thread *h)
+	{
+		ds_bztree_stats st;
+		std::string err = bztest::Check(h, &st);
+		if (!err.empty())
+			return err;
+		if (st.retired != 0 || st.leaves + st.inner + st.free != kArena)
+			return std::to_string(st.leaves + st.inner) + " reachable + " +
+				std::to_string(st.free) + " free != " + std::to_string(kArena) +
+				" nodes";
+		return "";
+	}
+
+	static std::string Fresh(ds_bztree_thread *h)
+	{
+		ds_bztree_stats st;
+		std::string err = bztest::Check(h, &st);
+		return !err.empty() || st.size != 0 || st.free != kArena - 1 ? "tree: " + err : "";
+	}
+
+	// The recovered tree must still work: a new key in and out.
+	static std::string Exercise(ds_bztree_thread *h)
+	{
+		uint64_t v = 0;
+		if (ds_bztree_insert(h, 1000, 1) != 1 || ds_bztree_lookup(h, 1000, &v) != 1 ||
+				v != 1 || ds_bztree_remove(h, 1000) != 1)
+			return "the recovered tree does not work";
+		std::string err = bztest::Check(h);
+		return err.empty() ? "" : "after using the recovered tree: " + err;
 	}
 };
+
+// Everything the workload and the check share. The check runs in a process
+// forked at the crash point, so it sees these fields as they were then.
+using World = dstest::CrashWorld<bztest::BzTreeOps, BzTreeCrash>;
 
 // Model: the results and states of @ops from @initial, for thread @t.
 void Plan(World *w, unsigned t, const Map &initial, const std::vector<Op> &ops)
@@ -99,161 +155,18 @@ void Plan(World *w, unsigned t, const Map &initial, const std::vector<Op> &ops)
 	}
 }
 
-std::string Describe(const Map &s)
-{
-	std::string r = "{";
-	for (auto [k, v] : s)
-		r += (r.size() > 1 ? "," : "") + std::to_string(k) + ":" + std::to_string(v);
-	return r + "}";
-}
-
-// Recovery plus the checks that hold for any workload; "" if fine. Leaves
-// the recovered tree open in w->env with a registered handle in *hp.
-std::string Recover(World *w, ds_bztree_thread **hp)
-{
-	TreeEnv &e = w->env;
-	// The crashed instances are abandoned, as a dead process's would be.
-	e.m = nullptr;
-	e.t = nullptr;
-	int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
-	if (ret != 0)
-		return "mcas_pmem_open: " + std::string(pm_strerror(ret));
-	ret = ds_bztree_pmem_open(&e.t, e.m, e.pool, e.tree_off);
-	if (ret != 0)
-		return "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-			pm_errormsg();
-	ret = ds_bztree_thread_register(e.t, hp);
-	if (ret != 0)
-		return "register: " + std::to_string(ret);
-	ds_bztree_stats st;
-	std::string err = bztest::Check(*hp, &st);
-	if (!err.empty())
-		return "after recovery: " + err;
-	if (st.retired != 0 || st.leaves + st.inner + st.free != kArena)
-		return "after recovery: " + std::to_string(st.leaves + st.inner) + " reachable + " +
-			std::to_string(st.free) + " free != " + std::to_string(kArena) + " nodes";
-	return "";
-}
-
-// The recovered tree must still work: a new key in and out.
-std::string Exercise(ds_bztree_thread *h)
-{
-	uint64_t v = 0;
-	if (ds_bztree_insert(h, 1000, 1) != 1 || ds_bztree_lookup(h, 1000, &v) != 1 || v != 1 ||
-			ds_bztree_remove(h, 1000) != 1)
-		return "the recovered tree does not work";
-	std::string err = bztest::Check(h);
-	return err.empty() ? "" : "after using the recovered tree: " + err;
-}
-
-std::string Finish(World *w, ds_bztree_thread **hp)
-{
-	if (ds_bztree_thread_unregister(hp) != 0 || ds_bztree_close(&w->env.t) != 0 ||
-			mcas_close(&w->env.m) != 0)
-		return "clean shutdown after recovery failed";
-	return "";
-}
-
-std::string VerifyOps(World *w)
-{
-	ds_bztree_thread *h = nullptr;
-	std::string err = Recover(w, &h);
-	if (!err.empty())
-		return err;
-	bztest::Pairs all = bztest::Scan(h);
-	// Thread t owns the keys k with k % threads == t.
-	for (unsigned t = 0; t < w->threads; t++) {
-		Map mine;
-		for (auto [k, v] : all)
-			if (k % w->threads == t)
-				mine[k] = v;
-		unsigned d = w->done[t].load();
-		bool ok = false;
-		for (unsigned s = d; s <= d + 1 && s < w->states[t].size(); s++)
-			ok |= mine == w->states[t][s];
-		if (!ok)
-			return "thread " + std::to_string(t) + ": " + std::to_string(d) +
-				" operations returned and the recovered map is " + Describe(mine) +
-				", expected " + Describe(w->states[t][d]) +
-				(d + 1 < w->states[t].size() ? " or " + Describe(w->states[t][d + 1]) :
-							       "");
-	}
-	err = Exercise(h);
-	return err.empty() ? Finish(w, &h) : err;
-}
-
-int CheckOps(void *arg, char *msg, size_t len)
-{
-	std::string err = VerifyOps(static_cast<World *>(arg));
-	std::snprintf(msg, len, "%s", err.c_str());
-	return err.empty() ? 0 : 1;
-}
-
-// One thread's operations; returns 0 or 100 + the index of a wrong result.
-int RunThread(World *w, unsigned t)
-{
-	ds_bztree_thread *h = nullptr;
-	if (ds_bztree_thread_register(w->env.t, &h) != 0)
-		return 1;
-	for (size_t i = 0; i < w->ops[t].size(); i++) {
-		const Op &op = w->ops[t][i];
-		int r = op.kind == Kind::kInsert ? ds_bztree_insert(h, op.key, op.value) :
-			op.kind == Kind::kUpsert ? ds_bztree_upsert(h, op.key, op.value) :
-			op.kind == Kind::kUpdate ? ds_bztree_update(h, op.key, op.value) :
-						   ds_bztree_remove(h, op.key);
-		if (r != op.expect)
-			return 100 + (int)i;
-		w->done[t].store((unsigned)i + 1);
-	}
-	// Unregistering drains the reclamation pipeline: detaching descriptors
-	// is crash-tested too.
-	return ds_bztree_thread_unregister(&h) == 0 ? 0 : 2;
-}
-
-int RunAll(void *arg)
-{
-	World *w = static_cast<World *>(arg);
-	if (w->threads == 1)
-		return RunThread(w, 0);
-	std::vector<std::thread> th;
-	std::atomic<int> failed{0};
-	for (unsigned t = 0; t < w->threads; t++)
-		th.emplace_back([w, t, &failed] {
-			int r = RunThread(w, t);
-			if (r != 0)
-				failed.store(r);
-		});
-	for (auto &x : th)
-		x.join();
-	return failed.load();
-}
-
-mcas_config CrashConfig(mcas_algorithm alg)
-{
-	// As in dll_crash_test: a small area, and reclamation and efficient-read
-	// detaching inside the workload.
-	mcas_config c = dstest::SmallConfig(alg, 4, 16);
-	c.reclaim_batch = 2;
-	c.read_detach_one_in = 4;
-	return c;
-}
-
 class BzTreeCrashTest : public testing::TestWithParam<Variant> {
 protected:
 	void SetUp() override
 	{
-		std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
-		std::replace(test.begin(), test.end(), '/', '-');
-		name = "bz-" + test;
-		BZ_SETUP(w.env, name, GetParam(), CrashConfig(GetParam().alg), kCapacity, kArena);
+		name = dstest::CrashPoolName("bz");
+		DS_SETUP(w.env, name, GetParam(), dstest::CrashConfig(GetParam().alg), kCapacity,
+			kArena);
 	}
 
 	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const
 	{
-		pm_crashsim_config cfg;
-		pm_crashsim_config_init(&cfg);
-		cfg.name = name.c_str();
-		cfg.mode = mode;
+		pm_crashsim_config cfg = dstest::CrashSimConfig(name, mode);
 		cfg.max_images = 16;
 		return cfg;
 	}
@@ -262,7 +175,7 @@ protected:
 	{
 		ds_bztree_thread *h = nullptr;
 		ds_bztree_stats st {};
-		EXPECT_EQ(ds_bztree_thread_register(w.env.t, &h), 0);
+		EXPECT_EQ(ds_bztree_thread_register(w.env.ds, &h), 0);
 		EXPECT_EQ(bztest::Check(h, &st), "");
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
 		return st;
@@ -273,22 +186,18 @@ protected:
 	pmtest::CrashRun Simulate(const Map &initial, const pm_crashsim_config &cfg)
 	{
 		ds_bztree_thread *h = nullptr;
-		EXPECT_EQ(ds_bztree_thread_register(w.env.t, &h), 0);
+		EXPECT_EQ(ds_bztree_thread_register(w.env.ds, &h), 0);
 		for (auto [k, v] : initial)
 			EXPECT_EQ(ds_bztree_insert(h, k, v), 1);
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
-		for (unsigned t = 0; t < kMaxThreads; t++)
-			w.done[t].store(0);
 		before = Stats();
-		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w.env.tree_area, w.env.RootSize(),
-			RunAll, CheckOps, &w);
+		pmtest::CrashRun r = w.Simulate(cfg, w.env.RootSize(), World::RunAll,
+			World::CheckOps);
 		after = Stats();
-		std::printf("%-40s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
-			" | SMOs in the workload: %" PRIu64 " consolidations, %" PRIu64 " splits, %"
-			PRIu64 " merges, %" PRIu64 " rebalances\n", cfg.name, r.st.events,
-			r.st.points, r.st.images, after.consolidations - before.consolidations,
-			after.splits - before.splits, after.merges - before.merges,
-			after.rebalances - before.rebalances);
+		std::printf("%-40s SMOs in the workload: %" PRIu64 " consolidations, %" PRIu64
+			" splits, %" PRIu64 " merges, %" PRIu64 " rebalances\n", cfg.name,
+			after.consolidations - before.consolidations, after.splits - before.splits,
+			after.merges - before.merges, after.rebalances - before.rebalances);
 		return r;
 	}
 
@@ -362,55 +271,9 @@ TEST_P(BzTreeCrashTest, SampledCrashPointsOfTwoThreads)
 
 // Creation writes the header last: before it is durable the area reads as
 // corrupt; after ds_bztree_pmem_create returned it opens as an empty tree.
-int RunCreate(void *arg)
-{
-	World *w = static_cast<World *>(arg);
-	TreeEnv &e = w->env;
-	if (ds_bztree_pmem_create(&e.t, e.m, e.pool, e.tree_off, &e.tcfg, kArena) != 0)
-		return 1;
-	w->created.store(1);
-	return 0;
-}
-
-int CheckCreate(void *arg, char *msg, size_t len)
-{
-	World *w = static_cast<World *>(arg);
-	TreeEnv &e = w->env;
-	std::string err;
-	e.m = nullptr;
-	e.t = nullptr;
-	int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
-	if (ret != 0) {
-		err = "mcas_pmem_open: " + std::string(pm_strerror(ret));
-	} else {
-		ret = ds_bztree_pmem_open(&e.t, e.m, e.pool, e.tree_off);
-		if (ret == PM_E_CORRUPT && !w->created.load())
-			return 0; // not formatted yet: the caller formats again
-		ds_bztree_thread *h = nullptr;
-		ds_bztree_stats st;
-		if (ret != 0)
-			err = "ds_bztree_pmem_open: " + std::string(pm_strerror(ret)) + ": " +
-				pm_errormsg();
-		else if (ds_bztree_thread_register(e.t, &h) != 0)
-			err = "register failed";
-		else if (!(err = bztest::Check(h, &st)).empty() || st.size != 0 ||
-				st.free != kArena - 1)
-			err = "a newly created tree is not empty and whole: " + err;
-		else if ((err = Exercise(h)).empty())
-			err = Finish(w, &h);
-	}
-	std::snprintf(msg, len, "%s", err.c_str());
-	return err.empty() ? 0 : 1;
-}
-
 TEST_P(BzTreeCrashTest, EveryCrashPointOfCreation)
 {
-	ASSERT_EQ(ds_bztree_close(&w.env.t), 0);
-	std::memset(w.env.tree_area, 0, w.env.tree_size);
-	pm_persist(w.env.tree_area, w.env.tree_size);
-	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_EVERY);
-	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w.env.tree_area, w.env.tree_size, RunCreate,
-		CheckCreate, &w);
+	pmtest::CrashRun r = w.SimulateCreate(SimConfig(PM_CRASHSIM_EVERY));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	// Flush + fence for the invalidated header, the root word and the
 	// header; the root leaf's flush is fenced with the root word's.

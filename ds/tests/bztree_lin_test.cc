@@ -14,6 +14,7 @@
 #include <ds/bztree.h>
 
 #include "ds/tests/bztree_test_util.h"
+#include "ds/tests/mcas_lin.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/models.h"
 
@@ -65,26 +66,11 @@ void SetWorker(ds_bztree *t, SetRecorder::Handle *rec, unsigned seed)
 	ds_bztree_thread *h;
 	ASSERT_EQ(ds_bztree_thread_register(t, &h), 0);
 	std::mt19937 rng(seed);
-	for (unsigned n = 0; n < kOps; n++) {
-		uint64_t k = rng() % kKeys;
-		unsigned kind = rng() % 3;
-		if (kind == 0) {
-			auto tk = rec->invoke(lincheck::SetOp::insert(k));
-			int r = ds_bztree_insert(h, k, k);
-			ASSERT_GE(r, 0);
-			rec->complete(tk, lincheck::SetOp::insert(k, r == 1));
-		} else if (kind == 1) {
-			auto tk = rec->invoke(lincheck::SetOp::remove(k));
-			int r = ds_bztree_remove(h, k);
-			ASSERT_GE(r, 0);
-			rec->complete(tk, lincheck::SetOp::remove(k, r == 1));
-		} else {
-			auto tk = rec->invoke(lincheck::SetOp::contains(k));
-			int r = ds_bztree_lookup(h, k, nullptr);
-			ASSERT_GE(r, 0);
-			rec->complete(tk, lincheck::SetOp::contains(k, r == 1));
-		}
-	}
+	for (unsigned n = 0; n < kOps; n++)
+		dstest::SetStep(rec, rng, rng() % kKeys,
+			[h](uint64_t k) { return ds_bztree_insert(h, k, k); },
+			[h](uint64_t k) { return ds_bztree_remove(h, k); },
+			[h](uint64_t k) { return ds_bztree_lookup(h, k, nullptr); });
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 }
 
@@ -92,7 +78,7 @@ class BzTreeLin : public ::testing::TestWithParam<Variant> {
 protected:
 	void SetUp() override
 	{
-		BZ_SETUP(env, "bz-lin-" + dstest::VariantName(GetParam()), GetParam(),
+		DS_SETUP(env, "bz-lin-" + dstest::VariantName(GetParam()), GetParam(),
 			dstest::SmallConfig(GetParam().alg, kThreads + 1, 64), 4, 2048);
 	}
 
@@ -101,7 +87,7 @@ protected:
 	bztest::Pairs Contents()
 	{
 		ds_bztree_thread *h;
-		EXPECT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		EXPECT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		EXPECT_EQ(bztest::Check(h), "");
 		bztest::Pairs p = bztest::Scan(h);
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -115,7 +101,7 @@ TEST_P(BzTreeLin, MapHistoriesAreLinearizable)
 {
 	{
 		ds_bztree_thread *h;
-		ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		for (uint64_t k = 0; k < kKeys; k += 2)
 			ASSERT_EQ(ds_bztree_insert(h, k, 1000 + k), 1);
 		ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -125,14 +111,14 @@ TEST_P(BzTreeLin, MapHistoriesAreLinearizable)
 		MapRecorder rec(kThreads, kOps);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < kThreads; i++)
-			th.emplace_back(MapWorker, env.t, &rec.handle(i), i, round * 100 + i);
+			th.emplace_back(MapWorker, env.ds, &rec.handle(i), i, round * 100 + i);
 		for (auto &x : th)
 			x.join();
 		lincheck::Result r = lincheck::check(lincheck::MapModel(initial), rec.history());
 		ASSERT_TRUE(r.ok) << "round " << round << ": " << r.explanation;
 	}
 	ds_bztree_thread *h;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ds_bztree_stats st;
 	ASSERT_EQ(bztest::Check(h, &st), "");
 	EXPECT_GT(st.splits + st.consolidations, 0u);
@@ -148,7 +134,7 @@ TEST_P(BzTreeLin, SetHistoriesAreLinearizable)
 		SetRecorder rec(kThreads, kOps);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < kThreads; i++)
-			th.emplace_back(SetWorker, env.t, &rec.handle(i), round * 100 + 50 + i);
+			th.emplace_back(SetWorker, env.ds, &rec.handle(i), round * 100 + 50 + i);
 		for (auto &x : th)
 			x.join();
 		lincheck::Result r = lincheck::check(lincheck::SetModel(initial), rec.history());

@@ -25,6 +25,7 @@
 #include <mcas/mcas.h>
 
 #include "ds/tests/bztree_test_util.h"
+#include "ds/tests/mcas_stress.h"
 
 namespace {
 
@@ -46,57 +47,37 @@ struct Workload {
 	unsigned ops;        // per thread
 };
 
-struct ThreadResult {
-	std::vector<int64_t> inserted, deleted;
-	std::string error;
-};
-
-void UpdateWorker(ds_bztree *t, const Workload &w, unsigned id, std::atomic<unsigned> *ready,
-	ThreadResult *res)
+// One operation of worker @id: an insert, delete or upsert of a value
+// naming the key and the worker, or a lookup whose value must name its key.
+void Step(ds_bztree_thread *h, const Workload &w, unsigned id, std::mt19937_64 &rng,
+	dstest::StressResult *res)
 {
-	ds_bztree_thread *h = nullptr;
-	res->inserted.assign(w.keys, 0);
-	res->deleted.assign(w.keys, 0);
-	int ret = ds_bztree_thread_register(t, &h);
-	ready->fetch_add(1);
-	if (ret != 0) {
-		res->error = "register: " + std::to_string(ret);
-		return;
+	uint64_t key = rng() % w.keys, v = 0;
+	unsigned r = rng() % 100;
+	int ret;
+	if (r < w.update_pct / 3) {
+		ret = ds_bztree_insert(h, key, ValueOf(key, id));
+		res->added[key] += ret == 1;
+	} else if (r < w.update_pct * 2 / 3) {
+		ret = ds_bztree_remove(h, key);
+		res->removed[key] += ret == 1;
+	} else if (r < w.update_pct) {
+		ret = ds_bztree_upsert(h, key, ValueOf(key, id));
+		res->added[key] += ret == 1;
+	} else {
+		ret = ds_bztree_lookup(h, key, &v);
+		if (ret == 1 && v >> 8 != key)
+			res->error = "key " + std::to_string(key) + " has value " + std::to_string(v);
 	}
-	while (ready->load() < w.threads)
-		std::this_thread::yield();
-	std::mt19937_64 rng(1000 + id);
-	for (unsigned i = 0; i < w.ops && res->error.empty(); i++) {
-		uint64_t key = rng() % w.keys, v = 0;
-		unsigned r = rng() % 100;
-		if (r < w.update_pct / 3) {
-			ret = ds_bztree_insert(h, key, ValueOf(key, id));
-			res->inserted[key] += ret == 1;
-		} else if (r < w.update_pct * 2 / 3) {
-			ret = ds_bztree_remove(h, key);
-			res->deleted[key] += ret == 1;
-		} else if (r < w.update_pct) {
-			ret = ds_bztree_upsert(h, key, ValueOf(key, id));
-			res->inserted[key] += ret == 1;
-		} else {
-			ret = ds_bztree_lookup(h, key, &v);
-			if (ret == 1 && v >> 8 != key)
-				res->error = "key " + std::to_string(key) + " has value " +
-					std::to_string(v);
-		}
-		if (ret < 0)
-			res->error = "op on key " + std::to_string(key) + ": " + std::to_string(ret);
-	}
-	ret = ds_bztree_thread_unregister(&h);
-	if (ret != 0 && res->error.empty())
-		res->error = "unregister: " + std::to_string(ret);
+	if (ret < 0)
+		res->error = "op on key " + std::to_string(key) + ": " + std::to_string(ret);
 }
 
 class BzTreeStress : public testing::TestWithParam<Variant> {
 protected:
 	void Setup(const std::string &name, unsigned capacity)
 	{
-		BZ_SETUP(env, "bz-" + name + "-" + dstest::VariantName(GetParam()), GetParam(),
+		DS_SETUP(env, "bz-" + name + "-" + dstest::VariantName(GetParam()), GetParam(),
 			dstest::SmallConfig(GetParam().alg, 16, 64), capacity, 4096);
 	}
 
@@ -106,38 +87,28 @@ protected:
 		// Every other key present at the start.
 		std::vector<int64_t> present(w.keys, 0);
 		ds_bztree_thread *h = nullptr;
-		ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		for (uint64_t k = 0; k < w.keys; k += 2) {
 			ASSERT_EQ(ds_bztree_insert(h, k, ValueOf(k, 99)), 1);
 			present[k] = 1;
 		}
 		ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 
-		std::atomic<unsigned> ready{0};
-		std::vector<ThreadResult> res(w.threads);
-		std::vector<std::thread> th;
-		for (unsigned i = 0; i < w.threads; i++)
-			th.emplace_back(UpdateWorker, env.t, std::cref(w), i, &ready, &res[i]);
-		for (auto &x : th)
-			x.join();
-		for (unsigned i = 0; i < w.threads; i++)
-			ASSERT_EQ(res[i].error, "") << "thread " << i;
+		std::vector<dstest::StressResult> res;
+		ASSERT_EQ(dstest::RunStress(&res, env.ds, ds_bztree_thread_register,
+				  ds_bztree_thread_unregister, w.threads, w.keys, w.ops,
+				  [&w](ds_bztree_thread *wh, unsigned id, std::mt19937_64 &rng,
+					  dstest::StressResult *r) { Step(wh, w, id, rng, r); }),
+			"");
 
-		ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+		ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 		ds_bztree_stats st;
 		ASSERT_EQ(Check(h, &st), "");
 		EXPECT_EQ(st.retired, 0u); // every worker unregistered
 		EXPECT_EQ(st.leaves + st.inner + st.free, st.nodes);
 		std::vector<uint64_t> expect;
-		for (uint64_t k = 0; k < w.keys; k++) {
-			int64_t n = present[k];
-			for (const ThreadResult &r : res)
-				n += r.inserted[k] - r.deleted[k];
-			ASSERT_TRUE(n == 0 || n == 1) << "key " << k << ": initial " << present[k]
-				<< " + inserts - deletes = " << n;
-			if (n == 1)
-				expect.push_back(k);
-		}
+		uint64_t updates = 0;
+		ASSERT_EQ(dstest::StressReplay(present, res, &expect, &updates), "");
 		bztest::Pairs all = bztest::Scan(h);
 		ASSERT_EQ(all.size(), expect.size());
 		for (size_t i = 0; i < all.size(); i++) {
@@ -177,7 +148,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 	constexpr unsigned kWriters = 3, kScanners = 3, kScans = 1500;
 	Setup("scan", 4);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	for (uint64_t k = 0; k < kKeys; k += 2)
 		ASSERT_EQ(ds_bztree_insert(h, k, ValueOf(k, 0)), 1);
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -189,7 +160,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 	for (unsigned i = 0; i < kWriters; i++)
 		th.emplace_back([&, i] {
 			ds_bztree_thread *wh;
-			if (ds_bztree_thread_register(env.t, &wh) != 0) {
+			if (ds_bztree_thread_register(env.ds, &wh) != 0) {
 				errors[i] = "register";
 				return;
 			}
@@ -210,7 +181,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 		th.emplace_back([&, i] {
 			std::string &err = errors[kWriters + i];
 			ds_bztree_thread *sh;
-			if (ds_bztree_thread_register(env.t, &sh) != 0) {
+			if (ds_bztree_thread_register(env.ds, &sh) != 0) {
 				err = "register";
 				return;
 			}
@@ -253,7 +224,7 @@ TEST_P(BzTreeStress, ScansSeeStableKeys)
 		x.join();
 	for (size_t i = 0; i < errors.size(); i++)
 		EXPECT_EQ(errors[i], "") << "thread " << i;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ds_bztree_stats st;
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_GT(st.consolidations + st.splits, 0u);

@@ -40,11 +40,11 @@ protected:
 TEST_P(BzTreeTest, EmptyTreeAndExtremes)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("empty"), GetParam(), dstest::SmallConfig(GetParam().alg), 4);
+	DS_SETUP(env, Name("empty"), GetParam(), dstest::SmallConfig(GetParam().alg), 4);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
-	EXPECT_EQ(ds_bztree_is_persistent(env.t), GetParam().persistent);
-	EXPECT_EQ(ds_bztree_capacity(env.t), 4u);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
+	EXPECT_EQ(ds_bztree_is_persistent(env.ds), GetParam().persistent);
+	EXPECT_EQ(ds_bztree_capacity(env.ds), 4u);
 	EXPECT_NE(ds_bztree_thread_mcas(h), nullptr);
 	ds_bztree_stats st;
 	EXPECT_EQ(Check(h, &st), "");
@@ -96,7 +96,7 @@ TEST_P(BzTreeTest, EmptyTreeAndExtremes)
 	EXPECT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.size, 2u);
 
-	EXPECT_EQ(ds_bztree_close(&env.t), -EBUSY); // a thread is registered
+	EXPECT_EQ(ds_bztree_close(&env.ds), -EBUSY); // a thread is registered
 	EXPECT_NE(std::string(pm_errormsg()), "");
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 	EXPECT_EQ(h, nullptr);
@@ -110,7 +110,7 @@ void RunRandom(TreeEnv &env, uint64_t range, uint64_t stride, unsigned ops, uint
 	unsigned batch, ds_bztree_stats *out)
 {
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	std::map<uint64_t, uint64_t> model;
 	std::mt19937_64 rng(seed);
 	uint64_t max_height = 0;
@@ -156,7 +156,7 @@ void RunRandom(TreeEnv &env, uint64_t range, uint64_t stride, unsigned ops, uint
 	ASSERT_EQ(ds_bztree_size(h), model.size());
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 	// Unregistering waited for every retired node.
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ASSERT_EQ(Check(h, out), "");
 	EXPECT_EQ(out->retired, 0u);
 	out->height = max_height;
@@ -179,13 +179,13 @@ TEST_P(BzTreeTest, OperationCosts)
 	mcas_config cfg = dstest::SmallConfig(v.alg, 16, 256);
 	cfg.read_detach_one_in = 0;
 	TreeEnv env;
-	BZ_SETUP(env, Name("costs"), v, cfg, 64);
+	DS_SETUP(env, Name("costs"), v, cfg, 64);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	for (uint64_t k : { 10, 20, 30, 40 })
 		ASSERT_EQ(ds_bztree_insert(h, k, k), 1);
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0); // detaches every descriptor
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	mcas_thread *mt = ds_bztree_thread_mcas(h);
 	ds_bztree_stats before;
 	ASSERT_EQ(Check(h, &before), "");
@@ -233,7 +233,7 @@ TEST_P(BzTreeTest, OperationCosts)
 TEST_P(BzTreeTest, RandomOpsCapacity4)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("rand4"), GetParam(), dstest::SmallConfig(GetParam().alg), 4);
+	DS_SETUP(env, Name("rand4"), GetParam(), dstest::SmallConfig(GetParam().alg), 4);
 	ds_bztree_stats st;
 	RunRandom(env, 1000, 1, 12000, 1, 97, &st);
 	std::printf("%s cap 4: max height %" PRIu64 ", %" PRIu64 " consolidations, %" PRIu64
@@ -250,7 +250,7 @@ TEST_P(BzTreeTest, RandomOpsCapacity4)
 TEST_P(BzTreeTest, RandomOpsCapacity8WideKeys)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("rand8"), GetParam(), dstest::SmallConfig(GetParam().alg), 8);
+	DS_SETUP(env, Name("rand8"), GetParam(), dstest::SmallConfig(GetParam().alg), 8);
 	ds_bztree_stats st;
 	RunRandom(env, 2000, 0x9e3779b97f4a7c15ull, 8000, 2, 211, &st);
 	EXPECT_GE(st.height, 3u);
@@ -261,7 +261,7 @@ TEST_P(BzTreeTest, RandomOpsCapacity8WideKeys)
 TEST_P(BzTreeTest, RandomOpsDefaultCapacity)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("rand64"), GetParam(), dstest::SmallConfig(GetParam().alg),
+	DS_SETUP(env, Name("rand64"), GetParam(), dstest::SmallConfig(GetParam().alg),
 		DS_BZTREE_DEFAULT_CAPACITY, 1024);
 	ds_bztree_stats st;
 	RunRandom(env, 3000, 1, 12000, 3, 1999, &st);
@@ -274,9 +274,9 @@ TEST_P(BzTreeTest, RandomOpsDefaultCapacity)
 TEST_P(BzTreeTest, SortedFillAndDrain)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("sorted"), GetParam(), dstest::SmallConfig(GetParam().alg), 4);
+	DS_SETUP(env, Name("sorted"), GetParam(), dstest::SmallConfig(GetParam().alg), 4);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	const uint64_t n = 400;
 	for (int round = 0; round < 2; round++) {
 		for (uint64_t i = 0; i < n; i++) {
@@ -305,7 +305,7 @@ TEST_P(BzTreeTest, SortedFillAndDrain)
 		EXPECT_LE(st.height, 2u);
 	}
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ds_bztree_stats st;
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.retired, 0u);
@@ -321,9 +321,9 @@ class BzTreePmemTest : public BzTreeTest {};
 TEST_P(BzTreePmemTest, ReopenKeepsContents)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("reopen"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 512);
+	DS_SETUP(env, Name("reopen"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 512);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	std::map<uint64_t, uint64_t> model;
 	for (uint64_t k = 0; k < 150; k++) {
 		ASSERT_EQ(ds_bztree_insert(h, k * 3, k), 1);
@@ -341,29 +341,29 @@ TEST_P(BzTreePmemTest, ReopenKeepsContents)
 	// Reopen by hand to count the tree's own recovery: it only reads the
 	// pool, so a crash inside it needs nothing beyond running it again
 	// (mcas_pmem_open's recovery is crash-tested in mcas/).
-	ASSERT_EQ(ds_bztree_close(&env.t), 0);
+	ASSERT_EQ(ds_bztree_close(&env.ds), 0);
 	ASSERT_EQ(mcas_close(&env.m), 0);
 	ASSERT_EQ(pmtest::ReopenPool(&env.pool, env.PoolConfig()), 0);
 	env.Locate();
 	ASSERT_EQ(mcas_pmem_open(&env.m, env.pool, env.mcas_off, &env.cfg), 0);
 	pm_cost c0, c1, d;
 	pm_cost_read_thread(&c0);
-	ASSERT_EQ(ds_bztree_pmem_open(&env.t, env.m, env.pool, env.tree_off), 0)
+	ASSERT_EQ(ds_bztree_pmem_open(&env.ds, env.m, env.pool, env.ds_off), 0)
 		<< pm_errormsg();
 	pm_cost_read_thread(&c1);
 	pm_cost_diff(&c1, &c0, &d);
 	EXPECT_EQ(d.n[PM_COST_FLUSH], 0u);
 	EXPECT_EQ(d.n[PM_COST_FENCE], 0u);
 	EXPECT_EQ(d.n[PM_COST_CAS], 0u);
-	EXPECT_EQ(ds_bztree_capacity(env.t), 4u);
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	EXPECT_EQ(ds_bztree_capacity(env.ds), 4u);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	ds_bztree_stats after;
 	ASSERT_EQ(Check(h, &after), "");
 	EXPECT_EQ(Scan(h), ModelScan(model));
 	EXPECT_EQ(after.size, model.size());
 	EXPECT_EQ(after.height, before.height);
 	// Every node not in the tree is free again.
-	EXPECT_EQ(after.leaves + after.inner + after.free, env.nodes);
+	EXPECT_EQ(after.leaves + after.inner + after.free, env.params.nodes);
 	EXPECT_EQ(ds_bztree_insert(h, 1, 1), 1);
 	EXPECT_EQ(Check(h), "");
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
@@ -372,9 +372,9 @@ TEST_P(BzTreePmemTest, ReopenKeepsContents)
 TEST_P(BzTreePmemTest, FullArenaFailsCleanly)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("full"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 8);
+	DS_SETUP(env, Name("full"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 8);
 	ds_bztree_thread *h = nullptr;
-	ASSERT_EQ(ds_bztree_thread_register(env.t, &h), 0);
+	ASSERT_EQ(ds_bztree_thread_register(env.ds, &h), 0);
 	std::map<uint64_t, uint64_t> model;
 	int ret = 0;
 	uint64_t k = 0;
@@ -395,29 +395,29 @@ TEST_P(BzTreePmemTest, FullArenaFailsCleanly)
 TEST_P(BzTreePmemTest, DamagedAreasAreRejected)
 {
 	TreeEnv env;
-	BZ_SETUP(env, Name("damaged"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 64);
-	ASSERT_EQ(ds_bztree_close(&env.t), 0);
+	DS_SETUP(env, Name("damaged"), GetParam(), dstest::SmallConfig(GetParam().alg), 4, 64);
+	ASSERT_EQ(ds_bztree_close(&env.ds), 0);
 	ds_bztree *t = nullptr;
 	// No tree header there (the root word's line), then a damaged header,
 	// then a root word out of the arena.
-	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off + 64), PM_E_LAYOUT);
-	uint64_t *words = static_cast<uint64_t *>(env.tree_area);
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.ds_off + 64), PM_E_LAYOUT);
+	uint64_t *words = static_cast<uint64_t *>(env.ds_area);
 	const uint64_t env_magic = words[0];
 	words[1] ^= 1;
-	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.ds_off), PM_E_CORRUPT);
 	words[1] ^= 1;
 	words[0] ^= 1; // another kind of object (pm/area.h)
-	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_LAYOUT);
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.ds_off), PM_E_LAYOUT);
 	words[0] = 0; // never formatted, or an unfinished create
-	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.ds_off), PM_E_CORRUPT);
 	words[0] = env_magic;
 	uint64_t root = words[8];
 	words[8] = 8;
-	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), PM_E_CORRUPT);
+	EXPECT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.ds_off), PM_E_CORRUPT);
 	EXPECT_NE(std::string(pm_errormsg()), "");
 	words[8] = root;
-	ASSERT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.tree_off), 0);
-	env.t = t;
+	ASSERT_EQ(ds_bztree_pmem_open(&t, env.m, env.pool, env.ds_off), 0);
+	env.ds = t;
 }
 
 INSTANTIATE_TEST_SUITE_P(PersistentAlgorithms, BzTreePmemTest,
@@ -457,11 +457,11 @@ TEST(BzTreeApi, BadArguments)
 TEST(BzTreeApi, PersistentInstanceCannotBackVolatileTree)
 {
 	TreeEnv env;
-	BZ_SETUP(env, "bz-api-pmem", (Variant{ MCAS_ALG_AOPT, true }),
+	DS_SETUP(env, "bz-api-pmem", (Variant{ MCAS_ALG_AOPT, true }),
 		dstest::SmallConfig(MCAS_ALG_AOPT), 4, 16);
 	ds_bztree *t = nullptr;
 	EXPECT_EQ(ds_bztree_new(&t, env.m, nullptr), -EINVAL);
-	EXPECT_EQ(ds_bztree_pmem_create(&t, env.m, env.pool, env.tree_off + 1, nullptr, 16),
+	EXPECT_EQ(ds_bztree_pmem_create(&t, env.m, env.pool, env.ds_off + 1, nullptr, 16),
 		-EINVAL);
 	EXPECT_EQ(ds_bztree_pmem_create(&t, env.m, env.pool, UINT64_MAX - 63, nullptr, 16),
 		-ERANGE);

@@ -1,15 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ds/tests/bztree_test_util.h -- a BzTree on a chosen MCAS algorithm,
-// volatile or in a real pool, for the bztree tests. A persistent tree's pool
-// root holds the tree area followed by the MCAS area, so two adjacent ranges
-// cover every persistent byte (what the crash simulator tracks).
+// ds/tests/bztree_test_util.h -- the BzTree in the ds tests' environment
+// (mcas_env.h), and reading it back: check, scans against a model.
 #ifndef DS_TESTS_BZTREE_TEST_UTIL_H
 #define DS_TESTS_BZTREE_TEST_UTIL_H
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,11 +15,10 @@
 
 #include <ds/bztree.h>
 #include <mcas/mcas.h>
-#include <pm/error.h>
 #include <pm/pool.h>
 
+#include "ds/tests/mcas_env.h"
 #include "ds/tests/mcas_variants.h"
-#include "pm/tests/test_util.h"
 
 namespace bztest {
 
@@ -32,110 +26,36 @@ using dstest::Variant;
 
 using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
 
-struct TreeEnv {
-	Variant v {};
-	mcas_config cfg {};
-	ds_bztree_config tcfg {};
-	uint64_t nodes = 0;
-	std::string path;
-	pm_pool *pool = nullptr;
-	mcas *m = nullptr;
-	ds_bztree *t = nullptr;
-	uint64_t tree_off = 0, mcas_off = 0;
-	size_t tree_size = 0, mcas_size = 0;
-	void *tree_area = nullptr, *mcas_area = nullptr;
-
+// ds_bztree for dstest::Env: Create(name, variant, cfg, records per node[,
+// arena nodes]).
+struct BzTreeOps {
+	using Type = ds_bztree;
+	struct Params {
+		Params(unsigned capacity = DS_BZTREE_DEFAULT_CAPACITY, uint64_t arena = 4096)
+			: nodes(arena)
+		{
+			ds_bztree_config_init(&tcfg);
+			tcfg.node_capacity = capacity;
+		}
+		ds_bztree_config tcfg;
+		uint64_t nodes; // persistent: the arena's nodes
+	};
 	static constexpr const char *kLayout = "ds-bztree-test";
 
-	size_t RootSize() const { return tree_size + mcas_size; }
-
-	// Creates the instance and an empty tree of @capacity records per node
-	// (persistent: an arena of @arena nodes). Returns 0 or the failing
-	// call's code.
-	int Create(const std::string &name, Variant var, const mcas_config &c, unsigned capacity,
-		uint64_t arena = 4096)
+	static size_t AreaSize(const Params &p) { return ds_bztree_pmem_area_size(&p.tcfg, p.nodes); }
+	static int New(ds_bztree **t, mcas *m, const Params &p) { return ds_bztree_new(t, m, &p.tcfg); }
+	static int PmemCreate(ds_bztree **t, mcas *m, pm_pool *pool, uint64_t off, const Params &p)
 	{
-		v = var;
-		cfg = c;
-		cfg.algorithm = var.alg;
-		ds_bztree_config_init(&tcfg);
-		tcfg.node_capacity = capacity;
-		nodes = arena;
-		if (!v.persistent) {
-			int ret = mcas_new(&m, &cfg);
-			return ret != 0 ? ret : ds_bztree_new(&t, m, &tcfg);
-		}
-		path = pmtest::TempPath(name + ".pool");
-		tree_size = ds_bztree_pmem_area_size(&tcfg, nodes);
-		mcas_size = mcas_pmem_area_size(&cfg);
-		if (tree_size == 0 || mcas_size == 0)
-			return -EINVAL;
-		pm_pool_config pc = PoolConfig();
-		int ret = pm_pool_create(&pool, &pc);
-		if (ret != 0)
-			return ret;
-		Locate();
-		ret = mcas_pmem_create(&m, pool, mcas_off, &cfg);
-		return ret != 0 ? ret : ds_bztree_pmem_create(&t, m, pool, tree_off, &tcfg, nodes);
+		return ds_bztree_pmem_create(t, m, pool, off, &p.tcfg, p.nodes);
 	}
-
-	// The config of the pool at path, for creating or opening it.
-	pm_pool_config PoolConfig() const
+	static int PmemOpen(ds_bztree **t, mcas *m, pm_pool *pool, uint64_t off)
 	{
-		pm_pool_config pc = pmtest::PoolConfig(path, kLayout, RootSize());
-		pc.pool_size = std::max(PM_POOL_MIN_SIZE, RootSize() + PM_POOL_MIN_SIZE);
-		// Durability is what the crash simulator models.
-		pc.durability = PM_DURABILITY_NONE;
-		return pc;
+		return ds_bztree_pmem_open(t, m, pool, off);
 	}
-
-	void Locate()
-	{
-		char *root = static_cast<char *>(pm_pool_root(pool));
-		tree_area = root;
-		mcas_area = root + tree_size;
-		tree_off = pm_pool_off(pool, tree_area);
-		mcas_off = pm_pool_off(pool, mcas_area);
-	}
-
-	// Closes everything, reopens the pool file and recovers (persistent).
-	int Reopen()
-	{
-		int ret = ds_bztree_close(&t);
-		if (ret == 0)
-			ret = mcas_close(&m);
-		if (ret == 0)
-			ret = pmtest::ReopenPool(&pool, PoolConfig());
-		if (ret != 0)
-			return ret;
-		Locate();
-		return Recover();
-	}
-
-	// Recovery on the pool as it is: mcas first, then the tree.
-	int Recover()
-	{
-		int ret = mcas_pmem_open(&m, pool, mcas_off, &cfg);
-		return ret != 0 ? ret : ds_bztree_pmem_open(&t, m, pool, tree_off);
-	}
-
-	~TreeEnv()
-	{
-		ds_bztree_close(&t);
-		mcas_close(&m);
-		pm_pool_close(&pool);
-		if (!path.empty())
-			unlink(path.c_str());
-	}
+	static int Close(ds_bztree **t) { return ds_bztree_close(t); }
 };
 
-// Sets up @env for @variant; the test fails if that is impossible.
-#define BZ_SETUP(env, name, variant, cfg, ...)                                             \
-	do {                                                                               \
-		int setup_ret_ = (env).Create((name), (variant), (cfg), ##__VA_ARGS__);    \
-		ASSERT_EQ(setup_ret_, 0) << "setup failed: " << pm_strerror(setup_ret_)    \
-					 << " / " << pm_errormsg();                \
-	} while (0)
+using TreeEnv = dstest::Env<BzTreeOps>;
 
 // ds_bztree_check as a string: "" when every invariant holds.
 inline std::string Check(ds_bztree_thread *h, ds_bztree_stats *st = nullptr)

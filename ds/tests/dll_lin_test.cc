@@ -12,6 +12,7 @@
 #include <ds/dll.h>
 
 #include "ds/tests/dll_test_util.h"
+#include "ds/tests/mcas_lin.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/models.h"
 
@@ -28,25 +29,11 @@ void Worker(ds_dll *l, Recorder::Handle *h, unsigned seed)
 	ds_dll_thread *t;
 	ASSERT_EQ(ds_dll_thread_register(l, &t), 0);
 	std::mt19937 rng(seed);
-	for (unsigned n = 0; n < kOps; n++) {
-		uint64_t k = 1 + rng() % kKeys;
-		unsigned kind = rng() % 3;
-		if (kind == 0) {
-			auto tk = h->invoke(lincheck::SetOp::insert(k));
-			int r = ds_dll_insert(t, k);
-			ASSERT_GE(r, 0);
-			h->complete(tk, lincheck::SetOp::insert(k, r == 1));
-		} else if (kind == 1) {
-			auto tk = h->invoke(lincheck::SetOp::remove(k));
-			int r = ds_dll_remove(t, k);
-			ASSERT_GE(r, 0);
-			h->complete(tk, lincheck::SetOp::remove(k, r == 1));
-		} else {
-			auto tk = h->invoke(lincheck::SetOp::contains(k));
-			bool r = ds_dll_contains(t, k);
-			h->complete(tk, lincheck::SetOp::contains(k, r));
-		}
-	}
+	for (unsigned n = 0; n < kOps; n++)
+		dstest::SetStep(h, rng, 1 + rng() % kKeys,
+			[t](uint64_t k) { return ds_dll_insert(t, k); },
+			[t](uint64_t k) { return ds_dll_remove(t, k); },
+			[t](uint64_t k) { return ds_dll_contains(t, k) ? 1 : 0; });
 	ASSERT_EQ(ds_dll_thread_unregister(&t), 0);
 }
 
@@ -56,12 +43,12 @@ TEST_P(DllLin, HistoriesAreLinearizable)
 {
 	const dlltest::Variant v = GetParam();
 	dlltest::ListEnv env;
-	DLL_SETUP(env, "lin-" + dlltest::VariantName(v), v,
+	DS_SETUP(env, "lin-" + dlltest::VariantName(v), v,
 		dlltest::SmallConfig(v.alg, kThreads + 1, 64));
 	std::vector<uint64_t> initial;
 	{
 		ds_dll_thread *t;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &t), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &t), 0);
 		for (uint64_t k = 1; k <= kKeys; k += 2) {
 			ASSERT_EQ(ds_dll_insert(t, k), 1);
 			initial.push_back(k);
@@ -72,14 +59,14 @@ TEST_P(DllLin, HistoriesAreLinearizable)
 		Recorder rec(kThreads, kOps);
 		std::vector<std::thread> th;
 		for (unsigned i = 0; i < kThreads; i++)
-			th.emplace_back(Worker, env.l, &rec.handle(i), round * 100 + i);
+			th.emplace_back(Worker, env.ds, &rec.handle(i), round * 100 + i);
 		for (auto &x : th)
 			x.join();
 		lincheck::Result r = lincheck::check(lincheck::SetModel(initial), rec.history());
 		ASSERT_TRUE(r.ok) << "round " << round << ": " << r.explanation;
 		// The next round starts from what this one left.
 		ds_dll_thread *t;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &t), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &t), 0);
 		initial = dlltest::Keys(t);
 		ASSERT_EQ(ds_dll_thread_unregister(&t), 0);
 	}

@@ -6,12 +6,10 @@
 // the initial presence plus the successful inserts minus the successful
 // removes is the final presence (0 or 1): no update was lost or duplicated.
 #include <algorithm>
-#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -20,6 +18,7 @@
 #include <mcas/mcas.h>
 
 #include "ds/tests/dll_test_util.h"
+#include "ds/tests/mcas_stress.h"
 
 namespace {
 
@@ -35,47 +34,25 @@ struct Workload {
 	unsigned ops;       // per thread
 };
 
-struct ThreadResult {
-	std::vector<int64_t> inserted, removed;
-	std::string error;
-};
-
-void Worker(ds_dll *l, const Workload &w, unsigned id, std::atomic<unsigned> *ready,
-	ThreadResult *res)
+// One worker operation: an insert, a remove or a lookup.
+void Step(ds_dll_thread *h, const Workload &w, std::mt19937_64 &rng, dstest::StressResult *res)
 {
-	ds_dll_thread *h = nullptr;
-	res->inserted.assign(w.keys + 1, 0);
-	res->removed.assign(w.keys + 1, 0);
-	int ret = ds_dll_thread_register(l, &h);
-	ready->fetch_add(1);
-	if (ret != 0) {
-		res->error = "register: " + std::to_string(ret);
-		return;
+	uint64_t key = 1 + rng() % w.keys;
+	unsigned r = rng() % 100;
+	int ret;
+	if (r < w.update_pct / 2) {
+		ret = ds_dll_insert(h, key);
+		if (ret < 0)
+			res->error = "insert " + std::to_string(key) + ": " + std::to_string(ret);
+		res->added[key] += ret == 1;
+	} else if (r < w.update_pct) {
+		ret = ds_dll_remove(h, key);
+		if (ret < 0)
+			res->error = "remove " + std::to_string(key) + ": " + std::to_string(ret);
+		res->removed[key] += ret == 1;
+	} else {
+		(void)ds_dll_contains(h, key);
 	}
-	// Start together, so the threads overlap from the first operation.
-	while (ready->load() < w.threads)
-		std::this_thread::yield();
-	std::mt19937_64 rng(1000 + id);
-	for (unsigned i = 0; i < w.ops && res->error.empty(); i++) {
-		uint64_t key = 1 + rng() % w.keys;
-		unsigned r = rng() % 100;
-		if (r < w.update_pct / 2) {
-			ret = ds_dll_insert(h, key);
-			if (ret < 0)
-				res->error = "insert " + std::to_string(key) + ": " + std::to_string(ret);
-			res->inserted[key] += ret == 1;
-		} else if (r < w.update_pct) {
-			ret = ds_dll_remove(h, key);
-			if (ret < 0)
-				res->error = "remove " + std::to_string(key) + ": " + std::to_string(ret);
-			res->removed[key] += ret == 1;
-		} else {
-			(void)ds_dll_contains(h, key);
-		}
-	}
-	ret = ds_dll_thread_unregister(&h);
-	if (ret != 0 && res->error.empty())
-		res->error = "unregister: " + std::to_string(ret);
 }
 
 class DllStressTest : public testing::TestWithParam<Variant> {
@@ -84,46 +61,33 @@ protected:
 	{
 		const Variant v = GetParam();
 		ListEnv env;
-		DLL_SETUP(env, name + "-" + dlltest::VariantName(v), v,
+		DS_SETUP(env, name + "-" + dlltest::VariantName(v), v,
 			dlltest::SmallConfig(v.alg, 16, 64), 4096);
 
 		// Every other key present at the start.
 		std::vector<int64_t> present(w.keys + 1, 0);
 		ds_dll_thread *h = nullptr;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 		for (uint64_t k = 2; k <= w.keys; k += 2) {
 			ASSERT_EQ(ds_dll_insert(h, k), 1);
 			present[k] = 1;
 		}
 		ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 
-		std::atomic<unsigned> ready{0};
-		std::vector<ThreadResult> res(w.threads);
-		std::vector<std::thread> th;
-		for (unsigned i = 0; i < w.threads; i++)
-			th.emplace_back(Worker, env.l, std::cref(w), i, &ready, &res[i]);
-		for (auto &t : th)
-			t.join();
-		for (unsigned i = 0; i < w.threads; i++)
-			ASSERT_EQ(res[i].error, "") << "thread " << i;
+		std::vector<dstest::StressResult> res;
+		ASSERT_EQ(dstest::RunStress(&res, env.ds, ds_dll_thread_register,
+				  ds_dll_thread_unregister, w.threads, w.keys + 1, w.ops,
+				  [&w](ds_dll_thread *wh, unsigned, std::mt19937_64 &rng,
+					  dstest::StressResult *r) { Step(wh, w, rng, r); }),
+			"");
 
-		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 		ds_dll_stats st;
 		ASSERT_EQ(Check(h, &st), "");
 		EXPECT_EQ(st.retired, 0u); // every worker unregistered
 		std::vector<uint64_t> expect;
 		uint64_t updates = 0;
-		for (uint64_t k = 1; k <= w.keys; k++) {
-			int64_t n = present[k];
-			for (const ThreadResult &r : res) {
-				n += r.inserted[k] - r.removed[k];
-				updates += r.inserted[k] + r.removed[k];
-			}
-			ASSERT_TRUE(n == 0 || n == 1) << "key " << k << ": initial " << present[k]
-				<< " + inserts - removes = " << n;
-			if (n == 1)
-				expect.push_back(k);
-		}
+		ASSERT_EQ(dstest::StressReplay(present, res, &expect, &updates), "");
 		EXPECT_EQ(Keys(h), expect);
 		EXPECT_EQ(st.size, expect.size());
 		for (uint64_t k = 1; k <= w.keys; k++)

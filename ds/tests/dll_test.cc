@@ -37,8 +37,8 @@ TEST_P(DllTest, EmptyListAndKeyRange)
 	ListEnv env;
 	DLL_PARAM_SETUP(env, "empty");
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
-	EXPECT_EQ(ds_dll_is_persistent(env.l), GetParam().persistent);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
+	EXPECT_EQ(ds_dll_is_persistent(env.ds), GetParam().persistent);
 	EXPECT_EQ(Check(h), "");
 	EXPECT_FALSE(ds_dll_contains(h, 5));
 	EXPECT_EQ(ds_dll_remove(h, 5), 0);
@@ -66,7 +66,7 @@ TEST_P(DllTest, EmptyListAndKeyRange)
 	EXPECT_EQ(st.size, 0u);
 	EXPECT_EQ(st.retired, 2u);
 	EXPECT_NE(ds_dll_thread_mcas(h), nullptr);
-	EXPECT_EQ(ds_dll_close(&env.l), -EBUSY); // a thread is registered
+	EXPECT_EQ(ds_dll_close(&env.ds), -EBUSY); // a thread is registered
 	EXPECT_NE(std::string(pm_errormsg()), "");
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 	EXPECT_EQ(h, nullptr);
@@ -78,7 +78,7 @@ TEST_P(DllTest, EmptyListAndKeyRange)
 void RunSequential(ListEnv &env, uint64_t range, unsigned ops, uint64_t seed)
 {
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	std::set<uint64_t> model;
 	std::mt19937_64 rng(seed);
 	for (unsigned i = 0; i < ops; i++) {
@@ -107,7 +107,7 @@ void RunSequential(ListEnv &env, uint64_t range, unsigned ops, uint64_t seed)
 	EXPECT_EQ(st.size, model.size());
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 	// Unregistering waited for every retired node: none is left retired.
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.retired, 0u);
 	EXPECT_EQ(st.size + st.free, st.nodes);
@@ -160,13 +160,13 @@ TEST_P(DllTest, OperationCosts)
 	mcas_config cfg = dlltest::SmallConfig(v.alg);
 	cfg.read_detach_one_in = 0;
 	ListEnv env;
-	DLL_SETUP(env, "costs-" + dlltest::VariantName(v), v, cfg);
+	DS_SETUP(env, "costs-" + dlltest::VariantName(v), v, cfg);
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	for (uint64_t k : { 10, 20, 30, 40 })
 		ASSERT_EQ(ds_dll_insert(h, k), 1);
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0); // detaches every descriptor
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	ds_dll_stats st;
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_EQ(st.installed, 0u);
@@ -227,7 +227,7 @@ TEST_P(DllTest, LookupCasesWithEfficientReads)
 	ListEnv env;
 	DLL_PARAM_SETUP(env, "reads");
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	for (uint64_t k = 1; k <= 32; k++)
 		ASSERT_EQ(ds_dll_insert(h, k), 1);
 	ds_dll_stats st;
@@ -256,7 +256,7 @@ TEST_P(DllTest, NodesAreReused)
 	ListEnv env;
 	DLL_PARAM_SETUP(env, "reuse", 160);
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	for (unsigned round = 0; round < 3000; round++) {
 		for (uint64_t k = 1; k <= 8; k++)
 			ASSERT_EQ(ds_dll_insert(h, k), 1) << "round " << round;
@@ -289,10 +289,10 @@ protected:
 		uint32_t node_size, reserved;
 		uint64_t capacity, area_off, spare;
 	};
-	static RawHeader *Header(ListEnv &env) { return static_cast<RawHeader *>(env.dll_area); }
+	static RawHeader *Header(ListEnv &env) { return static_cast<RawHeader *>(env.ds_area); }
 	static RawNode *Node(ListEnv &env, uint64_t i)
 	{
-		return reinterpret_cast<RawNode *>(static_cast<char *>(env.dll_area) + 64) + i;
+		return reinterpret_cast<RawNode *>(static_cast<char *>(env.ds_area) + 64) + i;
 	}
 	static uint64_t Link(ListEnv &env, uint64_t i)
 	{
@@ -306,20 +306,20 @@ protected:
 	static std::vector<uint64_t> Reachable(ListEnv &env)
 	{
 		std::vector<uint64_t> r;
-		for (uint64_t i = Index(env, Node(env, 0)->next); i != 1 && r.size() <= env.capacity;
+		for (uint64_t i = Index(env, Node(env, 0)->next); i != 1 && r.size() <= env.params.capacity;
 				i = Index(env, Node(env, i)->next))
 			r.push_back(i);
 		return r;
 	}
 	// Closes the list only (the instance stays open), so tests can damage
 	// the area and open it again.
-	static void CloseList(ListEnv &env) { ASSERT_EQ(ds_dll_close(&env.l), 0); }
-	static int OpenList(ListEnv &env) { return ds_dll_pmem_open(&env.l, env.m, env.pool, env.dll_off); }
+	static void CloseList(ListEnv &env) { ASSERT_EQ(ds_dll_close(&env.ds), 0); }
+	static int OpenList(ListEnv &env) { return ds_dll_pmem_open(&env.ds, env.m, env.pool, env.ds_off); }
 
 	void Fill(ListEnv &env, std::initializer_list<uint64_t> keys)
 	{
 		ds_dll_thread *h = nullptr;
-		ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+		ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 		for (uint64_t k : keys)
 			ASSERT_EQ(ds_dll_insert(h, k), 1);
 		ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
@@ -343,7 +343,7 @@ TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 	ListEnv env;
 	DLL_PARAM_SETUP(env, "reopen", 64);
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	std::set<uint64_t> model;
 	std::mt19937_64 rng(7);
 	for (unsigned i = 0; i < 500; i++) {
@@ -356,7 +356,7 @@ TEST_P(DllPmemTest, ReopenKeepsTheSetAndFreesTheRest)
 	}
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
 	ASSERT_EQ(env.Reopen(), 0) << pm_errormsg();
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	ds_dll_stats st;
 	ASSERT_EQ(Check(h, &st), "");
 	EXPECT_EQ(Keys(h), std::vector<uint64_t>(model.begin(), model.end()));
@@ -379,7 +379,7 @@ TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 	DLL_PARAM_SETUP(env, "garbage", 32);
 	ASSERT_NO_FATAL_FAILURE(FillAndClose(env));
 	std::mt19937_64 rng(3);
-	for (uint64_t i = 2; i < env.capacity + 2; i++) {
+	for (uint64_t i = 2; i < env.params.capacity + 2; i++) {
 		if (std::find(reach.begin(), reach.end(), i) != reach.end())
 			continue;
 		RawNode *n = Node(env, i);
@@ -400,10 +400,10 @@ TEST_P(DllPmemTest, GarbageInUnreachableNodesIsIgnored)
 	EXPECT_EQ(d.n[PM_COST_FENCE], 0u);
 	EXPECT_EQ(d.n[PM_COST_CAS], 0u);
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	ds_dll_stats st;
 	ASSERT_EQ(Check(h, &st), "");
-	EXPECT_EQ(st.free, env.capacity - 3);
+	EXPECT_EQ(st.free, env.params.capacity - 3);
 	for (uint64_t k = 10; k < 30; k++) // uses every garbage node
 		ASSERT_EQ(ds_dll_insert(h, k), 1);
 	EXPECT_EQ(Keys(h).size(), 23u);
@@ -431,7 +431,7 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 			EXPECT_NE(std::string(pm_errormsg()).find(msg), std::string::npos)
 				<< what << ": " << pm_errormsg();
 		}
-		if (env.l != nullptr)
+		if (env.ds != nullptr)
 			CloseList(env);
 		restore();
 	};
@@ -458,7 +458,7 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 	expect_open(PM_E_CORRUPT, "deleted mark", "marked deleted");
 	head->next = 64; // the pool's own header
 	expect_open(PM_E_CORRUPT, "link outside", "leaves the arena");
-	head->next = Link(env, env.capacity + 2); // one past the arena
+	head->next = Link(env, env.params.capacity + 2); // one past the arena
 	expect_open(PM_E_CORRUPT, "link past the arena", "leaves the arena");
 	std::swap(a->key, b->key);
 	expect_open(PM_E_CORRUPT, "unsorted", "follows");
@@ -476,7 +476,7 @@ TEST_P(DllPmemTest, DamagedAreasAreCorrupt)
 	// Undamaged again: opens, with the set intact.
 	ASSERT_EQ(OpenList(env), 0) << pm_errormsg();
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	EXPECT_EQ(Keys(h), (std::vector<uint64_t>{ 5, 6, 7 }));
 	EXPECT_EQ(Check(h), "");
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
@@ -487,7 +487,7 @@ TEST_P(DllPmemTest, ArenaExhaustion)
 	ListEnv env;
 	DLL_PARAM_SETUP(env, "full", 4);
 	ds_dll_thread *h = nullptr;
-	ASSERT_EQ(ds_dll_thread_register(env.l, &h), 0);
+	ASSERT_EQ(ds_dll_thread_register(env.ds, &h), 0);
 	for (uint64_t k = 1; k <= 4; k++)
 		ASSERT_EQ(ds_dll_insert(h, k), 1);
 	EXPECT_EQ(ds_dll_insert(h, 9), -ENOSPC);
@@ -506,13 +506,13 @@ TEST_P(DllPmemTest, Misuse)
 	EXPECT_EQ(ds_dll_pmem_area_size(0), 0u);
 	EXPECT_EQ(ds_dll_pmem_area_size(DS_DLL_PMEM_MAX_CAPACITY + 1), 0u);
 	EXPECT_EQ(ds_dll_pmem_area_size(1), 64u + 3 * 64);
-	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, env.pool, env.dll_off, 0), -EINVAL);
-	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, env.pool, env.dll_off + 8, 4), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, env.pool, env.ds_off, 0), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, env.pool, env.ds_off + 8, 4), -EINVAL);
 	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, env.pool, pm_pool_size(env.pool) - 64, 4),
 		-ERANGE);
-	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, nullptr, env.dll_off, 4), -EINVAL);
-	EXPECT_EQ(ds_dll_pmem_create(&l, nullptr, env.pool, env.dll_off, 4), -EINVAL);
-	EXPECT_EQ(ds_dll_pmem_open(&l, env.m, env.pool, env.dll_off + 8), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, nullptr, env.ds_off, 4), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_create(&l, nullptr, env.pool, env.ds_off, 4), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_open(&l, env.m, env.pool, env.ds_off + 8), -EINVAL);
 	EXPECT_EQ(ds_dll_new(&l, env.m), -EINVAL); // persistent instance, volatile list
 	EXPECT_NE(std::string(pm_errormsg()).find("volatile"), std::string::npos);
 	// An area that was never formatted.
@@ -523,9 +523,9 @@ TEST_P(DllPmemTest, Misuse)
 	ListEnv other;
 	ASSERT_EQ(other.Create("misuse-other-" + dlltest::VariantName(v), v,
 		dlltest::SmallConfig(v.alg), 8), 0);
-	EXPECT_EQ(ds_dll_pmem_create(&l, other.m, env.pool, env.dll_off, 8), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_create(&l, other.m, env.pool, env.ds_off, 8), -EINVAL);
 	EXPECT_NE(std::string(pm_errormsg()).find("not in the list's pool"), std::string::npos);
-	EXPECT_EQ(ds_dll_pmem_open(&l, other.m, env.pool, env.dll_off), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_open(&l, other.m, env.pool, env.ds_off), -EINVAL);
 	EXPECT_EQ(l, nullptr);
 	EXPECT_EQ(OpenList(env), 0); // untouched by the refused calls
 	EXPECT_EQ(ds_dll_close(&l), 0); // NULL list accepted
@@ -544,7 +544,7 @@ TEST(DllApi, VolatileListNeedsVolatileInstance)
 	ASSERT_EQ(penv.Create("api-pmem", { MCAS_ALG_AOPT, true },
 		dlltest::SmallConfig(MCAS_ALG_AOPT), 8), 0);
 	ds_dll *l = nullptr;
-	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, penv.pool, penv.dll_off, 8), -EINVAL);
+	EXPECT_EQ(ds_dll_pmem_create(&l, env.m, penv.pool, penv.ds_off, 8), -EINVAL);
 	EXPECT_EQ(ds_dll_new(&l, nullptr), -EINVAL);
 	EXPECT_EQ(ds_dll_new(nullptr, env.m), -EINVAL);
 	EXPECT_EQ(l, nullptr);

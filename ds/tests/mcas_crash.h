@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// ds/tests/mcas_crash.h -- the crash-test driver of the MCAS structures
+// (dll_crash_test, bztree_crash_test): per-thread operation plans run under
+// the crash simulator (pm/crashsim.h), and the check of each post-crash
+// image: mcas_pmem_open, then the structure's pmem_open, on the same pool;
+// the structure's own checks; every completed operation and all or nothing
+// of the one in flight per thread; a structure that keeps working.
+#ifndef DS_TESTS_MCAS_CRASH_H
+#define DS_TESTS_MCAS_CRASH_H
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <mcas/mcas.h>
+#include <pm/crashsim.h>
+#include <pm/error.h>
+#include <pm/persist.h>
+
+#include "ds/tests/mcas_env.h"
+#include "ds/tests/mcas_variants.h"
+#include "pm/tests/test_util.h"
+
+namespace dstest {
+
+constexpr unsigned kCrashMaxThreads = 2;
+
+// A workload over structure @S (as in Env), given as a traits class:
+//   Thread               the structure's handle;
+//   State, Op            a thread's share of the contents, and one
+//                        operation of it, with its expected result `expect`;
+//   kOpen                the name of S's pmem_open, for messages;
+//   Register(s, &h), Unregister(&h), Apply(h, op);
+//   Owned(h, t, threads) thread @t's share of what @h reads;
+//   Describe(state);
+//   Recovered(env, h)    S's checks after recovery: "" or what is wrong;
+//   Fresh(h)             S's checks of a newly created, empty structure;
+//   Exercise(h)          a new key in and out, and S's check: "" or not.
+template <class S, class W> struct CrashWorld {
+	using Thread = typename W::Thread;
+	using State = typename W::State;
+	using Op = typename W::Op;
+
+	Env<S> env;
+	// Per thread: its operations, the model state after each prefix, and
+	// how many operations have returned (written after each return).
+	unsigned threads = 1;
+	std::vector<std::vector<Op>> ops;
+	std::vector<std::vector<State>> states;
+	std::atomic<unsigned> done[kCrashMaxThreads];
+	// Creation workload: set once the structure's pmem_create returned.
+	std::atomic<int> created{0};
+
+	void SetThreads(unsigned n)
+	{
+		threads = n;
+		ops.assign(n, {});
+		states.assign(n, {});
+	}
+
+	// Recovery plus the checks that hold for any workload; "" if fine.
+	// Leaves the recovered structure open in env with a registered handle
+	// in *@hp.
+	std::string Recover(Thread **hp)
+	{
+		Env<S> &e = env;
+		// The crashed instances are abandoned, as a dead process's would be.
+		e.m = nullptr;
+		e.ds = nullptr;
+		int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
+		if (ret != 0)
+			return "mcas_pmem_open: " + std::string(pm_strerror(ret));
+		ret = S::PmemOpen(&e.ds, e.m, e.pool, e.ds_off);
+		if (ret != 0)
+			return std::string(W::kOpen) + ": " + pm_strerror(ret) + ": " + pm_errormsg();
+		ret = W::Register(e.ds, hp);
+		if (ret != 0)
+			return "register: " + std::to_string(ret);
+		std::string err = W::Recovered(e, *hp);
+		return err.empty() ? "" : "after recovery: " + err;
+	}
+
+	std::string Finish(Thread **hp)
+	{
+		if (W::Unregister(hp) != 0 || S::Close(&env.ds) != 0 || mcas_close(&env.m) != 0)
+			return "clean shutdown after recovery failed";
+		return "";
+	}
+
+	std::string VerifyOps()
+	{
+		Thread *h = nullptr;
+		std::string err = Recover(&h);
+		if (!err.empty())
+			return err;
+		for (unsigned t = 0; t < threads; t++) {
+			State mine = W::Owned(h, t, threads);
+			unsigned d = done[t].load();
+			bool ok = false;
+			for (unsigned s = d; s <= d + 1 && s < states[t].size(); s++)
+				ok |= mine == states[t][s];
+			if (!ok)
+				return "thread " + std::to_string(t) + ": " + std::to_string(d) +
+					" operations returned and the recovered state is " +
+					W::Describe(mine) + ", expected " + W::Describe(states[t][d]) +
+					(d + 1 < states[t].size() ?
+							" or " + W::Describe(states[t][d + 1]) :
+							"");
+		}
+		err = W::Exercise(h);
+		return err.empty() ? Finish(&h) : err;
+	}
+
+	static int CheckOps(void *arg, char *msg, size_t len)
+	{
+		std::string err = static_cast<CrashWorld *>(arg)->VerifyOps();
+		std::snprintf(msg, len, "%s", err.c_str());
+		return err.empty() ? 0 : 1;
+	}
+
+	// One thread's operations; returns 0 or 100 + the index of a wrong result.
+	int RunThread(unsigned t)
+	{
+		Thread *h = nullptr;
+		if (W::Register(env.ds, &h) != 0)
+			return 1;
+		for (size_t i = 0; i < ops[t].size(); i++) {
+			if (W::Apply(h, ops[t][i]) != ops[t][i].expect)
+				return 100 + (int)i;
+			done[t].store((unsigned)i + 1);
+		}
+		// Unregistering drains the reclamation pipeline: detaching
+		// descriptors (flushes, a fence) is crash-tested too.
+		return W::Unregister(&h) == 0 ? 0 : 2;
+	}
+
+	static int RunAll(void *arg)
+	{
+		CrashWorld *w = static_cast<CrashWorld *>(arg);
+		if (w->threads == 1)
+			return w->RunThread(0);
+		std::vector<std::thread> th;
+		std::atomic<int> failed{0};
+		for (unsigned t = 0; t < w->threads; t++)
+			th.emplace_back([w, t, &failed] {
+				int r = w->RunThread(t);
+				if (r != 0)
+					failed.store(r);
+			});
+		for (auto &x : th)
+			x.join();
+		return failed.load();
+	}
+
+	// The creation workload: the structure's pmem_create on env's area,
+	// with env's params.
+	static int RunCreate(void *arg)
+	{
+		CrashWorld *w = static_cast<CrashWorld *>(arg);
+		Env<S> &e = w->env;
+		if (S::PmemCreate(&e.ds, e.m, e.pool, e.ds_off, e.params) != 0)
+			return 1;
+		w->created.store(1);
+		return 0;
+	}
+
+	// Checks an image of the creation workload: before the header is
+	// durable the area reads as corrupt; after creation returned it must
+	// open as an empty structure (W::Fresh) that keeps working.
+	static int CheckCreate(void *arg, char *msg, size_t len)
+	{
+		CrashWorld *w = static_cast<CrashWorld *>(arg);
+		Env<S> &e = w->env;
+		std::string err;
+		e.m = nullptr;
+		e.ds = nullptr;
+		int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
+		if (ret != 0) {
+			err = "mcas_pmem_open: " + std::string(pm_strerror(ret));
+		} else {
+			ret = S::PmemOpen(&e.ds, e.m, e.pool, e.ds_off);
+			if (ret == PM_E_CORRUPT && !w->created.load())
+				return 0; // not formatted yet: the caller formats again
+			Thread *h = nullptr;
+			if (ret != 0)
+				err = std::string(W::kOpen) + ": " + pm_strerror(ret) + ": " +
+					pm_errormsg();
+			else if (W::Register(e.ds, &h) != 0)
+				err = "register failed";
+			else if (!(err = W::Fresh(h)).empty())
+				err = "a newly created structure is not empty and whole: " + err;
+			else if ((err = W::Exercise(h)).empty())
+				err = w->Finish(&h);
+		}
+		std::snprintf(msg, len, "%s", err.c_str());
+		return err.empty() ? 0 : 1;
+	}
+
+	// Every crash point of creating the structure on its area, zeroed
+	// first (never formatted); only that area is tracked, since creation
+	// writes nothing else.
+	pmtest::CrashRun SimulateCreate(const pm_crashsim_config &cfg)
+	{
+		EXPECT_EQ(S::Close(&env.ds), 0);
+		std::memset(env.ds_area, 0, env.ds_size);
+		pm_persist(env.ds_area, env.ds_size);
+		return Simulate(cfg, env.ds_size, RunCreate, CheckCreate);
+	}
+
+	// Runs @run and checks it with @check (both on this world) under a
+	// simulator configured by @cfg that tracks @len bytes from the start of
+	// the pool's root (the structure's area, then the MCAS area); prints
+	// the counts.
+	pmtest::CrashRun Simulate(const pm_crashsim_config &cfg, size_t len, pm_crashsim_run_fn run,
+		pm_crashsim_check_fn check)
+	{
+		for (unsigned t = 0; t < kCrashMaxThreads; t++)
+			done[t].store(0);
+		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, env.ds_area, len, run, check, this);
+		std::printf("%-40s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
+			" max_dirty_words=%" PRIu64 "\n", cfg.name, r.st.events, r.st.points,
+			r.st.images, r.st.max_dirty_words);
+		return r;
+	}
+};
+
+// The MCAS config of the crash tests: 4 threads x 16 descriptors keeps the
+// tracked MCAS area small; a small reclaim batch and frequent
+// efficient-read detaching put those paths (and their flushes) inside the
+// workload.
+inline mcas_config CrashConfig(mcas_algorithm alg)
+{
+	mcas_config c = SmallConfig(alg, 4, 16);
+	c.reclaim_batch = 2;
+	c.read_detach_one_in = 4;
+	return c;
+}
+
+// A simulator config of @mode named @name (CrashPoolName(); it must outlive
+// the config).
+inline pm_crashsim_config CrashSimConfig(const std::string &name, pm_crashsim_mode mode)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	cfg.name = name.c_str();
+	cfg.mode = mode;
+	return cfg;
+}
+
+// "@prefix-<test>-<variant>": the running test's pool and simulator name.
+inline std::string CrashPoolName(const std::string &prefix)
+{
+	std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+	std::replace(test.begin(), test.end(), '/', '-');
+	return prefix + "-" + test;
+}
+
+} // namespace dstest
+
+#endif
