@@ -132,7 +132,7 @@ retry:
 				goto retry;
 			/* Our CAS unlinked it, so we retire it (I3: only once).
 			 * It stays protected by rslot until overwritten. */
-			reclaim_retire(t, right, l->free_fn, l->free_ctx);
+			ds__retire(t, right, l->free_fn, l->free_ctx);
 			right = hm_ptr(rnext);
 			continue;
 		}
@@ -260,7 +260,7 @@ marked:
 	/* Unlink it ourselves, or let a search do it (and retire it): the
 	 * search for @key cannot get past a marked node with key @key. */
 	if (ds__link_cas(&left->next, (uintptr_t)right, rnext))
-		reclaim_retire(t, right, l->free_fn, l->free_ctx);
+		ds__retire(t, right, l->free_fn, l->free_ctx);
 	else
 		(void)hm_search(l, t, validate, key, &left);
 out:

@@ -20,6 +20,18 @@
 #include <reclaim/reclaim.h>
 
 /*
+ * ds__retire -- retire @node, unlinked by this thread. When reclaim_retire()
+ * refuses it (out of memory, or an evicted handle) the node is leaked: it
+ * may still be read, so it can be neither freed nor reused, and the sets
+ * keep no per-thread list to retire it again later.
+ */
+static inline void
+ds__retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *ctx)
+{
+	(void)reclaim_retire(t, node, fn, ctx);
+}
+
+/*
  * ds__domain_has_hazards -- whether @d gives each thread at least @k hazard
  * slots, where its scheme uses hazard pointers at all (HP, Cadence, QSense).
  */

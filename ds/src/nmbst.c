@@ -160,7 +160,7 @@ nm_free(const struct ds_nmbst *b, struct nm_node *n)
 static inline void
 nm_retire(const struct ds_nmbst *b, struct reclaim_thread *t, struct nm_node *n)
 {
-	reclaim_retire(t, n, b->free_fn, b->free_ctx);
+	ds__retire(t, n, b->free_fn, b->free_ctx);
 }
 
 /*

@@ -150,7 +150,7 @@ ds__node_cache_spill(struct ds__node_cache_thread *ct)
  * (inside its mcas_desc_begin() or mcas_thread_unregister()) one grace
  * period after the node was retired, so nobody holds a reference */
 static void
-nc_reclaim(void *ctx, void *obj)
+nc_reclaim(void *obj, void *ctx)
 {
 	struct ds__node_cache_thread *ct = ctx;
 

@@ -236,7 +236,7 @@ sl_full_delete(const struct ds_skiplist *s, struct reclaim_thread *t, bool valid
 {
 	struct sl_node *preds[DS_SKIPLIST_MAX_LEVELS], *succs[DS_SKIPLIST_MAX_LEVELS];
 	sl_search(s, t, validate, x->key, preds, succs);
-	reclaim_retire(t, x, s->free_fn, s->free_ctx);
+	ds__retire(t, x, s->free_fn, s->free_ctx);
 }
 
 unsigned

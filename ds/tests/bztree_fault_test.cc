@@ -65,7 +65,7 @@ TEST(McasFault, ConstructorsRegistrationAndRetireFailCleanly)
 		// Every other retire may fail, so the list still grows.
 		if (i % 2 == 0)
 			fault_alloc_arm(1);
-		int r = mcas_retire(t, obj, [](void *, void *o) { freed++; delete static_cast<int *>(o); },
+		int r = mcas_retire(t, obj, [](void *o, void *) { freed++; delete static_cast<int *>(o); },
 			nullptr);
 		bool fired = fault_alloc_fired();
 		EnomemIffFired(r, fired);

@@ -613,7 +613,7 @@ mcas_reclaim(struct mcas_thread *t)
 		struct mcas_limbo_entry *e = &t->r1.e[i];
 
 		if (e->fn != NULL) {
-			e->fn(e->ctx, e->obj);
+			e->fn(e->obj, e->ctx);
 		} else {
 			m->ops->detach(t, e->obj);
 			t->r2.e[t->r2.n++] = *e; /* r2 holds at most a batch of records */

@@ -229,7 +229,7 @@ TEST_F(Volatile, RecyclesDescriptorsAndDetachesOnUnregister)
 }
 
 int g_freed;
-void CountFree(void *ctx, void *obj)
+void CountFree(void *obj, void *ctx)
 {
 	(void)ctx;
 	delete static_cast<int *>(obj);

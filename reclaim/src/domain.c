@@ -817,7 +817,7 @@ reclaim_sample_pending(struct reclaim_domain *d)
 }
 
 /* reclaim_retire -- stamp, tag and append a node; let the scheme react */
-void
+int
 reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *ctx)
 {
 	struct reclaim__slot *s = reclaim__slot_of(t);
@@ -825,10 +825,10 @@ reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *c
 	const struct reclaim__scheme *sch = d->scheme;
 	struct reclaim__entry e = { .node = node, .fn = fn, .ctx = ctx };
 
-	/* A stale handle (top of this file): the node is leaked, as it
-	 * cannot be known whom it is safe from. */
+	/* A stale handle (top of this file): whom the node is safe from
+	 * cannot be known; it stays the caller's. */
 	if (!reclaim_mine(s))
-		return;
+		return -ESRCH;
 	/* Both are read after the caller's unlink: a reader that still
 	 * holds the node started before this point (epoch) or published
 	 * its hazard pointer before it (clock).
@@ -850,14 +850,11 @@ reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *c
 	if (sch->uses_epoch)
 		e.tag = atomic_load_explicit(&d->epoch, memory_order_seq_cst);
 
-	if (!reclaim__pile_append(s, &e)) {
-		/* Out of memory: the node is leaked and stays counted as
-		 * pending. Freeing it now would be unsafe, and this may run
-		 * inside an operation, where no quiescent state may be
-		 * declared to make room. */
-		reclaim__stat_add(&s->st.retired, 1);
-		return;
-	}
+	/* Out of memory: the node stays the caller's (reclaim.h). This may
+	 * run inside an operation, where no quiescent state may be declared
+	 * to make room. */
+	if (!reclaim__pile_append(s, &e))
+		return -ENOMEM;
 	uint64_t retired = atomic_load_explicit(&s->st.retired,
 		memory_order_relaxed) + 1;
 	atomic_store_explicit(&s->st.retired, retired, memory_order_relaxed);
@@ -867,6 +864,7 @@ reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *c
 		reclaim_sample_pending(d);
 	if (sch->retired)
 		sch->retired(s);
+	return 0;
 }
 
 /* reclaim_drain -- the scheme's drain, or the list length */

@@ -425,7 +425,8 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 	std::atomic<int> stage{0};
 	std::atomic<int> victim_tid{0};
 	reclaim_thread *victim = nullptr, *z = nullptr;
-	int victim_unregister = 1, z_register = 1, z_unregister = 1;
+	int victim_unregister = 1, victim_retire = 1, z_register = 1, z_unregister = 1;
+	static int kept; // what the stale handle tries to retire
 	std::thread v([&] {
 		victim_tid = gettid();
 		MirrorTask(fake, victim_tid);
@@ -435,6 +436,7 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 		while (stage.load() < 3)
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 		reclaim_op_end(victim); // Q = 1: the slow path
+		victim_retire = reclaim_retire(victim, &kept, [](void *, void *) {}, nullptr);
 		victim_unregister = reclaim_thread_unregister(&victim);
 		stage = 4;
 	});
@@ -468,6 +470,7 @@ TEST(Eviction, StaleHandleLeavesTheNewOwnerAlone)
 	EXPECT_EQ(Stats(d).registered, 2u);
 	stage = 3;
 	v.join();
+	EXPECT_EQ(victim_retire, -ESRCH) << "the stale handle retired a node";
 	EXPECT_EQ(victim_unregister, -ESRCH);
 	EXPECT_EQ(Stats(d).registered, 2u) << "the stale handle unregistered the new owner";
 	stage = 5;

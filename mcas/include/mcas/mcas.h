@@ -379,11 +379,12 @@ void mcas_guard_enter(struct mcas_thread *t);
  */
 void mcas_guard_exit(struct mcas_thread *t);
 
-/* Frees a retired object; @ctx is what was passed to mcas_retire(). */
-typedef void (*mcas_free_fn)(void *ctx, void *obj);
+/* Frees a retired object; @ctx is what was passed to mcas_retire(). The
+ * same signature as reclaim_free_fn: the object first, then the context. */
+typedef void (*mcas_free_fn)(void *obj, void *ctx);
 
 /**
- * mcas_retire -- free @obj with @free_fn(@ctx, @obj) once no thread can hold
+ * mcas_retire -- free @obj with @free_fn(@obj, @ctx) once no thread can hold
  * a reference loaded before this call (one grace period).
  *
  * The caller must already have made @obj unreachable (for example, unlinked

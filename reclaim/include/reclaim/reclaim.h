@@ -47,6 +47,10 @@
  *                      baseline: quiescent state every Q operations,
  *                      retire by call_rcu. liburcu has one QSBR domain per
  *                      process, so every domain of this scheme shares it.
+ *                      liburcu ends the process when it cannot allocate
+ *                      (its urcu_die), so this scheme, unlike the others,
+ *                      does not return -ENOMEM; it is a benchmark
+ *                      baseline.
  *
  * Beyond the thesis (its stated limits, sect. 6.5.2):
  *   - Dynamic membership: threads register and unregister while others run.
@@ -300,9 +304,9 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
  * never see it. Were it evicted anyway, its handle may name a slot that
  * another thread has registered in since: it must then not be used for
  * anything but this call, which leaves that slot alone and returns -ESRCH.
- * (The library's out-of-line calls check, doing nothing and, for
- * reclaim_retire(), leaking the node; reclaim_op_begin(), reclaim_op_end()
- * and reclaim_protect() are inline and cannot afford to.)
+ * (The library's out-of-line calls check and do nothing; reclaim_retire()
+ * returns -ESRCH and leaves the node the caller's. reclaim_op_begin(),
+ * reclaim_op_end() and reclaim_protect() are inline and cannot afford to.)
  * Return: 0 (also for @tp or *@tp NULL), or -ESRCH if *@tp no longer names
  * the caller's registration (it was evicted, or already unregistered):
  * nothing is changed then, *@tp included.
@@ -433,9 +437,12 @@ reclaim_needs_validation(const struct reclaim_thread *t)
  * reclaim_retire -- @node was unlinked by this thread and is unreachable to
  * operations that start from now on; hand it to @fn(@node, @ctx) (NULL @fn:
  * free(@node)) once no thread can hold a reference. May free nodes retired
- * earlier, on this thread, before returning. If the retired list cannot
- * grow (out of memory), @node is leaked and stays counted in pending:
- * freeing it early would be unsafe.
+ * earlier, on this thread, before returning.
+ * Return: 0; -ENOMEM if the retired list cannot grow: @node is not retired
+ * and the caller still owns it (it must not free it before a grace period:
+ * keep it and retire it again later, or leak it), as for mcas_retire();
+ * -ESRCH if @t no longer names the caller's registration (it was evicted):
+ * @node is not retired either.
  * Ordering: the caller's unlink of @node must be ordered before this call by
  * a seq_cst read-modify-write or a seq_cst fence: the epoch schemes read the
  * global epoch here and must not read one older than at the unlink
@@ -444,7 +451,7 @@ reclaim_needs_validation(const struct reclaim_thread *t)
  * Thread-safety: only @t's thread (inside or outside an operation). Each
  * node is retired once.
  */
-void reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *ctx);
+int reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, void *ctx);
 
 /**
  * reclaim_drain -- try now, regardless of thresholds, to free what this
