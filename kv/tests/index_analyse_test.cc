@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <set>
 #include <vector>
 
@@ -161,51 +160,33 @@ TEST(IndexAnalyse, DamagedAndForeignWordsDoNotCount)
 void BruteForce(unsigned n, unsigned max_round, uint64_t *checked, uint64_t *decided,
 	uint64_t *not_chosen)
 {
-	std::vector<Acceptor> states = AcceptorStates(max_round);
-	std::vector<const Acceptor *> st(n);
-	std::function<void(unsigned)> each = [&](unsigned i) {
-		if (i < n) {
-			for (const Acceptor &a : states) {
-				st[i] = &a;
-				each(i + 1);
-			}
-			return;
-		}
-		bool reachable;
-		std::set<int> chosen = Chosen(st, n, &reachable);
-		if (!reachable || chosen.size() > 1)
-			return; // agreement rules such states out
-		for (unsigned mask = 0; mask < (1u << n); mask++) {
-			if ((unsigned)__builtin_popcount(mask) < n / 2 + 1)
-				continue;
-			std::vector<kv_ix_reply> r;
-			for (unsigned k = 0; k < n; k++)
-				if (mask & (1u << k))
-					r.push_back(st[k]->reply);
-			for (bool persisted : {false, true}) {
-				kv_ix_analysis a;
-				ASSERT_EQ(kv__ix_analyse(r.data(), (unsigned)r.size(), n, kGen, persisted, &a),
-					0);
-				(*checked)++;
-				if (a.verdict == KV_IX_DECIDED && a.stage == 0) {
-					// Stage 0 is always EMPTY: stage 1 must not be chosen.
-					ASSERT_TRUE(chosen.empty()) << "EMPTY, but a value was chosen";
-					ASSERT_EQ(a.body, kv_ixw_body(0, false, 0, 0));
-				} else if (a.verdict == KV_IX_DECIDED) {
-					(*decided)++;
-					ASSERT_EQ(chosen.size(), 1u) << "decided, but nothing was chosen";
-					ASSERT_EQ(a.body, Value(*chosen.begin())) << "decided the wrong value";
-				} else if (a.verdict == KV_IX_NOT_CHOSEN) {
-					(*not_chosen)++;
-					ASSERT_TRUE(chosen.empty()) << "said not chosen, but a value was";
-					ASSERT_EQ(a.body, kv_ixw_body(0, false, 0, 0));
-				} else {
-					ASSERT_TRUE(a.verdict == KV_IX_UNDETERMINED) << a.verdict;
-				}
+	ForEachQuorum(n, max_round, [&](const std::vector<const Acceptor *> &st,
+					    const std::set<int> &chosen, unsigned mask) {
+		std::vector<kv_ix_reply> r;
+		for (unsigned k = 0; k < n; k++)
+			if (mask & (1u << k))
+				r.push_back(st[k]->reply);
+		for (bool persisted : {false, true}) {
+			kv_ix_analysis a;
+			ASSERT_EQ(kv__ix_analyse(r.data(), (unsigned)r.size(), n, kGen, persisted, &a), 0);
+			(*checked)++;
+			if (a.verdict == KV_IX_DECIDED && a.stage == 0) {
+				// Stage 0 is always EMPTY: stage 1 must not be chosen.
+				ASSERT_TRUE(chosen.empty()) << "EMPTY, but a value was chosen";
+				ASSERT_EQ(a.body, kv_ixw_body(0, false, 0, 0));
+			} else if (a.verdict == KV_IX_DECIDED) {
+				(*decided)++;
+				ASSERT_EQ(chosen.size(), 1u) << "decided, but nothing was chosen";
+				ASSERT_EQ(a.body, Value(*chosen.begin())) << "decided the wrong value";
+			} else if (a.verdict == KV_IX_NOT_CHOSEN) {
+				(*not_chosen)++;
+				ASSERT_TRUE(chosen.empty()) << "said not chosen, but a value was";
+				ASSERT_EQ(a.body, kv_ixw_body(0, false, 0, 0));
+			} else {
+				ASSERT_TRUE(a.verdict == KV_IX_UNDETERMINED) << a.verdict;
 			}
 		}
-	};
-	each(0);
+	});
 }
 
 TEST(IndexAnalyse, SoundForEveryStateOfThreeAcceptors)

@@ -4,7 +4,6 @@
 // value a resolver proposes is the chosen value whenever one was chosen,
 // for every acceptor state and promise quorum of groups of 3 and 5.
 #include <cerrno>
-#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -60,49 +59,35 @@ TEST(IndexChoose, RejectsTooFewPromises)
 // rule proposes the chosen value, whatever the resolver's own value.
 void BruteForce(unsigned n, unsigned max_round, uint64_t *checked)
 {
-	std::vector<Acceptor> states = AcceptorStates(max_round);
-	std::vector<const Acceptor *> st(n);
-	std::function<void(unsigned)> each = [&](unsigned i) {
-		if (i < n) {
-			for (const Acceptor &a : states) {
-				st[i] = &a;
-				each(i + 1);
-			}
+	ForEachQuorum(n, max_round, [&](const std::vector<const Acceptor *> &st,
+					    const std::set<int> &chosen, unsigned mask) {
+		if (chosen.size() != 1)
 			return;
-		}
-		bool reachable;
-		std::set<int> chosen = Chosen(st, n, &reachable);
-		if (!reachable || chosen.size() != 1)
-			return;
-		for (unsigned mask = 0; mask < (1u << n); mask++) {
-			if ((unsigned)__builtin_popcount(mask) < n / 2 + 1)
-				continue;
-			std::vector<kv_ix_reply> q;
-			bool committed = false;
-			for (unsigned k = 0; k < n; k++) {
-				if (mask & (1u << k)) {
-					q.push_back(st[k]->reply);
-					committed |= st[k]->committed >= 0;
-				}
-			}
-			if (committed)
-				continue;
-			for (int dflt = 0; dflt < 2; dflt++) {
-				uint64_t v;
-				ASSERT_EQ(kv__ix_choose(q.data(), (unsigned)q.size(), n, Value(dflt), &v), 0);
-				(*checked)++;
-				std::string dump;
-				for (unsigned k = 0; k < n; k++)
-					dump += std::string(mask & (1u << k) ? " [Q" : " [") + " fast " +
-						std::to_string(st[k]->fast) + " classic " +
-						std::to_string(st[k]->classic) + "@" + std::to_string(st[k]->ballot) +
-						" commit " + std::to_string(st[k]->committed) + " tag " +
-						std::to_string(kv_ixw_tag(st[k]->reply.word)) + "]";
-				ASSERT_EQ(v, Value(*chosen.begin())) << "proposed another value than the chosen:" << dump;
+		std::vector<kv_ix_reply> q;
+		bool committed = false;
+		for (unsigned k = 0; k < n; k++) {
+			if (mask & (1u << k)) {
+				q.push_back(st[k]->reply);
+				committed |= st[k]->committed >= 0;
 			}
 		}
-	};
-	each(0);
+		if (committed)
+			return;
+		for (int dflt = 0; dflt < 2; dflt++) {
+			uint64_t v;
+			ASSERT_EQ(kv__ix_choose(q.data(), (unsigned)q.size(), n, Value(dflt), &v), 0);
+			(*checked)++;
+			if (v == Value(*chosen.begin()))
+				continue;
+			std::string dump;
+			for (unsigned k = 0; k < n; k++)
+				dump += std::string(mask & (1u << k) ? " [Q" : " [") + " fast " +
+					std::to_string(st[k]->fast) + " classic " +
+					std::to_string(st[k]->classic) + "@" + std::to_string(st[k]->ballot) +
+					" commit " + std::to_string(st[k]->committed) + "]";
+			FAIL() << "proposed another value than the chosen:" << dump;
+		}
+	});
 }
 
 TEST(IndexChoose, ProposesTheChosenValueForEveryStateOfThreeAcceptors)

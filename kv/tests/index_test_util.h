@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -151,6 +152,33 @@ inline std::set<int> Chosen(const std::vector<const Acceptor *> &st, unsigned n,
 				*reachable = false;
 	}
 	return chosen;
+}
+
+// ForEachQuorum -- call @fn(states, chosen, mask) for every reachable state
+// of @n acceptors (AcceptorStates(@max_round) each) with at most one value
+// chosen, and every set @mask of at least f+1 of them (bit k: acceptor k).
+template <class Fn>
+void ForEachQuorum(unsigned n, unsigned max_round, Fn fn)
+{
+	std::vector<Acceptor> states = AcceptorStates(max_round);
+	std::vector<const Acceptor *> st(n);
+	std::function<void(unsigned)> each = [&](unsigned i) {
+		if (i < n) {
+			for (const Acceptor &a : states) {
+				st[i] = &a;
+				each(i + 1);
+			}
+			return;
+		}
+		bool reachable;
+		std::set<int> chosen = Chosen(st, n, &reachable);
+		if (!reachable || chosen.size() > 1)
+			return; // agreement rules such states out
+		for (unsigned mask = 0; mask < (1u << n); mask++)
+			if ((unsigned)__builtin_popcount(mask) >= n / 2 + 1)
+				fn(st, chosen, mask);
+	};
+	each(0);
 }
 
 } // namespace kvixtest
