@@ -775,7 +775,6 @@ mcas_read(struct mcas_thread *t, const uint64_t *addr)
 	/* The read announced itself only if it met a descriptor. */
 	if (t->nest != nest)
 		mcas__epoch_exit(t);
-	mcas__stat_add(t, reads, 1);
 	return v;
 }
 
