@@ -475,7 +475,8 @@ onll__entry_fill(const struct onll_node *node, uint32_t node_max, unsigned char 
 	 * observed is not. //onll:onll_crash_nohelp_test must catch it. */
 	node_max = 1;
 #endif
-	for (const struct onll_node *n = node; nops < node_max && !onll__available(n); n = n->next) {
+	for (const struct onll_node *n = node; nops < node_max && !onll__available(n);
+	     n = n->next) {
 		struct onll_op_rec *rec = (void *)p;
 
 		rec->len = n->op_len;
