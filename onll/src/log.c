@@ -29,22 +29,25 @@ static const struct pm_area_type onll_area_type = {
 	"ONLL", ONLL_MAGIC, ONLL_PMEM_VERSION, sizeof(struct onll_pmem_header)
 };
 
-
 /* ---- sizes and layout ---- */
 
+/* onll_entry_size -- bytes of one log entry, a multiple of 64 */
 static size_t
 onll_entry_size(unsigned max_threads, unsigned max_op_size)
 {
 	return onll__round(sizeof(struct onll_entry_header) +
-		(size_t)max_threads * (sizeof(struct onll_op_rec) + onll__round(max_op_size, 8)), 64);
+		(size_t)max_threads *
+		(sizeof(struct onll_op_rec) + onll__round(max_op_size, 8)), 64);
 }
 
+/* onll_ckpt_slot_size -- bytes of one checkpoint slot: header line and state */
 static size_t
 onll_ckpt_slot_size(uint64_t capacity)
 {
 	return 64 + onll__round(capacity, 64);
 }
 
+/* onll_config_init -- documented defaults */
 void
 onll_config_init(struct onll_config *cfg)
 {
@@ -75,6 +78,7 @@ onll_config_check(const struct onll_config *cfg, struct onll_config *out)
 	return 0;
 }
 
+/* onll_area_size -- bytes of the persistent area @cfg needs; 0 if invalid */
 size_t
 onll_area_size(const struct onll_config *cfg)
 {
@@ -87,12 +91,14 @@ onll_area_size(const struct onll_config *cfg)
 		onll_entry_size(c.max_threads, c.max_op_size);
 }
 
+/* onll_type_id -- the type's identity in the header: XXH3 of its name */
 static uint64_t
 onll_type_id(const struct onll_type *type)
 {
 	return XXH3_64bits(type->name, strlen(type->name));
 }
 
+/* onll_type_ok -- whether @t names every callback ONLL calls */
 static bool
 onll_type_ok(const struct onll_type *t)
 {
@@ -153,6 +159,7 @@ onll__checkpoint_locked(struct onll_thread *t)
 	return ret;
 }
 
+/* onll_checkpoint -- write a checkpoint now unless another thread is */
 int
 onll_checkpoint(struct onll_thread *t)
 {
@@ -182,6 +189,7 @@ onll_area(struct pm_pool *pool, uint64_t area_off, size_t len, void **out)
 	return pm_pool_ptr(pool, area_off, len, out) == 0 ? 0 : -ERANGE;
 }
 
+/* onll_free -- release the volatile object and its trace nodes */
 static void
 onll_free(struct onll *o)
 {
@@ -285,6 +293,7 @@ onll_alloc(struct onll **out, struct pm_pool *pool, struct onll_pmem_header *hdr
 	return 0;
 }
 
+/* onll_create -- format the area at @area_off and open it */
 int
 onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	const struct onll_config *cfg, const struct onll_type *type)
@@ -454,6 +463,7 @@ out:
 	return 0;
 }
 
+/* onll_open -- check the header, recover (alg. 4.5) and open */
 int
 onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	const struct onll_type *type)
@@ -517,6 +527,7 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	return 0;
 }
 
+/* onll_close -- release @o unless a thread is still registered */
 int
 onll_close(struct onll **op)
 {

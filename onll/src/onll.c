@@ -19,6 +19,7 @@
 
 /* ---- operations ---- */
 
+/* onll_op_check -- validate the arguments of an update or a read */
 static int
 onll_op_check(const struct onll_thread *t, const void *op, size_t op_len)
 {
@@ -138,6 +139,7 @@ onll_read_view(struct onll_thread *t)
 	return ret;
 }
 
+/* onll_read -- alg. 4.4: compute @op on the caught-up local view */
 int
 onll_read(struct onll_thread *t, const void *op, size_t op_len, void *result)
 {
@@ -150,6 +152,7 @@ onll_read(struct onll_thread *t, const void *op, size_t op_len, void *result)
 	return ret;
 }
 
+/* onll_query -- call @fn on the caught-up local view */
 int
 onll_query(struct onll_thread *t, onll_query_fn fn, void *arg)
 {
@@ -165,6 +168,7 @@ onll_query(struct onll_thread *t, onll_query_fn fn, void *arg)
 
 /* ---- threads ---- */
 
+/* onll_slot_stats -- add the counters of @slot to @out */
 static void
 onll_slot_stats(const struct onll_slot *slot, struct onll_stats *out)
 {
@@ -180,6 +184,7 @@ onll_slot_stats(const struct onll_slot *slot, struct onll_stats *out)
 	out->view_rebuilds += atomic_load_explicit(&n[ST_REBUILDS], memory_order_relaxed);
 }
 
+/* onll_thread_register -- take a free slot and build its view */
 int
 onll_thread_register(struct onll *o, struct onll_thread **out)
 {
@@ -214,6 +219,7 @@ onll_thread_register(struct onll *o, struct onll_thread **out)
 	return 0;
 }
 
+/* onll_thread_unregister -- withdraw the view and free the slot */
 int
 onll_thread_unregister(struct onll_thread **tp)
 {
@@ -233,6 +239,7 @@ onll_thread_unregister(struct onll_thread **tp)
 
 /* ---- statistics ---- */
 
+/* onll_thread_stats -- this handle's counts since it registered */
 void
 onll_thread_stats(const struct onll_thread *t, struct onll_stats *out)
 {
@@ -246,6 +253,7 @@ onll_thread_stats(const struct onll_thread *t, struct onll_stats *out)
 		o[i] -= b[i];
 }
 
+/* onll_stats_total -- the counts of every slot, with trace and log usage */
 void
 onll_stats_total(const struct onll *o, struct onll_stats *out)
 {
@@ -261,12 +269,14 @@ onll_stats_total(const struct onll *o, struct onll_stats *out)
 	}
 }
 
+/* onll_thread_last_index -- execution index of the latest update that returned */
 uint64_t
 onll_thread_last_index(const struct onll_thread *t)
 {
 	return t->last_index;
 }
 
+/* onll_recovered_index -- execution index recovery ended at */
 uint64_t
 onll_recovered_index(const struct onll *o)
 {

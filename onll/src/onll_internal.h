@@ -152,6 +152,7 @@ struct onll_thread {
 
 /* ---- sizes ---- */
 
+/* onll__round -- @n rounded up to a multiple of @to */
 static inline size_t
 onll__round(size_t n, size_t to)
 {
@@ -160,13 +161,15 @@ onll__round(size_t n, size_t to)
 
 /* ---- execution trace, alg. 4.2 (trace.c) ---- */
 
+/* onll__available -- whether node @n's update is persisted and linearized */
 static inline bool
 onll__available(const struct onll_node *n)
 {
 	return atomic_load_explicit(&n->available, memory_order_acquire);
 }
 
-/* latestAvailable (alg. 4.2 line 15): newest node seen with its flag set */
+/* onll__latest_available -- latestAvailable (alg. 4.2 line 15): the newest
+ * node seen with its flag set */
 static inline struct onll_node *
 onll__latest_available(struct onll *o)
 {
@@ -177,7 +180,8 @@ onll__latest_available(struct onll *o)
 	return n;
 }
 
-/* insert (alg. 4.2 line 29): order @node after the current tail */
+/* onll__trace_insert -- insert (alg. 4.2 line 29): order @node after the
+ * current tail */
 static inline void
 onll__trace_insert(struct onll *o, struct onll_node *node)
 {
@@ -193,6 +197,7 @@ onll__trace_insert(struct onll *o, struct onll_node *node)
 
 /* ---- statistics ---- */
 
+/* onll__count -- add @n to a counter of @slot (owner only) */
 static inline void
 onll__count(struct onll_slot *slot, int counter, uint64_t n)
 {
@@ -253,6 +258,7 @@ onll__reclaim_bound(struct onll *o)
 	return bound;
 }
 
+/* onll__node_alloc -- a trace node for @t: its slot's free list, reclaimed nodes, or calloc */
 static inline int
 onll__node_alloc(struct onll_thread *t, struct onll_node **out)
 {
@@ -293,6 +299,7 @@ onll__node_alloc(struct onll_thread *t, struct onll_node **out)
 
 /* ---- checkpoints: checksum and the writers' flag (log.c) ---- */
 
+/* onll__ckpt_sum -- checksum of a checkpoint: its header fields and @data */
 static inline uint64_t
 onll__ckpt_sum(const struct onll_ckpt_header *h, const void *data)
 {
@@ -307,9 +314,11 @@ onll__ckpt_valid(const struct onll *o, unsigned s)
 {
 	const struct onll_ckpt_header *h = (const void *)o->ckpt[s];
 
-	return h->size <= o->checkpoint_capacity && h->checksum == onll__ckpt_sum(h, o->ckpt[s] + 64);
+	return h->size <= o->checkpoint_capacity &&
+		h->checksum == onll__ckpt_sum(h, o->ckpt[s] + 64);
 }
 
+/* onll__ckpt_lock -- take ckpt_busy, yielding while another writer has it */
 static inline void
 onll__ckpt_lock(struct onll *o)
 {
@@ -322,6 +331,7 @@ onll__ckpt_lock(struct onll *o)
 	}
 }
 
+/* onll__ckpt_trylock -- take ckpt_busy if it is free */
 static inline bool
 onll__ckpt_trylock(struct onll *o)
 {
@@ -331,6 +341,7 @@ onll__ckpt_trylock(struct onll *o)
 		memory_order_acquire, memory_order_relaxed);
 }
 
+/* onll__ckpt_unlock -- release ckpt_busy */
 static inline void
 onll__ckpt_unlock(struct onll *o)
 {
@@ -339,6 +350,7 @@ onll__ckpt_unlock(struct onll *o)
 
 /* ---- local views, sect. 4.8 (trace.c) ---- */
 
+/* onll__view_drop -- free @t's local view; it must be rebuilt before use */
 static inline void
 onll__view_drop(struct onll_thread *t)
 {
@@ -377,6 +389,7 @@ onll__op_enter(struct onll_thread *t)
 	return t->state != NULL ? 0 : onll__view_rebuild(t);
 }
 
+/* onll__op_exit -- mark @t outside an operation (pairs with onll__op_enter) */
 static inline void
 onll__op_exit(struct onll_thread *t)
 {
@@ -391,12 +404,14 @@ int onll__ckpt_write(struct onll *o, unsigned s, const void *state, uint64_t ind
 /* onll__checkpoint_locked -- with ckpt_busy held: checkpoint the newest state */
 int onll__checkpoint_locked(struct onll_thread *t);
 
+/* onll__log_entry -- address of position @pos of @slot's log ring */
 static inline unsigned char *
 onll__log_entry(const struct onll *o, const struct onll_slot *slot, uint64_t pos)
 {
 	return slot->log + (pos % o->log_entries) * o->entry_size;
 }
 
+/* onll__entry_sum -- checksum of a log entry: its header fields and records */
 static inline uint64_t
 onll__entry_sum(const struct onll_entry_header *h)
 {
@@ -417,6 +432,7 @@ onll__log_collect(struct onll_thread *t)
 		slot->log_head++;
 }
 
+/* onll__log_used -- entries of @t's log ring not yet known to be covered */
 static inline uint64_t
 onll__log_used(const struct onll_thread *t)
 {
