@@ -113,6 +113,7 @@
 #include "node_cache.h"
 
 /* ---- descent and leaf reads (inside a guard) ---- */
+
 /* bz_child_slot -- the slot of inner node @n (@m children) whose range
  * holds @key: the last one whose separator is <= @key */
 static unsigned
@@ -213,6 +214,7 @@ bz_leaf_find(struct ds_bztree_thread *h, struct bz_node *l, uint64_t s, uint64_t
 	return -1;
 }
 
+/* ds__bztree_kv_cmp -- qsort() order of struct bz_kv by key */
 int
 ds__bztree_kv_cmp(const void *a, const void *b)
 {
@@ -413,24 +415,28 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 	return ret;
 }
 
+/* ds_bztree_insert -- add @key unless present */
 int
 ds_bztree_insert(struct ds_bztree_thread *h, uint64_t key, uint64_t value)
 {
 	return bz_write(h, key, value, BZ_INSERT);
 }
 
+/* ds_bztree_upsert -- add @key or replace its value */
 int
 ds_bztree_upsert(struct ds_bztree_thread *h, uint64_t key, uint64_t value)
 {
 	return bz_write(h, key, value, BZ_UPSERT);
 }
 
+/* ds_bztree_update -- replace the value of @key if present */
 int
 ds_bztree_update(struct ds_bztree_thread *h, uint64_t key, uint64_t value)
 {
 	return bz_write(h, key, value, BZ_UPDATE);
 }
 
+/* ds_bztree_remove -- remove @key; merge its leaf if that leaves it underfull */
 int
 ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key)
 {
@@ -495,6 +501,7 @@ ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key)
 	return ret;
 }
 
+/* ds_bztree_lookup -- whether @key is present, and its value */
 int
 ds_bztree_lookup(struct ds_bztree_thread *h, uint64_t key, uint64_t *value)
 {
@@ -568,6 +575,7 @@ bz_scan(struct ds_bztree_thread *h, uint64_t start, uint64_t max, uint64_t *keys
 	return n;
 }
 
+/* ds_bztree_scan -- up to @max keys from @start in order, one leaf at a time */
 size_t
 ds_bztree_scan(struct ds_bztree_thread *h, uint64_t start, size_t max, uint64_t *keys,
 	uint64_t *values)
@@ -575,6 +583,7 @@ ds_bztree_scan(struct ds_bztree_thread *h, uint64_t start, size_t max, uint64_t 
 	return (size_t)bz_scan(h, start, max, keys, values);
 }
 
+/* ds_bztree_size -- the number of keys, by a scan of the whole tree */
 uint64_t
 ds_bztree_size(struct ds_bztree_thread *h)
 {
@@ -582,6 +591,8 @@ ds_bztree_size(struct ds_bztree_thread *h)
 }
 
 /* ---- threads ---- */
+
+/* ds_bztree_thread_register -- a handle with its scratch, MCAS thread and node cache */
 int
 ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out)
 {
@@ -611,6 +622,7 @@ ds_bztree_thread_register(struct ds_bztree *t, struct ds_bztree_thread **out)
 	return 0;
 }
 
+/* ds_bztree_thread_unregister -- release a handle; its cached nodes go back to the tree */
 int
 ds_bztree_thread_unregister(struct ds_bztree_thread **hp)
 {
@@ -630,6 +642,7 @@ ds_bztree_thread_unregister(struct ds_bztree_thread **hp)
 	return 0;
 }
 
+/* ds_bztree_thread_mcas -- the handle's MCAS thread */
 struct mcas_thread *
 ds_bztree_thread_mcas(struct ds_bztree_thread *h)
 {

@@ -141,6 +141,7 @@ struct bz_path {
 };
 
 /* ---- words and nodes ---- */
+
 /* bz_load -- relaxed load of a word written before its node was published
  * (ordered by the acquire in the mcas_read() that found the node or
  * record), or of any word while nothing runs concurrently */
@@ -159,30 +160,35 @@ bz_store(uint64_t *p, uint64_t v)
 	atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)p, v, memory_order_relaxed);
 }
 
+/* bz_ref -- the reference to node @n stored in target words */
 static inline uint64_t
 bz_ref(const struct ds_bztree *t, const struct bz_node *n)
 {
 	return pm_off_from_addr(t->base, n);
 }
 
+/* bz_deref -- the node reference @v refers to */
 static inline struct bz_node *
 bz_deref(const struct ds_bztree *t, uint64_t v)
 {
 	return pm_off_to_addr(t->base, v);
 }
 
+/* bz_count -- slots used of a leaf's status */
 static inline unsigned
 bz_count(uint64_t status)
 {
 	return (unsigned)((status & BZ_COUNT_MASK) >> BZ_COUNT_SHIFT);
 }
 
+/* bz_live -- live records of a leaf's status */
 static inline unsigned
 bz_live(uint64_t status)
 {
 	return (unsigned)((status & BZ_LIVE_MASK) >> BZ_LIVE_SHIFT);
 }
 
+/* bz_frozen -- whether a status is frozen */
 static inline bool
 bz_frozen(uint64_t status)
 {

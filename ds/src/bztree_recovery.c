@@ -27,6 +27,8 @@ static const struct pm_area_type bz_area_type = {
 };
 
 /* ---- trees ---- */
+
+/* ds_bztree_config_init -- documented defaults */
 void
 ds_bztree_config_init(struct ds_bztree_config *cfg)
 {
@@ -42,6 +44,7 @@ bz_cfg_cap(const struct ds_bztree_config *cfg)
 	return cap >= DS_BZTREE_MIN_CAPACITY && cap <= DS_BZTREE_MAX_CAPACITY ? cap : 0;
 }
 
+/* bz_node_size -- bytes of a node of @cap records, a multiple of 64 */
 static size_t
 bz_node_size(unsigned cap)
 {
@@ -124,6 +127,7 @@ bz_free(struct ds_bztree *t)
 	free(t);
 }
 
+/* ds_bztree_new -- a volatile tree: one empty root leaf */
 int
 ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_config *cfg)
 {
@@ -157,6 +161,7 @@ ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_con
 	return 0;
 }
 
+/* ds_bztree_pmem_area_size -- bytes of an area for @nodes nodes; 0 if invalid */
 size_t
 ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nodes)
 {
@@ -189,6 +194,7 @@ bz_pmem_new(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	return 0;
 }
 
+/* bz_arena_node -- node @i of the persistent arena */
 static struct bz_node *
 bz_arena_node(const struct ds_bztree *t, uint64_t i)
 {
@@ -215,6 +221,7 @@ bz_pmem_area(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t len
 	return 0;
 }
 
+/* ds_bztree_pmem_create -- format the area at @area_off with an empty root leaf */
 int
 ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off, const struct ds_bztree_config *cfg, uint64_t nodes)
@@ -277,6 +284,7 @@ struct bz_walk {
 	char *buf;
 	size_t len;
 };
+
 /* bz_wread -- a target word during a walk */
 static uint64_t
 bz_wread(const struct bz_walk *w, const uint64_t *p)
@@ -294,6 +302,7 @@ bz_owns(const struct bz_walk *w, uint64_t v)
 }
 
 #define BZ_FAIL(w, ...) (snprintf((w)->buf, (w)->len, __VA_ARGS__), (w)->buf)
+
 /* bz_walk_node -- check the subtree of @v, at @level (or any level if
  * @level < 0) with range [@lo, @hi) (unbounded if !@has_hi) */
 static const char *
@@ -405,6 +414,7 @@ bz_walk_tree(struct bz_walk *w)
 	return NULL;
 }
 
+/* ds_bztree_pmem_open -- check the header, walk the tree, rebuild the free lists */
 int
 ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	uint64_t area_off)
@@ -482,6 +492,7 @@ out:
 	return 0;
 }
 
+/* ds_bztree_close -- release @t unless a thread is still registered */
 int
 ds_bztree_close(struct ds_bztree **tp)
 {
@@ -499,12 +510,14 @@ ds_bztree_close(struct ds_bztree **tp)
 	return 0;
 }
 
+/* ds_bztree_is_persistent -- whether @t lives in a pool */
 bool
 ds_bztree_is_persistent(const struct ds_bztree *t)
 {
 	return t->persistent;
 }
 
+/* ds_bztree_capacity -- records per node */
 unsigned
 ds_bztree_capacity(const struct ds_bztree *t)
 {
@@ -512,6 +525,8 @@ ds_bztree_capacity(const struct ds_bztree *t)
 }
 
 /* ---- check ---- */
+
+/* ds_bztree_check -- walk the tree (under the node cache's lock) and check it */
 const char *
 ds_bztree_check(struct ds_bztree_thread *h, struct ds_bztree_stats *stp, char *buf, size_t len)
 {

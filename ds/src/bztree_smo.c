@@ -17,6 +17,7 @@
 #include "node_cache.h"
 
 /* ---- building nodes ---- */
+
 /* ds__bztree_build -- write a private node: a leaf of @n live records or an inner
  * node at @level of @n children, from @kv; flushed if persistent */
 void
