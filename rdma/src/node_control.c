@@ -98,6 +98,7 @@ rdma_node_serve_config_init(struct rdma_node_serve_config *cfg)
 }
 
 /* ---- control listener ---- */
+
 /* node_token_ok -- compare a presented token with the node's in time that
  * depends only on the lengths, so the bytes of the token do not leak */
 static bool
