@@ -6,17 +6,26 @@ take, or a planted bug a test must catch)."""
 load("@rules_cc//cc:defs.bzl", "cc_library")
 load("//tools:copts.bzl", "C_COPTS")
 
+# The sources of //onll:onll, which every variant compiles too: one list, so
+# a variant cannot drift from the library it stands for.
+ONLL_SRCS = [
+    "src/log.c",
+    "src/onll.c",
+    "src/onll_internal.h",
+    "src/trace.c",
+]
+
 def onll_variant(name, defines):
     """Defines testonly libraries onll_<name> and objects_<name>.
 
     Args:
       name: the variant's suffix.
-      defines: preprocessor symbols onll.c is compiled with.
+      defines: preprocessor symbols ONLL_SRCS are compiled with.
     """
     cc_library(
         name = "onll_" + name,
         testonly = True,
-        srcs = ["src/onll.c"],
+        srcs = ONLL_SRCS,
         hdrs = ["include/onll/onll.h"],
         copts = C_COPTS,
         linkopts = ["-lpthread"],

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ds/src/node_cache.h -- the free-node management the two MCAS structures
- * (dll.c, bztree.c) share: volatile slabs or a persistent arena of
+ * (dll.c, bztree*.c) share: volatile slabs or a persistent arena of
  * fixed-size nodes, a shared free pool under a lock, a per-thread cache,
  * retiring unlinked nodes through mcas_retire() with a fallback chain for
  * what it refuses, the registry of handles, and the accounting their

@@ -404,7 +404,7 @@ rdma__control_hello(const char *host, uint16_t port, unsigned timeout_ms,
 			ret = sent;
 	}
 	/* A REFUSE with seq 0 refuses the connection itself: the node sends
-	 * it before reading any request when it is full (node.c). */
+	 * it before reading any request when it is full (node_control.c). */
 	if (ret == 0 && h.seq != seq && !(h.type == RDMA_WIRE_REFUSE && h.seq == 0))
 		ret = RDMA_E_PROTO;
 	if (ret == 0) {

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rdma/src/server.h -- what the node (node.c) and its fabric servers
- * (ofi_server.c, verbs_server.c) share. Not installed.
+ * rdma/src/server.h -- what the node (node.c, node_control.c) and its
+ * fabric servers (ofi_server.c, verbs_server.c) share. Not installed.
  *
- * node.c owns the pool, the region table and the control listener; when a
- * client's HELLO names a backend, node.c checks the token and asks that
- * backend's server to admit the client (fill in keys and the fabric
- * address of the WELCOME). Each server runs its own progress thread.
+ * node.c owns the pool and the region table, node_control.c the control
+ * listener; when a client's HELLO names a backend, node_control.c checks
+ * the token and asks that backend's server to admit the client (fill in
+ * keys and the fabric address of the WELCOME). Each server runs its own
+ * progress thread.
  */
 #ifndef RDMA_SRC_SERVER_H
 #define RDMA_SRC_SERVER_H

@@ -10,10 +10,10 @@
  * (connect request, established, disconnect), so unlike the ofi server it
  * does not busy-poll.
  *
- * Admission: node.c checks the token of a HELLO and calls admit, which
- * issues a random one-use ticket (carried in WELCOME.addr with the cm port,
- * verbs_wr.h); a connect request must present an issued, unused ticket, so
- * only clients the control port admitted get a queue pair.
+ * Admission: node_control.c checks the token of a HELLO and calls admit,
+ * which issues a random one-use ticket (carried in WELCOME.addr with the cm
+ * port, verbs_wr.h); a connect request must present an issued, unused
+ * ticket, so only clients the control port admitted get a queue pair.
  *
  * Persistence: a client's persist is a read after its writes on the same
  * queue pair (verbs_wr.h). That makes writes durable only where placed data
@@ -453,8 +453,8 @@ vs_register(struct verbs_server *s)
 }
 
 /*
- * verbs_server_start -- RDMA_E_NO_DEVICE without an RDMA device (node.c
- * logs it and serves the other backends).
+ * verbs_server_start -- RDMA_E_NO_DEVICE without an RDMA device
+ * (node_control.c logs it and serves the other backends).
  */
 static int
 verbs_server_start(void **state, const struct rdma__server_env *env)

@@ -207,7 +207,7 @@ private:
 		timeval tv = { 10, 0 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		if (answer_ == Answer::kFull) {
-			// As node.c does when it has no client slot left:
+			// As node_control.c does when it has no client slot left:
 			// refuse at once, before reading anything.
 			Bytes out(RDMA_WIRE_MSG_MAX);
 			int n = rdma_wire_refuse_encode(out.data(), out.size(), 0,
