@@ -124,7 +124,7 @@ bz_child_slot(const struct bz_node *n, unsigned m, uint64_t key)
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
 
-		if (bz_load(&n->rec[mid].key) <= key)
+		if (ds__word_load(&n->rec[mid].key) <= key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -157,7 +157,7 @@ ds__bztree_descend(struct ds_bztree_thread *h, uint64_t key, unsigned level, boo
 		unsigned d = p->depth++, m, s;
 
 		p->node[d] = n;
-		if (bz_load(&n->level) <= level) {
+		if (ds__word_load(&n->level) <= level) {
 			p->status[d] = mcas_read(h->mt, &n->status);
 			return 0;
 		}
@@ -165,12 +165,12 @@ ds__bztree_descend(struct ds_bztree_thread *h, uint64_t key, unsigned level, boo
 		p->status[d] = all_status ? mcas_read(h->mt, &n->status) : BZ_FROZEN;
 		if (p->depth == DS_BZTREE_MAX_HEIGHT)
 			return -ELOOP;
-		m = (unsigned)bz_load(&n->n);
+		m = (unsigned)ds__word_load(&n->n);
 		s = m > 1 ? bz_child_slot(n, m, key) : 0;
 		p->slot[d] = s;
 		if (s + 1 < m) {
 			/* nested ranges: the child's bound is within ours */
-			p->hi = bz_load(&n->rec[s + 1].key);
+			p->hi = ds__word_load(&n->rec[s + 1].key);
 			p->has_hi = true;
 		}
 		n = bz_deref(t, mcas_read(h->mt, &n->rec[s].w));
@@ -185,19 +185,19 @@ ds__bztree_descend(struct ds_bztree_thread *h, uint64_t key, unsigned level, boo
 static int
 bz_leaf_find(struct ds_bztree_thread *h, struct bz_node *l, uint64_t s, uint64_t key, int skip)
 {
-	unsigned cnt = bz_count(s), ns = (unsigned)bz_load(&l->n);
+	unsigned cnt = bz_count(s), ns = (unsigned)ds__word_load(&l->n);
 	unsigned lo = 0, hi = ns;
 
 	/* The sorted part: keys unique and immutable. */
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
 
-		if (bz_load(&l->rec[mid].key) < key)
+		if (ds__word_load(&l->rec[mid].key) < key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < ns && bz_load(&l->rec[lo].key) == key &&
+	if (lo < ns && ds__word_load(&l->rec[lo].key) == key &&
 			mcas_read(h->mt, &l->rec[lo].w) == BZ_META_LIVE)
 		return (int)lo;
 	/* The append area, key first: a slot published as of @s had its key
@@ -208,7 +208,7 @@ bz_leaf_find(struct ds_bztree_thread *h, struct bz_node *l, uint64_t s, uint64_t
 	 * Comparing the plain key first spares the metadata read (an MCAS
 	 * read, often through an AOPT descriptor) of every other record. */
 	for (unsigned i = ns; i < cnt; i++)
-		if ((int)i != skip && bz_load(&l->rec[i].key) == key &&
+		if ((int)i != skip && ds__word_load(&l->rec[i].key) == key &&
 				mcas_read(h->mt, &l->rec[i].w) == BZ_META_LIVE)
 			return (int)i;
 	return -1;
@@ -229,18 +229,18 @@ unsigned
 ds__bztree_leaf_collect(struct ds_bztree_thread *h, struct bz_node *l, uint64_t s, uint64_t from,
 	struct bz_kv *out)
 {
-	unsigned cnt = bz_count(s), ns = (unsigned)bz_load(&l->n), k = 0;
+	unsigned cnt = bz_count(s), ns = (unsigned)ds__word_load(&l->n), k = 0;
 
 	for (unsigned i = 0; i < cnt; i++) {
 		uint64_t key;
 
 		if (mcas_read(h->mt, &l->rec[i].w) != BZ_META_LIVE)
 			continue;
-		key = bz_load(&l->rec[i].key);
+		key = ds__word_load(&l->rec[i].key);
 		if (key < from)
 			continue;
 		out[k].key = key;
-		out[k].value = bz_load(&l->rec[i].value);
+		out[k].value = ds__word_load(&l->rec[i].value);
 		k++;
 	}
 	/* The sorted part comes first and stays sorted; only an append area
@@ -357,8 +357,8 @@ bz_write(struct ds_bztree_thread *h, uint64_t key, uint64_t value, enum bz_write
 		}
 		slot = bz_count(s);
 		s += BZ_COUNT_ONE;
-		bz_store(&l->rec[slot].key, key);
-		bz_store(&l->rec[slot].value, value);
+		ds__word_store(&l->rec[slot].key, key);
+		ds__word_store(&l->rec[slot].value, value);
 		/* Durable before the publishing MCAS, whose first CAS orders it. */
 		if (t->persistent)
 			pm_flush(&l->rec[slot].key, 2 * sizeof(uint64_t));
@@ -517,7 +517,7 @@ ds_bztree_lookup(struct ds_bztree_thread *h, uint64_t key, uint64_t *value)
 			break;
 		if (ret == 0) {
 			if (at.slot >= 0)
-				v = bz_load(&at.leaf->rec[at.slot].value);
+				v = ds__word_load(&at.leaf->rec[at.slot].value);
 			if (bz_unchanged(h, &at)) {
 				ret = at.slot >= 0;
 				if (at.slot >= 0 && value != NULL)

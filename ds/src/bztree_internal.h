@@ -32,6 +32,7 @@
 #include <pm/ptr.h>
 
 #include "node_cache.h"
+#include "node_word.h"
 
 #define BZ_PMEM_MAGIC 0x45455254345a4244ull /* "DBZ4TREE" */
 
@@ -141,24 +142,6 @@ struct bz_path {
 };
 
 /* ---- words and nodes ---- */
-
-/* bz_load -- relaxed load of a word written before its node was published
- * (ordered by the acquire in the mcas_read() that found the node or
- * record), or of any word while nothing runs concurrently */
-static inline uint64_t
-bz_load(const uint64_t *p)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)p, memory_order_relaxed);
-}
-
-/* bz_store -- relaxed store into a node or slot nobody else writes; atomic
- * because a stale AOPT detach or a reader of a frozen copy may load it; the
- * publishing MCAS orders it */
-static inline void
-bz_store(uint64_t *p, uint64_t v)
-{
-	atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)p, v, memory_order_relaxed);
-}
 
 /* bz_ref -- the reference to node @n stored in target words */
 static inline uint64_t

@@ -156,7 +156,7 @@ ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_con
 	}
 	t->root = t->root_line;
 	ds__bztree_build(t, leaf, 0, NULL, 0);
-	bz_store(t->root, bz_ref(t, leaf));
+	ds__word_store(t->root, bz_ref(t, leaf));
 	*out = t;
 	return 0;
 }
@@ -255,7 +255,7 @@ ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *po
 	pm_area_invalidate(&hdr->area);
 	leaf = bz_arena_node(t, 0);
 	ds__bztree_build(t, leaf, 0, NULL, 0);
-	bz_store(t->root, bz_ref(t, leaf));
+	ds__word_store(t->root, bz_ref(t, leaf));
 	pm_persist(t->root, sizeof(*t->root));
 	hdr->capacity = t->cap;
 	hdr->node_size = (uint32_t)t->node_size;
@@ -289,7 +289,7 @@ struct bz_walk {
 static uint64_t
 bz_wread(const struct bz_walk *w, const uint64_t *p)
 {
-	return w->h != NULL ? mcas_read(w->h->mt, p) : bz_load(p);
+	return w->h != NULL ? mcas_read(w->h->mt, p) : ds__word_load(p);
 }
 
 /* bz_owns -- the node @v refers to if it is a node of the tree, else NULL */
@@ -324,8 +324,8 @@ bz_walk_node(struct bz_walk *w, uint64_t v, int level, uint64_t lo, uint64_t hi,
 			(unsigned long long)t->nc.nodes);
 	w->reach[w->nreach++] = (uintptr_t)n;
 	s = bz_wread(w, &n->status);
-	lv = bz_load(&n->level);
-	cnt = bz_load(&n->n);
+	lv = ds__word_load(&n->level);
+	cnt = ds__word_load(&n->n);
 	if ((s & mask) != 0)
 		return BZ_FAIL(w, "a node's status holds an MCAS descriptor");
 	if (bz_frozen(s))
@@ -340,17 +340,17 @@ bz_walk_node(struct bz_walk *w, uint64_t v, int level, uint64_t lo, uint64_t hi,
 		if (cnt < (is_root ? 2u : 1u) || cnt > t->cap)
 			return BZ_FAIL(w, "an inner node at level %llu has %llu children",
 				(unsigned long long)lv, (unsigned long long)cnt);
-		if (bz_load(&n->rec[0].key) != lo)
+		if (ds__word_load(&n->rec[0].key) != lo)
 			return BZ_FAIL(w, "an inner node's lower bound %llu is not its parent's "
-				"separator %llu", (unsigned long long)bz_load(&n->rec[0].key),
+				"separator %llu", (unsigned long long)ds__word_load(&n->rec[0].key),
 				(unsigned long long)lo);
 		for (uint64_t i = 0; i < cnt; i++) {
-			uint64_t k = bz_load(&n->rec[i].key);
+			uint64_t k = ds__word_load(&n->rec[i].key);
 			bool last = i + 1 == cnt;
-			uint64_t khi = last ? hi : bz_load(&n->rec[i + 1].key);
+			uint64_t khi = last ? hi : ds__word_load(&n->rec[i + 1].key);
 			const char *err;
 
-			if (i > 0 && (k <= bz_load(&n->rec[i - 1].key) || (has_hi && k >= hi)))
+			if (i > 0 && (k <= ds__word_load(&n->rec[i - 1].key) || (has_hi && k >= hi)))
 				return BZ_FAIL(w, "separator %llu of a level-%llu node is out of order "
 					"or outside its range", (unsigned long long)k,
 					(unsigned long long)lv);
@@ -369,11 +369,11 @@ bz_walk_node(struct bz_walk *w, uint64_t v, int level, uint64_t lo, uint64_t hi,
 	unsigned nlive = 0;
 
 	for (unsigned i = 0; i < bz_count(s); i++) {
-		uint64_t meta = bz_wread(w, &n->rec[i].w), k = bz_load(&n->rec[i].key);
+		uint64_t meta = bz_wread(w, &n->rec[i].w), k = ds__word_load(&n->rec[i].key);
 
 		if (meta != 0 && meta != BZ_META_LIVE && meta != BZ_META_DEAD)
 			return BZ_FAIL(w, "a leaf record's metadata is %#llx", (unsigned long long)meta);
-		if (i < cnt && (meta == 0 || (i > 0 && k <= bz_load(&n->rec[i - 1].key))))
+		if (i < cnt && (meta == 0 || (i > 0 && k <= ds__word_load(&n->rec[i - 1].key))))
 			return BZ_FAIL(w, "a leaf's sorted part is unsorted or unpublished at slot %u",
 				i);
 		if (meta != BZ_META_LIVE)

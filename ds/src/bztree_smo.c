@@ -24,18 +24,18 @@ void
 ds__bztree_build(struct ds_bztree *t, struct bz_node *node, unsigned level, const struct bz_kv *kv,
 	unsigned n)
 {
-	bz_store(&node->status,
+	ds__word_store(&node->status,
 		level == 0 ? (uint64_t)n << BZ_COUNT_SHIFT | (uint64_t)n << BZ_LIVE_SHIFT : 0);
-	bz_store(&node->level, level);
-	bz_store(&node->n, n);
+	ds__word_store(&node->level, level);
+	ds__word_store(&node->n, n);
 	for (unsigned i = 0; i < n; i++) {
-		bz_store(&node->rec[i].w, level == 0 ? BZ_META_LIVE : kv[i].value);
-		bz_store(&node->rec[i].key, kv[i].key);
-		bz_store(&node->rec[i].value, level == 0 ? kv[i].value : 0);
+		ds__word_store(&node->rec[i].w, level == 0 ? BZ_META_LIVE : kv[i].value);
+		ds__word_store(&node->rec[i].key, kv[i].key);
+		ds__word_store(&node->rec[i].value, level == 0 ? kv[i].value : 0);
 	}
 	/* Unused slots of a reused node must not look published. */
 	for (unsigned i = n; i < t->cap; i++)
-		bz_store(&node->rec[i].w, 0);
+		ds__word_store(&node->rec[i].w, 0);
 	/* Durable before the MCAS that links it: its first CAS orders this. */
 	if (t->persistent)
 		pm_flush(node, t->node_size);
@@ -47,10 +47,10 @@ ds__bztree_build(struct ds_bztree *t, struct bz_node *node, unsigned level, cons
 static unsigned
 bz_inner_collect(struct ds_bztree_thread *h, struct bz_node *n, struct bz_kv *out)
 {
-	unsigned m = (unsigned)bz_load(&n->n);
+	unsigned m = (unsigned)ds__word_load(&n->n);
 
 	for (unsigned i = 0; i < m; i++) {
-		out[i].key = bz_load(&n->rec[i].key);
+		out[i].key = ds__word_load(&n->rec[i].key);
 		out[i].value = mcas_read(h->mt, &n->rec[i].w);
 	}
 	return m;
@@ -108,7 +108,7 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 	d = p.depth - 1;
 	x = p.node[d];
 	sx = p.status[d];
-	if (bz_load(&x->level) != level)
+	if (ds__word_load(&x->level) != level)
 		return 0; /* the tree no longer has that level */
 	if (bz_frozen(sx))
 		return 2;
@@ -116,16 +116,16 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 		if (bz_frozen(p.status[i]))
 			return 2;
 	if (d > 0)
-		m = (unsigned)bz_load(&p.node[d - 1]->n);
+		m = (unsigned)ds__word_load(&p.node[d - 1]->n);
 
 	if (kind == BZ_SMO_FULL) {
-		if (level == 0 ? bz_count(sx) < t->cap : bz_load(&x->n) < t->cap)
+		if (level == 0 ? bz_count(sx) < t->cap : ds__word_load(&x->n) < t->cap)
 			return 0;
 		n = level == 0 ? ds__bztree_leaf_collect(h, x, sx, 0, kv) :
 				  bz_inner_collect(h, x, kv);
 		first = d > 0 ? p.slot[d - 1] : 0;
 	} else {
-		unsigned nx = level == 0 ? bz_live(sx) : (unsigned)bz_load(&x->n);
+		unsigned nx = level == 0 ? bz_live(sx) : (unsigned)ds__word_load(&x->n);
 
 		if (d == 0 || nx > t->cap / 4)
 			return 0;
@@ -190,17 +190,17 @@ bz_smo_try(struct ds_bztree_thread *h, uint64_t key, unsigned level, enum bz_smo
 		unsigned q = 0;
 
 		for (unsigned i = 0; i < first; i++, q++) {
-			pkv[q].key = bz_load(&pn->rec[i].key);
+			pkv[q].key = ds__word_load(&pn->rec[i].key);
 			pkv[q].value = mcas_read(h->mt, &pn->rec[i].w);
 		}
-		pkv[q].key = bz_load(&pn->rec[first].key);
+		pkv[q].key = ds__word_load(&pn->rec[first].key);
 		pkv[q++].value = bz_ref(t, built[0]);
 		if (j == 2) {
 			pkv[q].key = sep;
 			pkv[q++].value = bz_ref(t, built[1]);
 		}
 		for (unsigned i = first + k; i < m; i++, q++) {
-			pkv[q].key = bz_load(&pn->rec[i].key);
+			pkv[q].key = ds__word_load(&pn->rec[i].key);
 			pkv[q].value = mcas_read(h->mt, &pn->rec[i].w);
 		}
 		ds__bztree_build(t, built[j], level + 1, pkv, q);

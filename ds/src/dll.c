@@ -80,6 +80,7 @@
 #include <pm/ptr.h>
 
 #include "node_cache.h"
+#include "node_word.h"
 
 #define DLL_PMEM_MAGIC 0x54534c4c44534d44ull /* "DMSDLLST" */
 /* Most nodes a handle moves to or from the shared pool at a time. */
@@ -149,23 +150,6 @@ struct ds_dll_thread {
 
 /* ---- nodes and links ---- */
 
-/* dll_load -- relaxed load of a node field: the key of a reachable node, or
- * a link outside MCAS (checks and recovery, with no concurrent writer) */
-static inline uint64_t
-dll_load(const uint64_t *p)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)p, memory_order_relaxed);
-}
-
-/* dll_store -- relaxed store to a node field of a node nobody can reach;
- * atomic because a stale AOPT detach may load its links concurrently (see
- * the essay); the MCAS that publishes the node orders it */
-static inline void
-dll_store(uint64_t *p, uint64_t v)
-{
-	atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)p, v, memory_order_relaxed);
-}
-
 /* dll_link -- the link word value referring to @n */
 static inline uint64_t
 dll_link(const struct ds_dll *l, const struct ds_dll_node *n)
@@ -185,7 +169,7 @@ dll_deref(const struct ds_dll *l, uint64_t v)
 static inline uint64_t
 dll_key(const struct ds_dll_node *n)
 {
-	return dll_load(&n->key);
+	return ds__word_load(&n->key);
 }
 
 /* ---- operations ---- */
@@ -264,10 +248,10 @@ ds_dll_insert(struct ds_dll_thread *h, uint64_t key)
 			if (ret != 0)
 				break;
 			node = fresh;
-			dll_store(&node->key, key);
+			ds__word_store(&node->key, key);
 		}
-		dll_store(&node->prev, dll_link(l, pred));
-		dll_store(&node->next, dll_link(l, curr));
+		ds__word_store(&node->prev, dll_link(l, pred));
+		ds__word_store(&node->next, dll_link(l, curr));
 		/* The node's line is durable before any link can refer to it:
 		 * the MCAS's first CAS, ours, orders this flush (no fence). */
 		if (l->persistent)
@@ -600,48 +584,48 @@ dll_recover(struct ds_dll *l, uint8_t *seen, uint64_t *size)
 	struct ds_dll_node *prev = l->head;
 	uint64_t count = 0;
 
-	if (dll_load(&l->head->key) != 0 || dll_load(&l->head->prev) != 0)
+	if (ds__word_load(&l->head->key) != 0 || ds__word_load(&l->head->prev) != 0)
 		return pm_error_set(PM_E_CORRUPT, "ds_dll: the head sentinel is damaged");
 	seen[0] = 1;
 	for (;;) {
-		uint64_t v = dll_load(&prev->next), idx, key;
+		uint64_t v = ds__word_load(&prev->next), idx, key;
 		struct ds_dll_node *curr;
 
 		if (v & DS_DLL_MARK_DELETED)
 			return pm_error_set(PM_E_CORRUPT,
 				"ds_dll: a reachable node (key %llu) is marked deleted",
-				(unsigned long long)dll_load(&prev->key));
+				(unsigned long long)ds__word_load(&prev->key));
 		if (v & DLL_ALIGN_MASK)
 			return pm_error_set(PM_E_CORRUPT,
 				"ds_dll: link %#llx after key %llu is not a node "
 				"(an MCAS descriptor left by a crash? run mcas_pmem_open() first)",
-				(unsigned long long)v, (unsigned long long)dll_load(&prev->key));
+				(unsigned long long)v, (unsigned long long)ds__word_load(&prev->key));
 		if (v < arena_link || (v - arena_link) / DS_DLL_NODE_SIZE >= n)
 			return pm_error_set(PM_E_CORRUPT,
 				"ds_dll: link %#llx after key %llu leaves the arena",
-				(unsigned long long)v, (unsigned long long)dll_load(&prev->key));
+				(unsigned long long)v, (unsigned long long)ds__word_load(&prev->key));
 		idx = (v - arena_link) / DS_DLL_NODE_SIZE;
 		curr = &l->arena[idx];
 		if (seen[idx])
 			return pm_error_set(PM_E_CORRUPT, "ds_dll: node %llu is reached twice",
 				(unsigned long long)idx);
-		if (dll_load(&curr->prev) != dll_link(l, prev))
+		if (ds__word_load(&curr->prev) != dll_link(l, prev))
 			return pm_error_set(PM_E_CORRUPT,
 				"ds_dll: the prev link of node %llu (key %llu) is "
 				"%#llx, not its predecessor", (unsigned long long)idx,
-				(unsigned long long)dll_load(&curr->key),
-				(unsigned long long)dll_load(&curr->prev));
+				(unsigned long long)ds__word_load(&curr->key),
+				(unsigned long long)ds__word_load(&curr->prev));
 		seen[idx] = 1;
-		key = dll_load(&curr->key);
+		key = ds__word_load(&curr->key);
 		if (curr == l->tail) {
-			if (key != UINT64_MAX || dll_load(&curr->next) != 0)
+			if (key != UINT64_MAX || ds__word_load(&curr->next) != 0)
 				return pm_error_set(PM_E_CORRUPT,
 					"ds_dll: the tail sentinel is damaged");
 			break;
 		}
-		if (key <= dll_load(&prev->key) || key > DS_DLL_KEY_MAX)
+		if (key <= ds__word_load(&prev->key) || key > DS_DLL_KEY_MAX)
 			return pm_error_set(PM_E_CORRUPT, "ds_dll: key %llu follows key %llu",
-				(unsigned long long)key, (unsigned long long)dll_load(&prev->key));
+				(unsigned long long)key, (unsigned long long)ds__word_load(&prev->key));
 		count++;
 		prev = curr;
 	}
@@ -820,7 +804,7 @@ dll_check_walk(struct ds_dll_thread *h, const uintptr_t *slabs, uintptr_t *reach
 	if (dll_key(l->head) != 0 || mcas_read(h->t, &l->head->prev) != 0)
 		return snprintf(buf, len, "the head sentinel is damaged"), buf;
 	for (;;) {
-		uint64_t raw = dll_load(&prev->next);
+		uint64_t raw = ds__word_load(&prev->next);
 		uint64_t v = mcas_read(h->t, &prev->next);
 
 		st->installed += (raw & mask) != 0;
@@ -831,7 +815,7 @@ dll_check_walk(struct ds_dll_thread *h, const uintptr_t *slabs, uintptr_t *reach
 		if ((v & DLL_ALIGN_MASK) != 0 || !dll_owns(l, curr, slabs))
 			return snprintf(buf, len, "link %#llx after key %llu is not a node of the list",
 				(unsigned long long)v, (unsigned long long)dll_key(prev)), buf;
-		raw = dll_load(&curr->prev);
+		raw = ds__word_load(&curr->prev);
 		st->installed += (raw & mask) != 0;
 		if (mcas_read(h->t, &curr->prev) != dll_link(l, prev))
 			return snprintf(buf, len, "prev link of key %llu does not lead back to key %llu",
