@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""onll_variant: //onll:onll and //onll:objects built again from the same
-sources with private defines, for tests only (a code path the host would not
-take, or a planted bug a test must catch)."""
+"""onll_libraries: //onll:onll and //onll:objects, and onll_variant: the
+same built again from the same sources with private defines, for tests only
+(a code path the host would not take, or a planted bug a test must catch)."""
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 load("//tools:copts.bzl", "C_COPTS")
@@ -15,16 +15,21 @@ ONLL_SRCS = [
     "src/trace.c",
 ]
 
-def onll_variant(name, defines):
-    """Defines testonly libraries onll_<name> and objects_<name>.
+def onll_libraries(suffix = "", defines = [], testonly = False):
+    """Defines onll<suffix> and objects<suffix> from ONLL_SRCS.
+
+    The production libraries are onll_libraries() (//onll:onll and
+    //onll:objects); a test variant passes a suffix, its defines and
+    testonly = True, so it differs from them only in what it says.
 
     Args:
-      name: the variant's suffix.
+      suffix: appended to both names ("" for the production libraries).
       defines: preprocessor symbols ONLL_SRCS are compiled with.
+      testonly: whether only tests may depend on them.
     """
     cc_library(
-        name = "onll_" + name,
-        testonly = True,
+        name = "onll" + suffix,
+        testonly = testonly,
         srcs = ONLL_SRCS,
         hdrs = ["include/onll/onll.h"],
         copts = C_COPTS,
@@ -40,11 +45,20 @@ def onll_variant(name, defines):
         ],
     )
     cc_library(
-        name = "objects_" + name,
-        testonly = True,
+        name = "objects" + suffix,
+        testonly = testonly,
         srcs = ["src/objects.c"],
         hdrs = ["include/onll/objects.h"],
         copts = C_COPTS,
         strip_include_prefix = "include",
-        deps = [":onll_" + name],
+        deps = [":onll" + suffix],
     )
+
+def onll_variant(name, defines):
+    """Defines testonly libraries onll_<name> and objects_<name>.
+
+    Args:
+      name: the variant's suffix.
+      defines: preprocessor symbols ONLL_SRCS are compiled with.
+    """
+    onll_libraries(suffix = "_" + name, defines = defines, testonly = True)
