@@ -31,27 +31,14 @@ TEST(McasFault, ConstructorsRegistrationAndRetireFailCleanly)
 	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	mcas_config cfg;
 	mcas_config_init(&cfg);
-	EXPECT_GT(pmtest::SweepAllocFailures(
-			  [&] {
-				  mcas *m = nullptr;
-				  int r = mcas_new(&m, &cfg);
-				  EXPECT_EQ(r == 0, m != nullptr);
-				  mcas_close(&m);
-				  return r;
-			  },
-			  EnomemIffFired),
+	EXPECT_GT(pmtest::SweepConstructor<mcas>([&](mcas **m) { return mcas_new(m, &cfg); },
+			  [](mcas **m) { mcas_close(m); }, EnomemIffFired),
 		0u);
 	mcas *m = nullptr;
 	ASSERT_EQ(mcas_new(&m, &cfg), 0);
-	EXPECT_GT(pmtest::SweepAllocFailures(
-			  [&] {
-				  mcas_thread *t = nullptr;
-				  int r = mcas_thread_register(m, &t);
-				  EXPECT_EQ(r == 0, t != nullptr);
-				  mcas_thread_unregister(&t);
-				  return r;
-			  },
-			  EnomemIffFired),
+	EXPECT_GT(pmtest::SweepConstructor<mcas_thread>(
+			  [&](mcas_thread **t) { return mcas_thread_register(m, t); },
+			  [](mcas_thread **t) { mcas_thread_unregister(t); }, EnomemIffFired),
 		0u);
 	// mcas_retire grows its list; a refusal leaves the object with the
 	// caller, who still owns it.
@@ -104,26 +91,14 @@ TEST(BztreeFault, ConstructorsAndRegistrationFailCleanly)
 	ds_bztree_config cfg;
 	ds_bztree_config_init(&cfg);
 	cfg.node_capacity = DS_BZTREE_MIN_CAPACITY;
-	EXPECT_GT(pmtest::SweepAllocFailures(
-			  [&] {
-				  ds_bztree *t = nullptr;
-				  int r = ds_bztree_new(&t, w.m, &cfg);
-				  EXPECT_EQ(r == 0, t != nullptr);
-				  ds_bztree_close(&t);
-				  return r;
-			  },
-			  EnomemIffFired),
+	EXPECT_GT(pmtest::SweepConstructor<ds_bztree>(
+			  [&](ds_bztree **t) { return ds_bztree_new(t, w.m, &cfg); },
+			  [](ds_bztree **t) { ds_bztree_close(t); }, EnomemIffFired),
 		0u);
 	ASSERT_EQ(ds_bztree_new(&w.t, w.m, &cfg), 0);
-	EXPECT_GT(pmtest::SweepAllocFailures(
-			  [&] {
-				  ds_bztree_thread *h = nullptr;
-				  int r = ds_bztree_thread_register(w.t, &h);
-				  EXPECT_EQ(r == 0, h != nullptr);
-				  ds_bztree_thread_unregister(&h);
-				  return r;
-			  },
-			  EnomemIffFired),
+	EXPECT_GT(pmtest::SweepConstructor<ds_bztree_thread>(
+			  [&](ds_bztree_thread **h) { return ds_bztree_thread_register(w.t, h); },
+			  [](ds_bztree_thread **h) { ds_bztree_thread_unregister(h); }, EnomemIffFired),
 		0u);
 }
 

@@ -42,37 +42,23 @@ TEST(OnllFault, CreateOpenAndRegisterFailCleanly)
 	onll_config c = SmallConfig();
 	ASSERT_EQ(e.Create("fault-create", c, onll_map_type()), 0);
 	ASSERT_EQ(onll_close(&e.o), 0);
-	unsigned points = pmtest::SweepAllocFailures(
-		[&] {
-			onll *o = nullptr;
-			int r = onll_create(&o, e.pool, e.area_off, &c, e.type);
-			EXPECT_EQ(r == 0, o != nullptr);
-			onll_close(&o);
-			return r;
-		},
-		[](int r, bool fired) { EXPECT_EQ(r, fired ? -ENOMEM : 0) << pm_strerror(r); });
-	EXPECT_GT(points, 2u);
-	points = pmtest::SweepAllocFailures(
-		[&] {
-			onll *o = nullptr;
-			int r = onll_open(&o, e.pool, e.area_off, e.type);
-			EXPECT_EQ(r == 0, o != nullptr);
-			onll_close(&o);
-			return r;
-		},
-		[](int r, bool fired) { EXPECT_EQ(r, fired ? -ENOMEM : 0) << pm_strerror(r); });
-	EXPECT_GT(points, 2u);
+	auto enomem_iff_fired = [](int r, bool fired) {
+		EXPECT_EQ(r, fired ? -ENOMEM : 0) << pm_strerror(r);
+	};
+	auto close = [](onll **o) { onll_close(o); };
+	EXPECT_GT(pmtest::SweepConstructor<onll>(
+			  [&](onll **o) { return onll_create(o, e.pool, e.area_off, &c, e.type); }, close,
+			  enomem_iff_fired),
+		2u);
+	EXPECT_GT(pmtest::SweepConstructor<onll>(
+			  [&](onll **o) { return onll_open(o, e.pool, e.area_off, e.type); }, close,
+			  enomem_iff_fired),
+		2u);
 	ASSERT_EQ(onll_open(&e.o, e.pool, e.area_off, e.type), 0);
-	points = pmtest::SweepAllocFailures(
-		[&] {
-			onll_thread *t = nullptr;
-			int r = onll_thread_register(e.o, &t);
-			EXPECT_EQ(r == 0, t != nullptr);
-			onll_thread_unregister(&t);
-			return r;
-		},
-		[](int r, bool fired) { EXPECT_EQ(r, fired ? -ENOMEM : 0) << pm_strerror(r); });
-	EXPECT_GT(points, 0u);
+	EXPECT_GT(pmtest::SweepConstructor<onll_thread>(
+			  [&](onll_thread **t) { return onll_thread_register(e.o, t); },
+			  [](onll_thread **t) { onll_thread_unregister(t); }, enomem_iff_fired),
+		0u);
 }
 
 // Each update of a sweep puts a new key. -ENOMEM: the key is absent;

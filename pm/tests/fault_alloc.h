@@ -36,9 +36,10 @@ bool fault_alloc_fired(void);
 #ifdef __cplusplus
 }
 
-// FAULT_ALLOC_SKIP_IF_UNAVAILABLE -- at the top of a GoogleTest body (with
-// <gtest/gtest.h> included first): skip, saying why, where this build has
-// no fault injection.
+// The C++ part needs <gtest/gtest.h> included first.
+
+// FAULT_ALLOC_SKIP_IF_UNAVAILABLE -- at the top of a GoogleTest body: skip,
+// saying why, where this build has no fault injection.
 #define FAULT_ALLOC_SKIP_IF_UNAVAILABLE()                                              \
 	do {                                                                          \
 		if (!fault_alloc_available())                                         \
@@ -65,6 +66,23 @@ unsigned SweepAllocFailures(Call call, Check check, unsigned max_points = 10000)
 			return n - 1;
 	}
 	return max_points;
+}
+
+// SweepConstructor -- SweepAllocFailures for a call that makes an object:
+// @make(&obj) returns 0 with obj set, or an error with obj left NULL (checked
+// on every run); @release(&obj) frees what it made. @check as above.
+template <class T, class Make, class Release, class Check>
+unsigned SweepConstructor(Make make, Release release, Check check)
+{
+	return SweepAllocFailures(
+		[&] {
+			T *obj = nullptr;
+			int r = make(&obj);
+			EXPECT_EQ(r == 0, obj != nullptr) << r;
+			release(&obj);
+			return r;
+		},
+		check);
 }
 
 } // namespace pmtest

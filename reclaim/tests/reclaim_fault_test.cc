@@ -45,27 +45,15 @@ TEST_P(ReclaimFault, ConstructorsFailCleanly)
 {
 	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
 	reclaim_config cfg = TestConfig(GetParam());
-	EXPECT_GT(pmtest::SweepAllocFailures(
-			  [&] {
-				  reclaim_domain *d = nullptr;
-				  int r = reclaim_domain_new(&d, &cfg);
-				  EXPECT_EQ(r == 0, d != nullptr);
-				  EXPECT_EQ(reclaim_domain_delete(&d), 0);
-				  return r;
-			  },
-			  CreationResult),
+	EXPECT_GT(pmtest::SweepConstructor<reclaim_domain>(
+			  [&](reclaim_domain **d) { return reclaim_domain_new(d, &cfg); },
+			  [](reclaim_domain **d) { EXPECT_EQ(reclaim_domain_delete(d), 0); }, CreationResult),
 		0u);
 	reclaim_domain *d = nullptr;
 	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
-	pmtest::SweepAllocFailures(
-		[&] {
-			reclaim_thread *t = nullptr;
-			int r = reclaim_thread_register(d, &t);
-			EXPECT_EQ(r == 0, t != nullptr);
-			EXPECT_EQ(reclaim_thread_unregister(&t), 0);
-			return r;
-		},
-		CreationResult);
+	pmtest::SweepConstructor<reclaim_thread>(
+		[&](reclaim_thread **t) { return reclaim_thread_register(d, t); },
+		[](reclaim_thread **t) { EXPECT_EQ(reclaim_thread_unregister(t), 0); }, CreationResult);
 	EXPECT_EQ(reclaim_domain_delete(&d), 0);
 }
 
