@@ -42,6 +42,12 @@ pm_strerror(int code)
 		return "failure injected for testing";
 	case RDMA_E_NO_DEVICE:
 		return "backend unavailable on this machine (no device or provider)";
+	case KV_E_UNAVAILABLE:
+		return "too few memory nodes of the group answered in time";
+	case KV_E_EXISTS:
+		return "key already present";
+	case KV_E_GROUP:
+		return "the memory nodes do not form the configured index group";
 	case ONLL_E_RESULT_LOST:
 		return "update took effect but its result was lost (out of memory)";
 	default:

@@ -178,6 +178,12 @@ TEST(Error, StrerrorCoversCodes)
 	EXPECT_STRNE(pm_strerror(PM_E_CORRUPT), pm_strerror(PM_E_LAYOUT));
 	for (int c = PM_E_LAST; c < PM_E_BASE; c++)
 		EXPECT_STRNE(pm_strerror(c), "unknown error") << c;
+	for (int c = RDMA_E_LAST; c < RDMA_E_BASE; c++)
+		EXPECT_STRNE(pm_strerror(c), "unknown error") << c;
+	for (int c = KV_E_LAST; c < KV_E_BASE; c++)
+		EXPECT_STRNE(pm_strerror(c), "unknown error") << c;
+	for (int c = ONLL_E_LAST; c < ONLL_E_BASE; c++)
+		EXPECT_STRNE(pm_strerror(c), "unknown error") << c;
 	EXPECT_STREQ(pm_strerror(12345), "unknown error");
 }
 

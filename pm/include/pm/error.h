@@ -54,9 +54,19 @@ extern "C" {
 /* Lowest code of the rdma range. */
 #define RDMA_E_LAST RDMA_E_NO_DEVICE
 
-/* First code of the range reserved for the KV store (kv/, planned); it
- * defines no codes yet. */
+/* First code of the KV store's range (kv/); codes count down from here. */
 #define KV_E_BASE (-12000)
+/* Too few members of the group answered within the operation's timeout:
+ * the operation may or may not have taken effect; nothing wrong was
+ * returned. Retry when a majority of the memory nodes is back. */
+#define KV_E_UNAVAILABLE (KV_E_BASE - 1)
+/* The key is already present (insert-if-absent). */
+#define KV_E_EXISTS (KV_E_BASE - 2)
+/* The nodes do not form the configured group: another group's or an
+ * unformatted superblock, another group size or position. */
+#define KV_E_GROUP (KV_E_BASE - 3)
+/* Lowest code of the kv range. */
+#define KV_E_LAST KV_E_GROUP
 
 /* First code of the onll range (onll/onll.h); codes count down from here. */
 #define ONLL_E_BASE (-13000)
@@ -68,7 +78,8 @@ extern "C" {
 
 /**
  * pm_strerror -- a static description of an error code.
- * @code: 0, a negative errno, or a suite code (PM_E_*, RDMA_E_*, ONLL_E_*).
+ * @code: 0, a negative errno, or a suite code (PM_E_*, RDMA_E_*, KV_E_*,
+ *        ONLL_E_*).
  *
  * Return: a string with static storage duration; never NULL (unknown codes
  * get a generic text).

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/group.c -- connections to a group's memory nodes and
+ * parallel rounds (group.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pm/error.h>
+
+#include "kv/src/index/group.h"
+
+/* How often the reconnect thread retries a member that is down. */
+#define KV_IX_RETRY_NS (50u * 1000000u)
+/* How long a round waits for a member's background batch to complete. */
+#define KV_IX_BACKGROUND_WAIT_NS (2u * 1000000u)
+
+uint64_t
+kv__ix_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int
+member_state(const struct kv_ix_member *m)
+{
+	return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
+}
+
+/* Hand @m to the reconnect thread (client thread). */
+static void
+member_down(struct kv_ix_group *g, struct kv_ix_member *m)
+{
+	m->in_round = false;
+	__atomic_store_n(&m->state, KV_IX_M_DOWN, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&g->lock);
+	g->wake = true;
+	pthread_cond_signal(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The length of region @id on @c's node, 0 if it has none. */
+static uint64_t
+region_len(const struct rdma_conn *c, uint32_t id)
+{
+	struct rdma_region_info info;
+
+	for (unsigned i = 0; rdma_conn_region(c, i, &info) == 0; i++)
+		if (info.id == id)
+			return info.length;
+	return 0;
+}
+
+/*
+ * Whether member @i's node holds a superblock of this group (reconnect
+ * thread). The first valid superblock seen names the group; the others must
+ * agree with it.
+ */
+static bool
+member_check(struct kv_ix_group *g, unsigned i, bool require_super)
+{
+	struct kv_ix_member *m = &g->m[i];
+	struct kv_ix_super s;
+	struct rdma_batch b;
+	uint64_t len = region_len(m->conn, g->region);
+	bool ok;
+
+	if (len == 0)
+		return false;
+	if (!require_super)
+		return true;
+	rdma_batch_init(&b);
+	if (rdma_batch_read(&b, g->region, 0, &s, sizeof(s)) != 0 ||
+		rdma_execute(m->conn, &b) != 0)
+		return false;
+	if (kv__ix_super_check(&s, len, g->n, i) != 0)
+		return false;
+	pthread_mutex_lock(&g->lock);
+	if (!g->uuid_known) {
+		memcpy(g->uuid, s.uuid, sizeof(g->uuid));
+		g->super = s;
+		g->uuid_known = true;
+	}
+	ok = memcmp(g->uuid, s.uuid, sizeof(g->uuid)) == 0 &&
+		s.bucket_off == g->super.bucket_off && s.nbuckets == g->super.nbuckets &&
+		s.rec_off == g->super.rec_off && s.mark_off == g->super.mark_off &&
+		s.max_clients == g->super.max_clients &&
+		s.recs_per_client == g->super.recs_per_client;
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+/* One attempt to bring member @i back (reconnect thread). */
+static void
+member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
+{
+	struct kv_ix_member *m = &g->m[i];
+	int ret;
+
+	if (m->conn == NULL)
+		ret = rdma_conn_open(&m->conn, m->uri, &g->conn_cfg);
+	else
+		ret = rdma_conn_reconnect(m->conn);
+	if (ret != 0 || !member_check(g, i, require_super))
+		return;
+	__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELEASE);
+}
+
+struct kv_ix_thread_arg {
+	struct kv_ix_group *g;
+	bool require_super;
+};
+
+static void *
+reconnect_main(void *p)
+{
+	struct kv_ix_group *g = ((struct kv_ix_thread_arg *)p)->g;
+	bool require_super = ((struct kv_ix_thread_arg *)p)->require_super;
+
+	free(p);
+	for (;;) {
+		struct timespec until;
+
+		for (unsigned i = 0; i < g->n; i++)
+			if (member_state(&g->m[i]) == KV_IX_M_DOWN)
+				member_revive(g, i, require_super);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += KV_IX_RETRY_NS;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&g->lock);
+		while (!g->stop && !g->wake)
+			if (pthread_cond_timedwait(&g->cond, &g->lock, &until) == ETIMEDOUT)
+				break;
+		g->wake = false;
+		if (g->stop) {
+			pthread_mutex_unlock(&g->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+}
+
+static unsigned
+usable_members(const struct kv_ix_group *g)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < g->n; i++)
+		k += member_state(&g->m[i]) == KV_IX_M_IDLE;
+	return k;
+}
+
+int
+kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
+	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
+	bool require_super)
+{
+	struct kv_ix_thread_arg *arg;
+	uint64_t deadline;
+	int ret;
+
+	memset(g, 0, sizeof(*g));
+	if (n == 0 || n % 2 == 0 || n > KV_IX_MAX_N || uris == NULL)
+		return pm_error_set(-EINVAL, "kv_index: the group needs an odd number of nodes, 1..%u",
+			KV_IX_MAX_N);
+	g->n = n;
+	g->f = n / 2;
+	g->region = region;
+	g->timeout_ms = timeout_ms;
+	g->grace_min_ns = 200u * 1000u;
+	if (cfg != NULL)
+		g->conn_cfg = *cfg;
+	else
+		rdma_conn_config_init(&g->conn_cfg);
+	/* rdma_conn_open copies the token; keep one for the config we pass on
+	 * every reconnect. */
+	if (g->conn_cfg.token != NULL) {
+		if (strlen(g->conn_cfg.token) > RDMA_TOKEN_MAX)
+			return pm_error_set(-EINVAL, "kv_index: token too long");
+		strcpy(g->token, g->conn_cfg.token);
+		g->conn_cfg.token = g->token;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		g->m[i].state = KV_IX_M_DOWN;
+		g->m[i].uri = uris[i] != NULL ? strdup(uris[i]) : NULL;
+		if (g->m[i].uri == NULL) {
+			ret = uris[i] == NULL ? -EINVAL : -ENOMEM;
+			goto err_uris;
+		}
+	}
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	arg = malloc(sizeof(*arg));
+	if (arg == NULL) {
+		ret = -ENOMEM;
+		goto err_sync;
+	}
+	arg->g = g;
+	arg->require_super = require_super;
+	ret = -pthread_create(&g->thread, NULL, reconnect_main, arg);
+	if (ret != 0) {
+		free(arg);
+		goto err_sync;
+	}
+	deadline = kv__ix_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	/* Creation needs every node; otherwise a majority serves. */
+	while (usable_members(g) < (require_super ? g->f + 1 : n)) {
+		if (kv__ix_now_ns() >= deadline) {
+			kv__ix_group_close(g);
+			return pm_error_set(KV_E_UNAVAILABLE,
+				"kv_index: fewer than %u of %u nodes reachable with a valid index",
+				require_super ? g->f + 1 : n, n);
+		}
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	return 0;
+
+err_sync:
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->lock);
+err_uris:
+	for (unsigned i = 0; i < n; i++)
+		free(g->m[i].uri);
+	return pm_error_set(ret, "kv_index: cannot set up the group: %s", pm_strerror(ret));
+}
+
+void
+kv__ix_group_close(struct kv_ix_group *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->stop = true;
+	pthread_cond_signal(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	pthread_join(g->thread, NULL);
+	for (unsigned i = 0; i < g->n; i++) {
+		/* A batch still in flight is abandoned; its error is moot. */
+		(void)rdma_conn_close(&g->m[i].conn);
+		free(g->m[i].uri);
+		g->m[i].state = KV_IX_M_CLOSED;
+	}
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->lock);
+}
+
+unsigned
+kv__ix_round_begin(struct kv_ix_group *g)
+{
+	uint64_t now = kv__ix_now_ns();
+	uint64_t stuck_ns = (uint64_t)g->conn_cfg.timeout_ms * 1000000u;
+	unsigned mask = 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		struct kv_ix_member *m = &g->m[i];
+		int st = member_state(m);
+
+		if (st == KV_IX_M_BUSY) {
+			int rc = rdma_poll(m->conn);
+
+			/* A background commit was posted one step ago: give
+			 * it a moment rather than lose this member for the
+			 * round (and the fast path with it). */
+			while (rc == -EINPROGRESS && m->background &&
+				kv__ix_now_ns() - now < KV_IX_BACKGROUND_WAIT_NS) {
+				__builtin_ia32_pause();
+				rc = rdma_poll(m->conn);
+			}
+
+			if (rc == -EINPROGRESS && now - m->posted_ns <= stuck_ns)
+				continue;
+			if (rc != 0) {
+				/* Failed, or silent past the connection's
+				 * timeout (a partition, a stopped node):
+				 * reconnecting abandons the batch. */
+				member_down(g, m);
+				continue;
+			}
+			__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELAXED);
+			m->background = false;
+			st = KV_IX_M_IDLE;
+		}
+		if (st != KV_IX_M_IDLE)
+			continue;
+		rdma_batch_init(&m->batch);
+		m->in_round = false;
+		mask |= 1u << i;
+	}
+	return mask;
+}
+
+/* Post member @i's batch; false if it could not be posted. */
+static bool
+member_post(struct kv_ix_group *g, unsigned i)
+{
+	struct kv_ix_member *m = &g->m[i];
+	int rc = rdma_post(m->conn, &m->batch);
+
+	if (rc != 0) {
+		member_down(g, m);
+		return false;
+	}
+	m->posted_ns = kv__ix_now_ns();
+	m->background = false;
+	__atomic_store_n(&m->state, KV_IX_M_BUSY, __ATOMIC_RELAXED);
+	return true;
+}
+
+void
+kv__ix_round_post(struct kv_ix_group *g, unsigned mask)
+{
+	for (unsigned i = 0; i < g->n; i++)
+		if ((mask >> i & 1) && g->m[i].batch.n > 0 && member_post(g, i))
+			g->m[i].background = true;
+}
+
+unsigned
+kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
+	uint64_t deadline_ns)
+{
+	uint64_t start = kv__ix_now_ns(), quorum_at = 0;
+	unsigned pending = 0, ok = 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		if (!(mask >> i & 1))
+			continue;
+		if (g->m[i].batch.n == 0) {
+			ok |= 1u << i; /* nothing to do counts as done */
+			continue;
+		}
+		if (member_post(g, i)) {
+			g->m[i].in_round = true;
+			pending |= 1u << i;
+		}
+	}
+	while (pending != 0) {
+		uint64_t now;
+
+		for (unsigned i = 0; i < g->n; i++) {
+			struct kv_ix_member *m = &g->m[i];
+			int rc;
+
+			if (!(pending >> i & 1))
+				continue;
+			rc = rdma_poll(m->conn);
+			if (rc == -EINPROGRESS)
+				continue;
+			pending &= ~(1u << i);
+			m->in_round = false;
+			m->rc = rc;
+			if (rc != 0) {
+				member_down(g, m);
+				continue;
+			}
+			__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELAXED);
+			ok |= 1u << i;
+		}
+		if (pending == 0)
+			break;
+		now = kv__ix_now_ns();
+		if (now >= deadline_ns)
+			break;
+		if ((unsigned)__builtin_popcount(ok) >= need) {
+			/* Wait for stragglers as long again as the quorum
+			 * took, at least grace_min_ns: a healthy node
+			 * answers in about the same time, a dead one never. */
+			uint64_t grace;
+
+			if (quorum_at == 0)
+				quorum_at = now;
+			grace = quorum_at - start;
+			if (grace < g->grace_min_ns)
+				grace = g->grace_min_ns;
+			if (now - quorum_at >= grace)
+				break;
+		}
+		__builtin_ia32_pause();
+	}
+	for (unsigned i = 0; i < g->n; i++)
+		if (pending >> i & 1)
+			g->m[i].in_round = false; /* stays busy; drained later */
+	return ok;
+}

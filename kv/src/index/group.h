@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/group.h -- the connections of one index client to the 2f+1
+ * memory nodes of its group, and parallel rounds of one-sided batches over
+ * them (private to kv/).
+ *
+ * A round posts one ordered batch to each chosen member at once and waits
+ * until every one of them answered, or until @need of them answered and a
+ * short grace passed (a slow or partitioned node must not hold up an
+ * operation that a quorum can finish), or until the operation's deadline.
+ *
+ * Each member owns the batch and the buffers of its round (struct
+ * kv_ix_member), so a batch a round stopped waiting for can still complete
+ * later without writing into memory the caller has reused: the member stays
+ * busy, is skipped by later rounds, and is drained at the start of each
+ * round. A member whose connection failed, or which stayed busy past the
+ * connection timeout, is handed to the group's reconnect thread, which
+ * reopens the connection, checks the node's superblock (kv/src/index/layout.h)
+ * and hands it back; so a memory node restarted from its pool rejoins at
+ * once, and one whose pool was lost stays out (its superblock does not name
+ * the group) until it is rebuilt.
+ *
+ * Thread-safety: a group is used by one thread (the client's), plus its own
+ * reconnect thread; members pass between the two only through their
+ * atomic state (acquire/release), so a connection is never used by two
+ * threads at once.
+ */
+#ifndef KV_INDEX_GROUP_H
+#define KV_INDEX_GROUP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/rdma.h>
+
+#include "kv/src/index/layout.h"
+
+/* Most members of a group (2f+1 with f <= 3). */
+#define KV_IX_MAX_N 7
+/* Bytes a member's round may read: a bucket's slot records, or a batch of
+ * buckets during a rebuild. */
+#define KV_IX_SCRATCH (16u << 10)
+
+enum kv_ix_member_state {
+	KV_IX_M_IDLE,   /* connected, member, nothing in flight (client thread) */
+	KV_IX_M_BUSY,   /* a batch in flight (client thread) */
+	KV_IX_M_DOWN,   /* not usable: the reconnect thread owns it */
+	KV_IX_M_CLOSED, /* group closing */
+};
+
+struct kv_ix_member {
+	int state;                  /* enum kv_ix_member_state, atomic */
+	struct rdma_conn *conn;
+	char *uri;
+	uint64_t posted_ns;         /* when the batch in flight was posted */
+	bool in_round;              /* the batch belongs to the current round */
+	bool background;            /* the batch in flight is a background commit */
+	int rc;                     /* result of the current round's batch */
+	struct rdma_batch batch;
+	uint64_t old[RDMA_BATCH_MAX_OPS]; /* CAS results */
+	unsigned char buf[KV_IX_SCRATCH] __attribute__((aligned(64)));
+};
+
+struct kv_ix_group {
+	unsigned n;                 /* members, 2f+1 */
+	unsigned f;
+	uint32_t region;            /* the index region on every node */
+	struct kv_ix_super super;   /* the group's geometry (from f+1 nodes) */
+	unsigned timeout_ms;        /* a whole operation's limit */
+	uint64_t grace_min_ns;      /* least wait for stragglers after a quorum */
+	struct rdma_conn_config conn_cfg;
+	char token[RDMA_TOKEN_MAX + 1];
+	uint8_t uuid[16];           /* the group's id, from the superblocks */
+	bool uuid_known;
+	pthread_t thread;           /* reconnects DOWN members */
+	pthread_mutex_t lock;       /* protects stop, wake */
+	pthread_cond_t cond;
+	bool stop, wake;
+	struct kv_ix_member m[KV_IX_MAX_N];
+};
+
+/**
+ * kv__ix_group_open -- connect to @n node URIs (n odd, 1..KV_IX_MAX_N) and
+ * learn the group from their superblocks in @region; wait (at most
+ * @timeout_ms) until f+1 members are usable.
+ * @g: caller-owned storage, initialised here; kv__ix_group_close() releases.
+ * @require_super: false for kv_index_create, which formats the nodes: then
+ *                 every connected node is usable and no superblock is read.
+ * Return: 0; -EINVAL for a bad argument; KV_E_UNAVAILABLE if fewer than
+ * f+1 members could be reached in time; KV_E_GROUP if the reachable nodes
+ * name different groups; errors of pthread_create.
+ * Thread-safety: one caller; starts the group's reconnect thread.
+ */
+int kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
+	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
+	bool require_super);
+
+/**
+ * kv__ix_group_close -- stop the reconnect thread and close every
+ * connection (a batch in flight is abandoned). Return: nothing (void).
+ * Thread-safety: the group's client thread.
+ */
+void kv__ix_group_close(struct kv_ix_group *g);
+
+/**
+ * kv__ix_round_begin -- start a round: drain members whose old batches
+ * completed, hand over members stuck past the timeout, and return the mask
+ * of members usable now, whose batches the caller may fill (each has been
+ * rdma_batch_init()ed and its scratch is free).
+ * Return: the mask (bit i = member i). Thread-safety: client thread.
+ */
+unsigned kv__ix_round_begin(struct kv_ix_group *g);
+
+/**
+ * kv__ix_round_run -- post the batch of every member in @mask and wait:
+ * until all answered, or @need answered and the grace passed, or
+ * @deadline_ns (CLOCK_MONOTONIC). Members that failed are handed to the
+ * reconnect thread; members still in flight stay busy.
+ * Return: the mask of members whose batch completed without error (their
+ * results and buffers are valid until the next kv__ix_round_begin()).
+ * Thread-safety: client thread.
+ */
+unsigned kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
+	uint64_t deadline_ns);
+
+/**
+ * kv__ix_round_post -- post the batch of every member in @mask and do not
+ * wait (background commits): the members stay busy until a later round
+ * drains them. Return: nothing (void). Thread-safety: client thread.
+ */
+void kv__ix_round_post(struct kv_ix_group *g, unsigned mask);
+
+/* kv__ix_now_ns -- CLOCK_MONOTONIC in nanoseconds */
+uint64_t kv__ix_now_ns(void);
+
+#endif /* KV_INDEX_GROUP_H */

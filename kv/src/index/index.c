@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/index.c -- the index's client: create, open, lookup, insert,
+ * remove (kv/index.h; kv/DESIGN.md "Index"; the FCP design study sections
+ * 4.5.2 "lookup", 4.5.3 "insert", 4.5.5 "remove").
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <xxhash.h>
+
+#include <pm/error.h>
+
+#include "kv/src/index/index_internal.h"
+
+#define KV_IX_DEPTH_MASK ((uint64_t)sizeof(((struct kv_index *)0)->depth) - 1)
+
+void
+kv_index_config_init(struct kv_index_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->timeout_ms = 5000;
+	rdma_conn_config_init(&cfg->conn);
+	cfg->conn.timeout_ms = 1000;
+	cfg->cache_entries = 4096;
+	cfg->max_clients = 64;
+	cfg->recs_per_client = 4096;
+}
+
+uint64_t
+kv__ix_hash(const void *key, size_t len)
+{
+	return XXH3_64bits(key, len);
+}
+
+int
+kv__ix_key_hash(struct kv_index *ix, uint64_t loc, uint64_t *hash)
+{
+	char buf[KV_INDEX_KEY_MAX];
+	size_t len = 0;
+	int ret;
+
+	ix->st.key_reads++;
+	ret = ix->key_at(ix->key_ctx, loc, buf, sizeof(buf), &len);
+	if (ret != 0)
+		return ret;
+	if (len == 0 || len > sizeof(buf))
+		return pm_error_set(PM_E_CORRUPT, "kv_index: key_at gave a %zu-byte key", len);
+	*hash = kv__ix_hash(buf, len);
+	return 0;
+}
+
+/* Whether the key stored at @loc is @key: 1 yes, 0 no, or an error. */
+static int
+ix_key_is(struct kv_index *ix, uint64_t loc, const void *key, size_t len)
+{
+	char buf[KV_INDEX_KEY_MAX];
+	size_t got = 0;
+	int ret;
+
+	ix->st.key_reads++;
+	ret = ix->key_at(ix->key_ctx, loc, buf, sizeof(buf), &got);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret != 0)
+		return ret;
+	return got == len && memcmp(buf, key, len) == 0;
+}
+
+static int
+ix_check_cfg(const struct kv_index_config *cfg, bool create)
+{
+	if (cfg == NULL || cfg->nodes == NULL || cfg->key_at == NULL || cfg->timeout_ms == 0)
+		return pm_error_set(-EINVAL, "kv_index: config needs nodes, key_at and a timeout");
+	if (cfg->nnodes == 0 || cfg->nnodes % 2 == 0 || cfg->nnodes > KV_INDEX_MAX_NODES)
+		return pm_error_set(-EINVAL, "kv_index: %u nodes; the group needs 1, 3, 5 or 7",
+			cfg->nnodes);
+	if (cfg->client_id >= (1u << KV_IXW_CID_BITS))
+		return pm_error_set(-EINVAL, "kv_index: client id %u above %u", cfg->client_id,
+			(1u << KV_IXW_CID_BITS) - 1);
+	if (create && (cfg->max_clients == 0 || cfg->max_clients > (1u << KV_IXW_CID_BITS) ||
+		cfg->recs_per_client < KV_IX_REC_CHUNK ||
+		(uint64_t)cfg->max_clients * cfg->recs_per_client > (UINT64_C(1) << KV_IXW_REC_BITS)))
+		return pm_error_set(-EINVAL, "kv_index: max_clients 1..1024 and recs_per_client >= %u"
+			" (at most 2^28 records in all)", KV_IX_REC_CHUNK);
+	return 0;
+}
+
+static int
+ix_check_key(const void *key, size_t len)
+{
+	if (key == NULL || len == 0 || len > KV_INDEX_KEY_MAX)
+		return pm_error_set(-EINVAL, "kv_index: keys are 1..%d bytes (got %zu)",
+			KV_INDEX_KEY_MAX, key == NULL ? 0 : len);
+	return 0;
+}
+
+static void
+ix_op_begin(struct kv_index *ix)
+{
+	pm_error_clear();
+	ix->st.ops++;
+	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
+}
+
+static int
+ix_op_end(struct kv_index *ix, int ret)
+{
+	ix->st.unavailable += ret == KV_E_UNAVAILABLE;
+	return ret;
+}
+
+/* Read the record marks of f+1 members: this client's records start above
+ * every mark it ever reserved (paxos.h: records are never rewritten). */
+static int
+ix_marks_load(struct kv_index *ix)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t off = g->super.mark_off + (uint64_t)ix->cid * 8, max = 0;
+
+	for (;;) {
+		unsigned mask = kv__ix_round_begin(g), ok;
+		int ret;
+
+		for (unsigned i = 0; i < g->n; i++)
+			if ((mask >> i & 1) &&
+				rdma_batch_read(&g->m[i].batch, g->region, off, g->m[i].buf, 8) != 0)
+				mask &= ~(1u << i);
+		ok = kv__ix_round_run(g, mask, g->n, ix->deadline);
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
+			for (unsigned i = 0; i < g->n; i++) {
+				uint64_t mark;
+
+				memcpy(&mark, g->m[i].buf, 8);
+				if ((ok >> i & 1) && mark > max)
+					max = mark;
+			}
+			ix->rec_next = ix->rec_mark = max;
+			return 0;
+		}
+		ret = kv__ix_deadline_check(ix);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+static int
+ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_super)
+{
+	struct kv_index *ix = calloc(1, sizeof(*ix));
+	int ret;
+
+	if (ix == NULL)
+		return pm_error_set(-ENOMEM, "kv_index: out of memory");
+	ix->key_at = cfg->key_at;
+	ix->key_ctx = cfg->key_ctx;
+	ix->cid = cfg->client_id;
+	ix->timeout_ms = cfg->timeout_ms;
+	ix->rng = kv__ix_now_ns() | 1;
+	if (cfg->cache_entries > 0) {
+		ix->nhints = 1;
+		while (ix->nhints < cfg->cache_entries)
+			ix->nhints *= 2;
+		ix->hints = calloc(ix->nhints, sizeof(*ix->hints));
+		if (ix->hints == NULL) {
+			free(ix);
+			return pm_error_set(-ENOMEM, "kv_index: out of memory");
+		}
+	}
+	ret = kv__ix_group_open(&ix->g, cfg->nodes, cfg->nnodes, cfg->region, &cfg->conn,
+		cfg->timeout_ms, require_super);
+	if (ret != 0) {
+		free(ix->hints);
+		free(ix);
+		return ret;
+	}
+	*out = ix;
+	return 0;
+}
+
+int
+kv_index_open(struct kv_index **out, const struct kv_index_config *cfg)
+{
+	struct kv_index *ix;
+	int ret;
+
+	pm_error_clear();
+	ret = ix_check_cfg(cfg, false);
+	if (ret != 0)
+		return ret;
+	ret = ix_new(&ix, cfg, true);
+	if (ret != 0)
+		return ret;
+	if (cfg->client_id >= ix->g.super.max_clients) {
+		kv_index_close(&ix);
+		return pm_error_set(-EINVAL, "kv_index: client id %u is not below the index's"
+			" max_clients", cfg->client_id);
+	}
+	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
+	ret = ix_marks_load(ix);
+	if (ret != 0) {
+		kv_index_close(&ix);
+		return ret;
+	}
+	*out = ix;
+	return 0;
+}
+
+/* Format member @i of a new group: the root bucket, then the superblock
+ * (last, so a node whose format did not finish never opens). */
+static int
+ix_format_member(struct kv_index *ix, unsigned i, const uint8_t uuid[16],
+	const struct kv_index_config *cfg)
+{
+	struct kv_ix_member *m = &ix->g.m[i];
+	struct kv_ix_super s, old;
+	struct rdma_region_info info;
+	uint64_t root[KV_IXB_WORDS];
+	struct rdma_batch b;
+	uint64_t len = 0;
+	int ret;
+
+	for (unsigned k = 0; rdma_conn_region(m->conn, k, &info) == 0; k++)
+		if (info.id == ix->g.region)
+			len = info.length;
+	ret = kv__ix_super_make(&s, len, uuid, ix->g.n, i, cfg->max_clients, cfg->recs_per_client);
+	if (ret != 0)
+		return pm_error_set(ret, "kv_index_create: region %u of node %u (%llu bytes) is too"
+			" small", ix->g.region, i, (unsigned long long)len);
+	rdma_batch_init(&b);
+	rdma_batch_read(&b, ix->g.region, 0, &old, sizeof(old));
+	ret = rdma_execute(m->conn, &b);
+	if (ret != 0)
+		return ret;
+	if (old.area.magic != 0)
+		return pm_error_set(-EEXIST, "kv_index_create: node %u already holds an index", i);
+	for (unsigned w = 0; w < KV_IXB_WORDS; w++)
+		root[w] = KV_IX_EMPTY_WORD;
+	root[KV_IXB_H0] = kv_ixb_h0(1);
+	rdma_batch_init(&b);
+	rdma_batch_write(&b, ix->g.region, kv_ixb_off(&s, 1, 0), root, sizeof(root));
+	rdma_batch_persist(&b, ix->g.region, kv_ixb_off(&s, 1, 0), sizeof(root));
+	rdma_batch_write(&b, ix->g.region, 0, &s, sizeof(s));
+	rdma_batch_persist(&b, ix->g.region, 0, sizeof(s));
+	ret = rdma_execute(m->conn, &b);
+	if (ret != 0)
+		return ret;
+	if (i == 0)
+		ix->g.super = s;
+	return 0;
+}
+
+int
+kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
+{
+	struct kv_index *ix;
+	uint8_t uuid[16];
+	int ret;
+
+	pm_error_clear();
+	ret = ix_check_cfg(cfg, true);
+	if (ret != 0)
+		return ret;
+	if (cfg->client_id >= cfg->max_clients)
+		return pm_error_set(-EINVAL, "kv_index_create: client id above max_clients");
+	if (getrandom(uuid, sizeof(uuid), 0) != (ssize_t)sizeof(uuid))
+		return pm_error_set(-errno, "kv_index_create: getrandom failed");
+	ret = ix_new(&ix, cfg, false);
+	if (ret != 0)
+		return ret;
+	/* Every node is connected and idle here (kv__ix_group_open waited for
+	 * all of them), and this thread owns the connections. */
+	for (unsigned i = 0; i < ix->g.n && ret == 0; i++)
+		ret = ix_format_member(ix, i, uuid, cfg);
+	if (ret == 0) {
+		memcpy(ix->g.uuid, uuid, sizeof(uuid));
+		ix->g.uuid_known = true;
+	}
+	kv_index_close(&ix);
+	if (ret != 0)
+		return ret;
+	return kv_index_open(out, cfg);
+}
+
+int
+kv_index_close(struct kv_index **ixp)
+{
+	struct kv_index *ix;
+
+	if (ixp == NULL || *ixp == NULL)
+		return 0;
+	ix = *ixp;
+	kv__ix_group_close(&ix->g);
+	free(ix->hints);
+	free(ix);
+	*ixp = NULL;
+	return 0;
+}
+
+void
+kv_index_stats_read(const struct kv_index *ix, struct kv_index_stats *out)
+{
+	*out = ix->st;
+}
+
+/* The hint cache: direct-mapped on the key's hash. */
+static struct kv_ix_hint *
+ix_hint_slot(struct kv_index *ix, uint64_t h)
+{
+	return ix->nhints == 0 ? NULL : &ix->hints[(h >> 20) & (ix->nhints - 1)];
+}
+
+static void
+ix_hint_set(struct kv_index *ix, uint64_t h, uint64_t loc)
+{
+	struct kv_ix_hint *e = ix_hint_slot(ix, h);
+
+	if (e != NULL) {
+		e->hash = h;
+		e->loc = loc;
+	}
+}
+
+static void
+ix_hint_drop(struct kv_index *ix, uint64_t h)
+{
+	struct kv_ix_hint *e = ix_hint_slot(ix, h);
+
+	if (e != NULL && e->hash == h)
+		e->hash = 0;
+}
+
+int
+kv_index_hint(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
+{
+	struct kv_ix_hint *e;
+	uint64_t h;
+
+	if (ix_check_key(key, len) != 0)
+		return -EINVAL;
+	h = kv__ix_hash(key, len);
+	e = ix_hint_slot(ix, h);
+	if (e == NULL || e->hash != h || h == 0)
+		return -ENOENT;
+	*loc = e->loc;
+	return 0;
+}
+
+/*
+ * Find the bucket that holds @h's entries now: start at the hinted depth,
+ * go up while the bucket does not exist (or is not live yet), and down
+ * through decided forward words (helping a split whose forward is
+ * undecided). *@v is the bucket as read; a bucket whose forward is not
+ * chosen is returned even if frozen (its frozen content is current).
+ */
+static int
+ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
+{
+	const struct kv_ix_group *g = &ix->g;
+	unsigned d = ix->depth[h & KV_IX_DEPTH_MASK];
+	bool via_fwd = false; /* reached through the parent's decided forward */
+
+	for (;;) {
+		uint64_t idx = kv_ixb_for(h, d);
+		struct kv_ix_slot fw;
+		int ret;
+
+		if (idx >= g->super.nbuckets) {
+			d--;
+			continue;
+		}
+		ret = kv__ix_view_read(ix, idx, v);
+		if (ret != 0)
+			return ret;
+		if ((unsigned)__builtin_popcount(v->got) < g->f + 1) {
+			if (via_fwd) {
+				/* The forward is chosen: make the children
+				 * live (a splitter may have stopped before). */
+				ret = kv__ix_flip(ix, idx / 2);
+				if (ret != 0)
+					return ret;
+				via_fwd = false;
+				continue;
+			}
+			/* Not created, or its parent's split is not
+			 * finished: the parent answers. */
+			if (d == 0) {
+				ret = kv__ix_deadline_check(ix);
+				if (ret != 0)
+					return ret;
+				continue;
+			}
+			d--;
+			continue;
+		}
+		via_fwd = false;
+		ret = kv__ix_slot(ix, v, KV_IXB_H1, &fw);
+		if (ret != 0)
+			return ret;
+		if (fw.a.verdict == KV_IX_TOO_FEW)
+			continue;
+		if ((fw.a.verdict == KV_IX_DECIDED && fw.a.stage == 0) ||
+			(fw.a.verdict == KV_IX_NOT_CHOSEN && fw.a.stage == 1)) {
+			/* No forward, or one proposed but not chosen at the
+			 * read: the children are not live and this bucket's
+			 * (possibly frozen) content is current. */
+			ix->depth[h & KV_IX_DEPTH_MASK] = (uint8_t)d;
+			return 0;
+		}
+		if (!(fw.a.verdict == KV_IX_DECIDED && fw.a.stage == 1)) {
+			ret = kv__ix_forward_help(ix, idx, v);
+			if (ret != 0)
+				return ret;
+		}
+		ix->st.forwards++;
+		via_fwd = true;
+		d++;
+	}
+}
+
+/*
+ * Settle @word's undetermined stage (another client's unfinished change):
+ * resolve it, proposing @mine if it is of that stage, else what was
+ * observed. Return: 0 (re-read the bucket) or an error.
+ */
+static int
+ix_settle(struct kv_index *ix, struct kv_ix_view *v, unsigned word, const struct kv_ix_slot *sl,
+	uint64_t mine, uint64_t *decided)
+{
+	unsigned s = sl->a.stage;
+	uint64_t prev = 0, dflt;
+	int ret;
+
+	if (s == 0)
+		return 0;
+	if (!kv__ix_prev(v, word, s, &prev) && kv_ixw_stage(mine) != s)
+		return 0; /* nothing safe to propose; re-read */
+	dflt = kv_ixw_stage(mine) == s ? mine : kv__ix_observed(v, word, s, prev);
+	ret = kv__ix_resolve(ix, v, word, s, dflt, decided);
+	return ret < 0 ? ret : 0;
+}
+
+/* Whether any slot of @v is frozen or being frozen. */
+static bool
+ix_frozen(const struct kv_ix_view *v)
+{
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
+		if (!(v->got >> i & 1))
+			continue;
+		for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+			uint64_t x = v->w[i][w];
+
+			if (!kv_ixw_valid(x, KV_IX_GEN))
+				continue;
+			if (kv_ixw_tag(x) != KV_IXW_P && kv_ixw_frz(x))
+				return true;
+			if (kv_ixw_tag(x) == KV_IXW_P && v->rec_known[i][w] &&
+				v->rep[i][w].acc != KV_IX_ACC_NONE && kv_ixw_frz(v->rep[i][w].acc_body))
+				return true;
+		}
+	}
+	return false;
+}
+
+int
+kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
+{
+	uint64_t h, cand[KV_IXB_SLOTS];
+	unsigned fp;
+	int ret;
+
+	ret = ix_check_key(key, len);
+	if (ret != 0)
+		return ret;
+	ix_op_begin(ix);
+	h = kv__ix_hash(key, len);
+	fp = (unsigned)(h >> 48);
+	for (;;) {
+		struct kv_ix_view v;
+		unsigned nc = 0;
+		bool again = false;
+
+		ret = ix_locate(ix, h, &v);
+		if (ret != 0)
+			return ix_op_end(ix, ret);
+		for (unsigned j = 0; j < KV_IXB_SLOTS && !again; j++) {
+			unsigned word = KV_IXB_SLOT0 + j;
+			struct kv_ix_slot sl;
+			uint64_t dec;
+
+			ret = kv__ix_slot(ix, &v, word, &sl);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			if (sl.a.verdict == KV_IX_TOO_FEW) {
+				again = true;
+			} else if (sl.a.verdict != KV_IX_DECIDED && sl.a.verdict != KV_IX_NOT_CHOSEN) {
+				/* A slot mid-change matters only if the key's
+				 * fingerprint is in it: had it been chosen, the
+				 * replies would show it. */
+				if (!kv__ix_word_carries_fp(&v, word, fp))
+					continue;
+				ret = ix_settle(ix, &v, word, &sl, 0, &dec);
+				if (ret != 0)
+					return ix_op_end(ix, ret);
+				again = true;
+			} else if (kv_ix_body_maps(sl.cur) && kv_ixw_fp(sl.cur) == fp) {
+				cand[nc++] = kv_ixw_loc(sl.cur);
+			}
+		}
+		if (again) {
+			ret = kv__ix_deadline_check(ix);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			continue;
+		}
+		for (unsigned c = 0; c < nc; c++) {
+			ret = ix_key_is(ix, cand[c], key, len);
+			if (ret < 0)
+				return ix_op_end(ix, ret);
+			if (ret == 1) {
+				*loc = cand[c];
+				ix_hint_set(ix, h, cand[c]);
+				return ix_op_end(ix, 0);
+			}
+		}
+		ix_hint_drop(ix, h);
+		return ix_op_end(ix, -ENOENT);
+	}
+}
+
+int
+kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
+	uint64_t *existing)
+{
+	uint64_t h, mine;
+	unsigned fp;
+	int ret;
+
+	ret = ix_check_key(key, len);
+	if (ret != 0)
+		return ret;
+	if (loc > KV_INDEX_LOC_MAX)
+		return pm_error_set(-EINVAL, "kv_index_insert: location above 2^35 - 1");
+	ix_op_begin(ix);
+	h = kv__ix_hash(key, len);
+	fp = (unsigned)(h >> 48);
+	mine = kv_ixw_body(1, false, fp, loc);
+	for (;;) {
+		struct kv_ix_view v;
+		int target = -1;
+		bool again = false;
+
+		ret = ix_locate(ix, h, &v);
+		if (ret != 0)
+			return ix_op_end(ix, ret);
+		if (ix_frozen(&v)) {
+			ret = kv__ix_split(ix, v.idx);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			continue;
+		}
+		/* Scan order(k): the first slot decided EMPTY is the target;
+		 * no slot may be passed before it is decided (the no-skip
+		 * rule that keeps one key in one slot). */
+		for (unsigned k = 0; k < KV_IXB_SLOTS && !again; k++) {
+			unsigned word = KV_IXB_SLOT0 + (fp + k) % KV_IXB_SLOTS;
+			struct kv_ix_slot sl;
+			uint64_t dec;
+
+			ret = kv__ix_slot(ix, &v, word, &sl);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			if (sl.a.verdict == KV_IX_TOO_FEW) {
+				again = true;
+				break;
+			}
+			if ((sl.a.verdict != KV_IX_DECIDED && sl.a.verdict != KV_IX_NOT_CHOSEN) ||
+				(sl.a.verdict == KV_IX_NOT_CHOSEN &&
+					(kv_ix_body_empty(sl.cur) ||
+						(kv_ix_body_live(sl.cur) && kv_ixw_fp(sl.cur) == fp)))) {
+				dec = 0;
+				ret = ix_settle(ix, &v, word, &sl, mine, &dec);
+				if (ret != 0)
+					return ix_op_end(ix, ret);
+				if (dec == mine) {
+					ix_hint_set(ix, h, loc);
+					return ix_op_end(ix, 0);
+				}
+				again = true;
+				break;
+			}
+			if (kv_ixw_frz(sl.cur)) {
+				again = true; /* frozen since: help the split */
+				break;
+			}
+			if (kv_ix_body_empty(sl.cur)) {
+				target = (int)word;
+				break;
+			}
+			if (kv_ix_body_live(sl.cur) && kv_ixw_fp(sl.cur) == fp) {
+				if (kv_ixw_loc(sl.cur) == loc)
+					return ix_op_end(ix, 0); /* a retry of ours */
+				ret = ix_key_is(ix, kv_ixw_loc(sl.cur), key, len);
+				if (ret < 0)
+					return ix_op_end(ix, ret);
+				if (ret == 1) {
+					if (existing != NULL)
+						*existing = kv_ixw_loc(sl.cur);
+					ix_hint_set(ix, h, kv_ixw_loc(sl.cur));
+					return ix_op_end(ix, KV_E_EXISTS);
+				}
+			}
+		}
+		if (again) {
+			ret = kv__ix_deadline_check(ix);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			continue;
+		}
+		if (target < 0) {
+			ret = kv__ix_split(ix, v.idx);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			continue;
+		}
+		{
+			bool won;
+			uint64_t dec;
+
+			ret = kv__ix_fast(ix, &v, (unsigned)target, mine, &won);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			if (won) {
+				ix_hint_set(ix, h, loc);
+				return ix_op_end(ix, 0);
+			}
+			ret = kv__ix_resolve(ix, &v, (unsigned)target, 1, mine, &dec);
+			if (ret < 0)
+				return ix_op_end(ix, ret);
+			if (ret == 0 && dec == mine) {
+				ix_hint_set(ix, h, loc);
+				return ix_op_end(ix, 0);
+			}
+		}
+	}
+}
+
+int
+kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
+{
+	uint64_t h, live, dead;
+	unsigned fp;
+	int ret;
+
+	ret = ix_check_key(key, len);
+	if (ret != 0)
+		return ret;
+	if (loc > KV_INDEX_LOC_MAX)
+		return pm_error_set(-EINVAL, "kv_index_remove: location above 2^35 - 1");
+	ix_op_begin(ix);
+	h = kv__ix_hash(key, len);
+	fp = (unsigned)(h >> 48);
+	live = kv_ixw_body(1, false, fp, loc);
+	dead = kv_ixw_body(2, false, fp, loc);
+	ix_hint_drop(ix, h);
+	for (;;) {
+		struct kv_ix_view v;
+		int target = -1;
+		bool again = false, split = false;
+
+		ret = ix_locate(ix, h, &v);
+		if (ret != 0)
+			return ix_op_end(ix, ret);
+		for (unsigned j = 0; j < KV_IXB_SLOTS && !again; j++) {
+			unsigned word = KV_IXB_SLOT0 + j;
+			struct kv_ix_slot sl;
+			uint64_t dec, prev;
+
+			ret = kv__ix_slot(ix, &v, word, &sl);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			if (sl.a.verdict == KV_IX_TOO_FEW) {
+				again = true;
+				break;
+			}
+			if (sl.a.verdict != KV_IX_DECIDED && sl.a.verdict != KV_IX_NOT_CHOSEN) {
+				/* Mid-change: it matters if it carries this
+				 * entry (our insert's stage 1, or its removal
+				 * or freeze at stage 2). */
+				if (!kv__ix_word_carries_fp(&v, word, fp))
+					continue;
+				if (sl.a.stage == 2 && kv__ix_prev(&v, word, 2, &prev) && prev == live) {
+					ret = kv__ix_resolve(ix, &v, word, 2, dead, &dec);
+					if (ret < 0)
+						return ix_op_end(ix, ret);
+					if (ret == 0 && dec == dead)
+						return ix_op_end(ix, 0);
+				} else {
+					ret = ix_settle(ix, &v, word, &sl, 0, &dec);
+					if (ret != 0)
+						return ix_op_end(ix, ret);
+				}
+				again = true;
+				break;
+			}
+			if (kv_ixw_loc(sl.cur) != loc || kv_ixw_fp(sl.cur) != fp)
+				continue;
+			if (sl.cur == live) {
+				target = (int)word;
+				break;
+			}
+			if (kv_ix_body_maps(sl.cur)) { /* FROZEN-LIVE: remove in the child */
+				split = true;
+				break;
+			}
+		}
+		if (again || split) {
+			if (split) {
+				ret = kv__ix_split(ix, v.idx);
+				if (ret != 0)
+					return ix_op_end(ix, ret);
+			}
+			ret = kv__ix_deadline_check(ix);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			continue;
+		}
+		if (target < 0)
+			return ix_op_end(ix, -ENOENT);
+		{
+			bool won;
+			uint64_t dec;
+
+			ret = kv__ix_fast(ix, &v, (unsigned)target, dead, &won);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
+			if (won)
+				return ix_op_end(ix, 0);
+			ret = kv__ix_resolve(ix, &v, (unsigned)target, 2, dead, &dec);
+			if (ret < 0)
+				return ix_op_end(ix, ret);
+			if (ret == 0 && dec == dead)
+				return ix_op_end(ix, 0);
+			/* Frozen first: the split moves the entry; retry. */
+		}
+	}
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/index_internal.h -- what the index's source files share
+ * (private to kv/): the client handle, the view of one bucket as read from
+ * the group, and the per-word protocol steps (slot.c), splits (split.c) and
+ * the bucket walk (index.c).
+ */
+#ifndef KV_INDEX_INTERNAL_H
+#define KV_INDEX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kv/index.h>
+
+#include "kv/src/index/analyse.h"
+#include "kv/src/index/group.h"
+#include "kv/src/index/layout.h"
+#include "kv/src/index/paxos.h"
+
+/* Records are reserved from the nodes' marks this many at a time. */
+#define KV_IX_REC_CHUNK 256u
+
+/* One cached key: its hash and where its entry was last seen. */
+struct kv_ix_hint {
+	uint64_t hash; /* 0: empty */
+	uint64_t loc;
+};
+
+struct kv_index {
+	struct kv_ix_group g;
+	kv_index_key_fn key_at;
+	void *key_ctx;
+	unsigned cid;
+	unsigned timeout_ms;
+	uint64_t deadline;       /* the current operation's, CLOCK_MONOTONIC ns */
+	uint64_t rec_next;       /* next record sequence number */
+	uint64_t rec_mark;       /* reserved up to (exclusive) */
+	uint64_t rng;            /* backoff jitter */
+	uint8_t depth[1u << 12]; /* depth hint per low 12 hash bits */
+	struct kv_ix_hint *hints;
+	unsigned nhints;         /* a power of two, or 0 */
+	struct kv_index_stats st;
+};
+
+/* What one round read of a bucket gave: the words of each member whose
+ * header was valid (kv__ix_view_read), and the records of their P words. */
+struct kv_ix_view {
+	uint64_t idx;
+	unsigned got;     /* members whose h0 is the bucket's live header */
+	unsigned pending; /* members whose h0 is the bucket's pending header */
+	unsigned answered;/* members that answered at all */
+	uint64_t w[KV_IX_MAX_N][KV_IXB_WORDS];
+	bool rec_known[KV_IX_MAX_N][KV_IXB_WORDS];
+	struct kv_ix_reply rep[KV_IX_MAX_N][KV_IXB_WORDS]; /* P words with records */
+};
+
+/* A child's h0 between its install and its parent's forward decision. */
+static inline uint64_t
+kv_ixb_h0_pending(uint64_t idx)
+{
+	return kv_ixb_h0(idx) | UINT64_C(1) << 59;
+}
+
+/* Bodies of slot values. */
+static inline bool
+kv_ix_body_empty(uint64_t b)
+{
+	return kv_ixw_stage(b) == 0;
+}
+
+static inline bool
+kv_ix_body_live(uint64_t b)
+{
+	return kv_ixw_stage(b) == 1 && !kv_ixw_frz(b);
+}
+
+/* LIVE or FROZEN-LIVE: the entry maps a key */
+static inline bool
+kv_ix_body_maps(uint64_t b)
+{
+	return (kv_ixw_stage(b) == 1 && !kv_ixw_frz(b)) || (kv_ixw_stage(b) == 2 && kv_ixw_frz(b));
+}
+
+/* The frozen body that stage s+1 proposes over the decided body @b. */
+static inline uint64_t
+kv_ix_body_frozen(uint64_t b)
+{
+	return kv_ixw_body(kv_ixw_stage(b) + 1, true, kv_ixw_fp(b), kv_ixw_loc(b));
+}
+
+/* The outcome of one word's analysis, as callers use it. */
+struct kv_ix_slot {
+	struct kv_ix_analysis a;
+	uint64_t cur;      /* DECIDED, NOT_CHOSEN: the current value body */
+	bool in_progress;  /* a stage above cur's may be in progress */
+};
+
+/* slot.c */
+int kv__ix_view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
+int kv__ix_view_records(struct kv_index *ix, struct kv_ix_view *v);
+int kv__ix_slot(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	struct kv_ix_slot *out);
+bool kv__ix_word_carries_fp(const struct kv_ix_view *v, unsigned word, unsigned fp);
+bool kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t *prev);
+uint64_t kv__ix_observed(const struct kv_ix_view *v, unsigned word, unsigned stage,
+	uint64_t prev);
+int kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	uint64_t body, bool *won);
+int kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word,
+	unsigned stage, uint64_t dflt, uint64_t *decided);
+int kv__ix_deadline_check(struct kv_index *ix);
+
+/* split.c */
+int kv__ix_split(struct kv_index *ix, uint64_t idx);
+int kv__ix_forward_help(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
+/* kv__ix_flip -- make both children of @idx live where they are installed
+ * but pending (only once @idx's forward is chosen) */
+int kv__ix_flip(struct kv_index *ix, uint64_t idx);
+
+/* index.c */
+uint64_t kv__ix_hash(const void *key, size_t len);
+int kv__ix_key_hash(struct kv_index *ix, uint64_t loc, uint64_t *hash);
+
+#endif /* KV_INDEX_INTERNAL_H */

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/slot.c -- reading a bucket from the group and the per-word
+ * consensus steps: the fast round, the classic round (resolve) and the
+ * commit (index_internal.h; kv/DESIGN.md "Index", the FCP design study
+ * sections 4.4-4.5: "insert", "resolve(j, dflt)").
+ *
+ * Durability rule, kept by every batch here: a CAS a client will count is
+ * followed by a persist of its word in the same ordered batch, and a record
+ * is written and persisted before the CAS that publishes it; a client
+ * counts a CAS only once its batch completed.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <pm/error.h>
+
+#include "kv/src/index/index_internal.h"
+
+int
+kv__ix_deadline_check(struct kv_index *ix)
+{
+	if (kv__ix_now_ns() < ix->deadline)
+		return 0;
+	return pm_error_set(KV_E_UNAVAILABLE,
+		"kv_index: fewer than %u of %u nodes answered within %u ms", ix->g.f + 1, ix->g.n,
+		ix->timeout_ms);
+}
+
+/* Sleep a random time that grows with @attempt (duelling resolvers, a
+ * quorum that is not back yet). */
+static void
+ix_backoff(struct kv_index *ix, unsigned attempt)
+{
+	uint64_t cap = 20000u << (attempt < 8 ? attempt : 8); /* ns */
+	struct timespec ts;
+
+	ix->rng ^= ix->rng << 13;
+	ix->rng ^= ix->rng >> 7;
+	ix->rng ^= ix->rng << 17;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(ix->rng % cap);
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t
+word_off(const struct kv_index *ix, uint64_t idx, unsigned word)
+{
+	return kv_ixb_off(&ix->g.super, idx, word);
+}
+
+int
+kv__ix_view_records(struct kv_index *ix, struct kv_ix_view *v)
+{
+	struct kv_ix_group *g = &ix->g;
+	unsigned mask, want = 0, ok;
+	unsigned char slotof[KV_IX_MAX_N][KV_IXB_WORDS];
+
+	mask = kv__ix_round_begin(g);
+	for (unsigned i = 0; i < g->n; i++) {
+		unsigned k = 0;
+
+		if (!(v->got >> i & 1))
+			continue;
+		for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
+			uint64_t p = v->w[i][w];
+
+			if (kv_ixw_tag(p) != KV_IXW_P || v->rec_known[i][w] ||
+				!kv_ixw_valid(p, KV_IX_GEN))
+				continue;
+			if (!(mask >> i & 1) ||
+				rdma_batch_read(&g->m[i].batch, g->region,
+					kv_ix_rec_off(&g->super, kv_ixw_rec(p)),
+					g->m[i].buf + k * KV_IX_REC_SIZE, KV_IX_REC_SIZE) != 0 ||
+				(uint64_t)kv_ixw_rec(p) >=
+					(uint64_t)g->super.max_clients * g->super.recs_per_client) {
+				/* Not readable now: this member's word is no answer. */
+				v->w[i][w] = 0;
+				continue;
+			}
+			slotof[i][k++] = (unsigned char)w;
+		}
+		if (k > 0)
+			want |= 1u << i;
+		slotof[i][k] = 0;
+	}
+	if (want == 0)
+		return 0;
+	ok = kv__ix_round_run(g, want, (unsigned)__builtin_popcount(want), ix->deadline);
+	ix->st.rounds++;
+	for (unsigned i = 0; i < g->n; i++) {
+		if (!(want >> i & 1))
+			continue;
+		for (unsigned k = 0; slotof[i][k] != 0; k++) {
+			unsigned w = slotof[i][k];
+			struct kv_ix_rec r;
+
+			memcpy(&r, g->m[i].buf + k * KV_IX_REC_SIZE, sizeof(r));
+			if ((ok >> i & 1) &&
+				kv__ix_rec_reply(&r, word_off(ix, v->idx, w), v->w[i][w],
+					&v->rep[i][w])) {
+				v->rec_known[i][w] = true;
+			} else {
+				ix->st.bad_words += (ok >> i & 1);
+				v->w[i][w] = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+int
+kv__ix_view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t off = word_off(ix, idx, 0);
+	bool has_p = false;
+
+	for (unsigned attempt = 0;; attempt++) {
+		unsigned mask, ok;
+		int ret;
+
+		mask = kv__ix_round_begin(g);
+		for (unsigned i = 0; i < g->n; i++) {
+			if (!(mask >> i & 1))
+				continue;
+			/* The persist makes what was read durable before the
+			 * reply, so fast-round words may be counted (rule iv). */
+			if (rdma_batch_read(&g->m[i].batch, g->region, off, g->m[i].buf,
+				    KV_IXB_SIZE) != 0 ||
+				rdma_batch_persist(&g->m[i].batch, g->region, off, KV_IXB_SIZE) != 0)
+				mask &= ~(1u << i);
+		}
+		ok = kv__ix_round_run(g, mask, g->f + 1, ix->deadline);
+		ix->st.rounds++;
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
+			memset(v, 0, sizeof(*v));
+			v->idx = idx;
+			v->answered = ok;
+			for (unsigned i = 0; i < g->n; i++) {
+				if (!(ok >> i & 1))
+					continue;
+				memcpy(v->w[i], g->m[i].buf, KV_IXB_SIZE);
+				if (v->w[i][KV_IXB_H0] == kv_ixb_h0(idx))
+					v->got |= 1u << i;
+				else if (v->w[i][KV_IXB_H0] == kv_ixb_h0_pending(idx))
+					v->pending |= 1u << i;
+				else if (v->w[i][KV_IXB_H0] != 0)
+					ix->st.bad_words++;
+			}
+			break;
+		}
+		ret = kv__ix_deadline_check(ix);
+		if (ret != 0)
+			return ret;
+		ix_backoff(ix, attempt);
+	}
+	for (unsigned i = 0; i < g->n; i++)
+		for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++)
+			has_p |= (v->got >> i & 1) && kv_ixw_tag(v->w[i][w]) == KV_IXW_P;
+	return has_p ? kv__ix_view_records(ix, v) : 0;
+}
+
+/* The replies of @v's members for @word, as analyse and choose take them. */
+static unsigned
+view_replies(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	struct kv_ix_reply *r)
+{
+	unsigned nr = 0;
+
+	for (unsigned i = 0; i < ix->g.n; i++) {
+		uint64_t w;
+
+		if (!(v->got >> i & 1))
+			continue;
+		w = v->w[i][word];
+		if (kv_ixw_tag(w) == KV_IXW_P && v->rec_known[i][word]) {
+			r[nr++] = v->rep[i][word];
+		} else {
+			memset(&r[nr], 0, sizeof(r[nr]));
+			r[nr++].word = w;
+		}
+	}
+	return nr;
+}
+
+int
+kv__ix_slot(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	struct kv_ix_slot *out)
+{
+	struct kv_ix_reply r[KV_IX_MAX_N];
+	unsigned nr = view_replies(ix, v, word, r);
+	int ret;
+
+	for (unsigned i = 0; i < nr; i++)
+		ix->st.bad_words += r[i].word != 0 && !kv_ixw_valid(r[i].word, KV_IX_GEN);
+	ret = kv__ix_analyse(r, nr, ix->g.n, KV_IX_GEN, true, &out->a);
+	if (ret != 0)
+		return ret;
+	out->in_progress = out->a.verdict != KV_IX_DECIDED;
+	out->cur = out->a.body;
+	return 0;
+}
+
+bool
+kv__ix_word_carries_fp(const struct kv_ix_view *v, unsigned word, unsigned fp)
+{
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
+		uint64_t w = v->w[i][word];
+
+		if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+			continue;
+		if (kv_ixw_tag(w) != KV_IXW_P && kv_ixw_fp(w) == fp)
+			return true;
+		if (kv_ixw_tag(w) == KV_IXW_P && (!v->rec_known[i][word] ||
+			(v->rep[i][word].acc != KV_IX_ACC_NONE &&
+				kv_ixw_fp(v->rep[i][word].acc_body) == fp)))
+			return true;
+	}
+	return false;
+}
+
+/* A body some member shows for @word at @stage (a fast acceptance, or a
+ * record's acceptance), else the freeze of @prev: what a reader that must
+ * settle another client's stage proposes (any proposal of the stage is
+ * sound; the value rule keeps one that may have been chosen). */
+uint64_t
+kv__ix_observed(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t prev)
+{
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
+		uint64_t w = v->w[i][word];
+
+		if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN) || kv_ixw_stage(w) != stage)
+			continue;
+		if (kv_ixw_tag(w) == KV_IXW_F)
+			return w & KV_IXW_BODY_MASK;
+		if (kv_ixw_tag(w) == KV_IXW_P && v->rec_known[i][word] &&
+			v->rep[i][word].acc != KV_IX_ACC_NONE)
+			return v->rep[i][word].acc_body;
+	}
+	return kv_ix_body_frozen(prev);
+}
+
+/* The stage-@stage-1 value the replies imply for @word, if they do. */
+bool
+kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t *prev)
+{
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
+		uint64_t w = v->w[i][word];
+
+		if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+			continue;
+		if (kv_ixw_stage(w) == stage && kv_ixw_implied(w, prev))
+			return true;
+		if (kv_ixw_tag(w) == KV_IXW_C && kv_ixw_stage(w) + 1 == stage) {
+			*prev = w & KV_IXW_BODY_MASK;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Post the commit of @body at @word on the members of @mask whose word is
+ * @cur[i] (background: completes while the client goes on; kv/DESIGN.md,
+ * "Commit"). Only a client that knows the value is chosen calls it. */
+static void
+ix_commit(struct kv_index *ix, uint64_t idx, unsigned word, unsigned mask,
+	const uint64_t *cur, uint64_t body)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t off = word_off(ix, idx, word);
+	uint64_t c = kv_ixw_make(KV_IXW_C, KV_IX_GEN, body);
+
+	mask &= kv__ix_round_begin(g);
+	for (unsigned i = 0; i < g->n; i++) {
+		if (!(mask >> i & 1))
+			continue;
+		if (rdma_batch_cas(&g->m[i].batch, g->region, off, cur[i], c, NULL) != 0 ||
+			rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
+			rdma_batch_init(&g->m[i].batch);
+	}
+	kv__ix_round_post(g, mask);
+}
+
+int
+kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint64_t body,
+	bool *won)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t off = word_off(ix, v->idx, word);
+	uint64_t expect = v->w[0][word];
+	uint64_t f = kv_ixw_make(KV_IXW_F, KV_IX_GEN, body);
+	uint64_t cur[KV_IX_MAX_N];
+	unsigned all = (1u << g->n) - 1, mask, ok;
+
+	*won = false;
+	/* Fast only when every member shows the same committed word of the
+	 * stage below: a lagging or missing member cannot make a fast
+	 * quorum of all (n = 3), and catching it up costs what a classic
+	 * round costs. */
+	if (v->got != all || kv_ixw_tag(expect) != KV_IXW_C ||
+		kv_ixw_stage(expect) + 1 != kv_ixw_stage(body))
+		return 0;
+	for (unsigned i = 1; i < g->n; i++)
+		if (v->w[i][word] != expect)
+			return 0;
+	mask = kv__ix_round_begin(g);
+	if (mask != all)
+		return 0;
+	for (unsigned i = 0; i < g->n; i++)
+		if (rdma_batch_cas(&g->m[i].batch, g->region, off, expect, f, &g->m[i].old[0]) != 0 ||
+			rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
+			return -EINVAL;
+	ix->st.fast++;
+	ok = kv__ix_round_run(g, all, g->n, ix->deadline);
+	ix->st.rounds++;
+	if (ok != all)
+		return 0;
+	for (unsigned i = 0; i < g->n; i++) {
+		if (g->m[i].old[0] != expect)
+			return 0;
+		cur[i] = f;
+	}
+	*won = true;
+	ix->st.fast_won++;
+	ix_commit(ix, v->idx, word, all, cur, body);
+	return 0;
+}
+
+/* Reserve records from the nodes' marks so that @need more can be taken
+ * (a restarted client never reuses a record it may have published). */
+static int
+ix_rec_reserve(struct kv_index *ix, unsigned need)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t mark = ix->rec_mark + KV_IX_REC_CHUNK;
+	uint64_t off = g->super.mark_off + (uint64_t)ix->cid * 8;
+
+	while (ix->rec_mark - ix->rec_next < need) {
+		unsigned mask = kv__ix_round_begin(g), ok;
+		int ret;
+
+		for (unsigned i = 0; i < g->n; i++) {
+			if (!(mask >> i & 1))
+				continue;
+			memcpy(g->m[i].buf, &mark, sizeof(mark));
+			if (rdma_batch_write(&g->m[i].batch, g->region, off, g->m[i].buf, 8) != 0 ||
+				rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
+				mask &= ~(1u << i);
+		}
+		ok = kv__ix_round_run(g, mask, g->f + 1, ix->deadline);
+		ix->st.rounds++;
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
+			ix->rec_mark = mark;
+			break;
+		}
+		ret = kv__ix_deadline_check(ix);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+static uint32_t
+ix_rec_take(struct kv_index *ix)
+{
+	const struct kv_ix_super *s = &ix->g.super;
+
+	return (uint32_t)(ix->cid * s->recs_per_client + ix->rec_next++ % s->recs_per_client);
+}
+
+/* Append "write record @r at @rec, persist it, CAS the word from @expect to
+ * @p, persist the word" to @b. */
+static int
+ix_batch_publish(struct kv_index *ix, struct kv_ix_member *m, unsigned k, uint32_t rec,
+	const struct kv_ix_rec *r, uint64_t off, uint64_t expect, uint64_t p)
+{
+	const struct kv_ix_super *s = &ix->g.super;
+	uint32_t region = ix->g.region;
+	unsigned char *dst = m->buf + k * KV_IX_REC_SIZE;
+
+	memcpy(dst, r, sizeof(*r));
+	if (rdma_batch_write(&m->batch, region, kv_ix_rec_off(s, rec), dst, KV_IX_REC_SIZE) != 0 ||
+		rdma_batch_persist(&m->batch, region, kv_ix_rec_off(s, rec), KV_IX_REC_SIZE) != 0 ||
+		rdma_batch_cas(&m->batch, region, off, expect, p, &m->old[k]) != 0 ||
+		rdma_batch_persist(&m->batch, region, off, 8) != 0)
+		return -E2BIG;
+	return 0;
+}
+
+/*
+ * kv__ix_resolve -- decide stage @stage of @word of bucket @v->idx with
+ * classic rounds (promise, then accept), proposing @dflt (a body of that
+ * stage) unless the value rule (paxos.h) forces another; then commit it.
+ * @v: the last read of the bucket; re-read between attempts.
+ * Return: 0 with *@decided the stage's value; 1 if the stage is decided but
+ * its value was not learnt (a later stage exists; re-read the bucket);
+ * KV_E_UNAVAILABLE at the deadline.
+ */
+int
+kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigned stage,
+	uint64_t dflt, uint64_t *decided)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t off = word_off(ix, v->idx, word);
+	uint32_t round = 0;
+	int ret;
+
+	if (kv_ixw_stage(dflt) != stage || !kv_ixw_body_valid(dflt))
+		return 1; /* no proposal of this stage is known: re-read */
+	ix->st.resolves++;
+	for (unsigned attempt = 0;; attempt++) {
+		struct kv_ix_reply q[KV_IX_MAX_N];
+		struct kv_ix_slot sl;
+		uint64_t prev = 0, expect[KV_IX_MAX_N], p[KV_IX_MAX_N], val;
+		unsigned mask, used = 0, ok, promised = 0, nq = 0, accepted = 0;
+		bool have_prev = false;
+
+		if (attempt > 0) {
+			ret = kv__ix_deadline_check(ix);
+			if (ret != 0)
+				return ret;
+			ix_backoff(ix, attempt);
+			ret = kv__ix_view_read(ix, v->idx, v);
+			if (ret != 0)
+				return ret;
+		}
+		/* What the replies already say about the stage. */
+		for (unsigned i = 0; i < g->n; i++) {
+			uint64_t w = v->w[i][word];
+
+			if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+				continue;
+			if (kv_ixw_stage(w) > stage) {
+				if (kv_ixw_stage(w) == stage + 1 && kv_ixw_implied(w, decided))
+					return 0;
+				return 1;
+			}
+			if (kv_ixw_stage(w) == stage && kv_ixw_tag(w) == KV_IXW_C) {
+				*decided = w & KV_IXW_BODY_MASK;
+				return 0;
+			}
+			if (kv_ixw_tag(w) == KV_IXW_P && kv_ixw_stage(w) == stage &&
+				kv_ixw_round(w) > round)
+				round = kv_ixw_round(w);
+			if (!have_prev && kv_ixw_stage(w) == stage && kv_ixw_implied(w, &prev))
+				have_prev = true;
+			if (!have_prev && kv_ixw_tag(w) == KV_IXW_C && kv_ixw_stage(w) + 1 == stage) {
+				prev = w & KV_IXW_BODY_MASK;
+				have_prev = true;
+			}
+		}
+		ret = kv__ix_slot(ix, v, word, &sl);
+		if (ret != 0)
+			return ret;
+		if (sl.a.verdict == KV_IX_DECIDED && sl.a.stage == stage) {
+			*decided = sl.a.body;
+			return 0;
+		}
+		if (sl.a.verdict == KV_IX_TOO_FEW)
+			continue;
+		if (round >= KV_IXW_MAX_ROUND)
+			return pm_error_set(KV_E_UNAVAILABLE, "kv_index: ballots exhausted on a word");
+		round++;
+		ret = ix_rec_reserve(ix, 2 * g->n);
+		if (ret != 0)
+			return ret;
+
+		/* Phase 1: promise ballot (round, cid) on every member whose
+		 * word allows it, catching a lagging member up to the decided
+		 * value of the stage below first. */
+		mask = kv__ix_round_begin(g) & v->got;
+		for (unsigned i = 0; i < g->n; i++) {
+			struct kv_ix_member *m = &g->m[i];
+			uint64_t w = v->w[i][word], c_prev;
+			uint32_t acc, rec;
+			uint64_t acc_body = 0;
+			struct kv_ix_rec r;
+
+			if (!(mask >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+				continue;
+			c_prev = kv_ixw_make(KV_IXW_C, KV_IX_GEN, prev);
+			expect[i] = w;
+			if (kv_ixw_stage(w) == stage && kv_ixw_tag(w) == KV_IXW_F) {
+				acc = KV_IX_ACC_FAST;
+				acc_body = w & KV_IXW_BODY_MASK;
+			} else if (kv_ixw_stage(w) == stage && kv_ixw_tag(w) == KV_IXW_P) {
+				if (!v->rec_known[i][word])
+					continue;
+				acc = v->rep[i][word].acc;
+				acc_body = v->rep[i][word].acc_body;
+			} else if (kv_ixw_stage(w) + 1 == stage && kv_ixw_tag(w) == KV_IXW_C) {
+				acc = KV_IX_ACC_NONE;
+			} else if (have_prev) {
+				/* Lagging below the decided stage - 1: catch up. */
+				if (rdma_batch_cas(&m->batch, g->region, off, w, c_prev, NULL) != 0)
+					continue;
+				expect[i] = c_prev;
+				acc = KV_IX_ACC_NONE;
+			} else {
+				continue;
+			}
+			rec = ix_rec_take(ix);
+			p[i] = kv_ixw_make_p(KV_IX_GEN, stage, round, ix->cid, rec);
+			kv__ix_rec_seal(&r, off, p[i], acc, acc_body);
+			if (ix_batch_publish(ix, m, 0, rec, &r, off, expect[i], p[i]) != 0)
+				continue;
+			q[i].word = acc == KV_IX_ACC_NONE ? c_prev : p[i];
+			q[i].rec_known = true;
+			q[i].acc = acc;
+			q[i].acc_body = acc_body;
+			if (acc == KV_IX_ACC_NONE && kv_ixw_tag(expect[i]) == KV_IXW_C)
+				q[i].word = expect[i];
+			used |= 1u << i;
+		}
+		ok = kv__ix_round_run(g, used, g->f + 1, ix->deadline);
+		ix->st.rounds++;
+		for (unsigned i = 0; i < g->n; i++) {
+			/* The promise CAS is the last CAS of the batch. */
+			if ((ok >> i & 1) && (used >> i & 1) && g->m[i].old[0] == expect[i]) {
+				promised |= 1u << i;
+				q[nq++] = q[i];
+			}
+		}
+		if ((unsigned)__builtin_popcount(promised) < g->f + 1)
+			continue;
+		ret = kv__ix_choose(q, nq, g->n, dflt, &val);
+		if (ret != 0)
+			return ret;
+
+		/* Phase 2: accept (round, cid) with @val where the promise
+		 * still stands. */
+		mask = kv__ix_round_begin(g) & promised;
+		used = 0;
+		for (unsigned i = 0; i < g->n; i++) {
+			struct kv_ix_rec r;
+			uint32_t rec;
+			uint64_t p2;
+
+			if (!(mask >> i & 1))
+				continue;
+			rec = ix_rec_take(ix);
+			p2 = kv_ixw_make_p(KV_IX_GEN, stage, round, ix->cid, rec);
+			kv__ix_rec_seal(&r, off, p2, kv_ixw_ballot(p[i]) + 2, val);
+			if (ix_batch_publish(ix, &g->m[i], 0, rec, &r, off, p[i], p2) != 0)
+				continue;
+			expect[i] = p2;
+			used |= 1u << i;
+		}
+		ok = kv__ix_round_run(g, used, g->f + 1, ix->deadline);
+		ix->st.rounds++;
+		for (unsigned i = 0; i < g->n; i++)
+			if ((ok >> i & 1) && (used >> i & 1) && g->m[i].old[0] == p[i])
+				accepted |= 1u << i;
+		if ((unsigned)__builtin_popcount(accepted) >= g->f + 1) {
+			*decided = val;
+			ix_commit(ix, v->idx, word, accepted, expect, val);
+			return 0;
+		}
+	}
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/split.c -- growth: freeze a full bucket, install its two
+ * children, decide its forward word, make the children live
+ * (index_internal.h; kv/DESIGN.md "Splits"; the FCP design study section
+ * 4.5.6 "split_or_compact(B) and help_split(B)", with heap-numbered
+ * children instead of allocated ones, see layout.h).
+ *
+ * Any client runs or resumes a split, and every step is safe to repeat or
+ * to run late: freezing is per-slot consensus; the children's content is a
+ * function of the decided frozen content, installed only over zero memory
+ * (CAS from 0, so a late installer never overwrites a child that has moved
+ * on); the forward word's only value is FWD, proposed only once the children
+ * are installed on f+1 members; children become live (their h0 flips from
+ * pending) only after FWD is chosen, so nobody changes a child while the
+ * parent's frozen content is still what readers answer from.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <pm/error.h>
+
+#include "kv/src/index/index_internal.h"
+
+int
+kv__ix_flip(struct kv_index *ix, uint64_t idx)
+{
+	struct kv_ix_group *g = &ix->g;
+
+	for (;;) {
+		unsigned mask = kv__ix_round_begin(g), ok;
+		int ret;
+
+		for (unsigned i = 0; i < g->n; i++) {
+			struct rdma_batch *b = &g->m[i].batch;
+
+			if (!(mask >> i & 1))
+				continue;
+			for (uint64_t c = 2 * idx; c <= 2 * idx + 1; c++) {
+				uint64_t off = kv_ixb_off(&g->super, c, KV_IXB_H0);
+
+				rdma_batch_cas(b, g->region, off, kv_ixb_h0_pending(c), kv_ixb_h0(c),
+					NULL);
+				rdma_batch_persist(b, g->region, off, 8);
+			}
+		}
+		ok = kv__ix_round_run(g, mask, g->f + 1, ix->deadline);
+		ix->st.rounds++;
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1)
+			return 0;
+		ret = kv__ix_deadline_check(ix);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+int
+kv__ix_forward_help(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
+{
+	uint64_t fwd = KV_IX_FWD_BODY, dec = 0;
+	struct kv_ix_slot sl;
+	int ret;
+
+	ret = kv__ix_slot(ix, v, KV_IXB_H1, &sl);
+	if (ret != 0)
+		return ret;
+	if (!(sl.a.verdict == KV_IX_DECIDED && sl.a.stage == 1)) {
+		bool won = false;
+
+		if (sl.a.verdict == KV_IX_DECIDED && sl.a.stage == 0) {
+			ret = kv__ix_fast(ix, v, KV_IXB_H1, fwd, &won);
+			if (ret != 0)
+				return ret;
+		}
+		if (!won) {
+			ret = kv__ix_resolve(ix, v, KV_IXB_H1, 1, fwd, &dec);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return kv__ix_flip(ix, idx);
+}
+
+/* Freeze every slot of bucket @idx; *@v ends as a read in which all are
+ * decided frozen. Return: 0, 1 if the forward is already proposed (the
+ * freeze was finished by someone), or an error. */
+static int
+ix_freeze(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
+{
+	struct kv_ix_group *g = &ix->g;
+
+	for (;;) {
+		uint64_t fast_from[KV_IXB_WORDS] = { 0 }, dec;
+		unsigned nfast = 0, all = (1u << g->n) - 1;
+		bool done = true;
+		struct kv_ix_slot fw;
+		int ret;
+
+		ret = kv__ix_deadline_check(ix);
+		if (ret != 0)
+			return ret;
+		ret = kv__ix_view_read(ix, idx, v);
+		if (ret != 0)
+			return ret;
+		if ((unsigned)__builtin_popcount(v->got) < g->f + 1)
+			continue;
+		ret = kv__ix_slot(ix, v, KV_IXB_H1, &fw);
+		if (ret != 0)
+			return ret;
+		if (fw.a.stage >= 1)
+			return 1;
+		for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+			struct kv_ix_slot sl;
+			uint64_t x;
+
+			ret = kv__ix_slot(ix, v, w, &sl);
+			if (ret != 0)
+				return ret;
+			if (sl.a.verdict == KV_IX_TOO_FEW) {
+				done = false;
+				continue;
+			}
+			if (sl.a.verdict == KV_IX_DECIDED && kv_ixw_frz(sl.cur))
+				continue;
+			done = false;
+			if (sl.a.verdict != KV_IX_DECIDED) {
+				/* Mid-change: settle the stage, offering the
+				 * freeze of the value before it (or what was
+				 * proposed, if that value is not known). */
+				uint64_t prev = 0;
+				bool known = kv__ix_prev(v, w, sl.a.stage, &prev) || sl.a.stage == 1;
+
+				ret = kv__ix_resolve(ix, v, w, sl.a.stage,
+					known ? kv_ix_body_frozen(prev) :
+						kv__ix_observed(v, w, sl.a.stage, prev), &dec);
+				if (ret < 0)
+					return ret;
+				break; /* re-read */
+			}
+			x = kv_ixw_make(KV_IXW_C, KV_IX_GEN, sl.cur);
+			if (v->got == all) {
+				bool same = true;
+
+				for (unsigned i = 0; i < g->n; i++)
+					same &= v->w[i][w] == x;
+				if (same) {
+					fast_from[w] = x;
+					nfast++;
+					continue;
+				}
+			}
+			ret = kv__ix_resolve(ix, v, w, sl.a.stage + 1, kv_ix_body_frozen(sl.cur), &dec);
+			if (ret < 0)
+				return ret;
+			break;
+		}
+		if (done)
+			return 0;
+		if (nfast > 0) {
+			/* One fast round freezes every committed slot. */
+			unsigned mask = kv__ix_round_begin(g), ok;
+
+			if (mask != all)
+				continue;
+			for (unsigned i = 0; i < g->n; i++) {
+				unsigned k = 0;
+
+				for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+					uint64_t to;
+
+					if (fast_from[w] == 0)
+						continue;
+					to = kv_ixw_make(KV_IXW_F, KV_IX_GEN,
+						kv_ix_body_frozen(fast_from[w] & KV_IXW_BODY_MASK));
+					rdma_batch_cas(&g->m[i].batch, g->region,
+						kv_ixb_off(&g->super, idx, w), fast_from[w], to,
+						&g->m[i].old[k++]);
+				}
+				rdma_batch_persist(&g->m[i].batch, g->region,
+					kv_ixb_off(&g->super, idx, 0), KV_IXB_SIZE);
+			}
+			ix->st.fast++;
+			ok = kv__ix_round_run(g, mask, g->n, ix->deadline);
+			ix->st.rounds++;
+			(void)ok; /* the re-read decides what was won */
+		}
+	}
+}
+
+/* The words of child @c (0 or 1) of bucket @idx: the decided frozen
+ * entries of @v whose hash bit depth(idx) is @c, each at the first free
+ * slot of its order. */
+static int
+ix_child_words(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v,
+	uint64_t words[2][KV_IXB_WORDS])
+{
+	unsigned d = kv_ixb_depth(idx);
+
+	for (unsigned c = 0; c < 2; c++) {
+		for (unsigned w = 0; w < KV_IXB_WORDS; w++)
+			words[c][w] = KV_IX_EMPTY_WORD;
+		words[c][KV_IXB_H0] = kv_ixb_h0_pending(2 * idx + c);
+	}
+	for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+		struct kv_ix_slot sl;
+		uint64_t h, live;
+		unsigned c, fp;
+		int ret;
+
+		ret = kv__ix_slot(ix, v, w, &sl);
+		if (ret != 0)
+			return ret;
+		if (sl.a.verdict != KV_IX_DECIDED || !kv_ixw_frz(sl.cur))
+			return -EAGAIN; /* the freeze is not finished */
+		if (!kv_ix_body_maps(sl.cur))
+			continue; /* EMPTY and DEAD entries stay behind */
+		ret = kv__ix_key_hash(ix, kv_ixw_loc(sl.cur), &h);
+		if (ret == -ENOENT)
+			return pm_error_set(PM_E_CORRUPT, "kv_index: no key at location %llu",
+				(unsigned long long)kv_ixw_loc(sl.cur));
+		if (ret != 0)
+			return ret;
+		fp = kv_ixw_fp(sl.cur);
+		if ((unsigned)(h >> 48) != fp || kv_ixb_for(h, d) != idx)
+			return pm_error_set(PM_E_CORRUPT,
+				"kv_index: the key at location %llu does not belong in bucket %llu",
+				(unsigned long long)kv_ixw_loc(sl.cur), (unsigned long long)idx);
+		c = (unsigned)(h >> d) & 1;
+		live = kv_ixw_make(KV_IXW_C, KV_IX_GEN,
+			kv_ixw_body(1, false, fp, kv_ixw_loc(sl.cur)));
+		for (unsigned k = 0; k < KV_IXB_SLOTS; k++) {
+			unsigned cw = KV_IXB_SLOT0 + (fp + k) % KV_IXB_SLOTS;
+
+			if (words[c][cw] == KV_IX_EMPTY_WORD) {
+				words[c][cw] = live;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Install both children on every member that answers (CAS from zero, the
+ * header last); succeed once f+1 hold each. */
+static int
+ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
+{
+	struct kv_ix_group *g = &ix->g;
+
+	for (unsigned c = 0; c < 2; c++) {
+		uint64_t child = 2 * idx + c;
+
+		for (;;) {
+			unsigned mask = kv__ix_round_begin(g), ok, held = 0;
+			int ret;
+
+			for (unsigned i = 0; i < g->n; i++) {
+				struct rdma_batch *b = &g->m[i].batch;
+
+				if (!(mask >> i & 1))
+					continue;
+				for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++)
+					rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, child, w), 0,
+						words[c][w], NULL);
+				rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, child, KV_IXB_H0), 0,
+					words[c][KV_IXB_H0], &g->m[i].old[0]);
+				rdma_batch_persist(b, g->region, kv_ixb_off(&g->super, child, 0),
+					KV_IXB_SIZE);
+			}
+			ok = kv__ix_round_run(g, mask, g->n, ix->deadline);
+			ix->st.rounds++;
+			for (unsigned i = 0; i < g->n; i++) {
+				uint64_t h0 = g->m[i].old[0];
+
+				if ((ok >> i & 1) && (h0 == 0 || h0 == kv_ixb_h0_pending(child) ||
+					h0 == kv_ixb_h0(child)))
+					held++;
+			}
+			if (held >= g->f + 1)
+				break;
+			ret = kv__ix_deadline_check(ix);
+			if (ret != 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int
+kv__ix_split(struct kv_index *ix, uint64_t idx)
+{
+	uint64_t words[2][KV_IXB_WORDS];
+	struct kv_ix_view v;
+	int ret;
+
+	if (2 * idx + 1 >= ix->g.super.nbuckets)
+		return pm_error_set(-ENOSPC, "kv_index: bucket %llu is full and the region has no"
+			" room for its children", (unsigned long long)idx);
+	ix->st.splits++;
+	for (;;) {
+		ret = ix_freeze(ix, idx, &v);
+		if (ret < 0)
+			return ret;
+		if (ret == 1)
+			break; /* forward proposed: children installed */
+		ret = ix_child_words(ix, idx, &v, words);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret != 0)
+			return ret;
+		ret = ix_install(ix, idx, words);
+		if (ret != 0)
+			return ret;
+		break;
+	}
+	ret = kv__ix_view_read(ix, idx, &v);
+	if (ret != 0)
+		return ret;
+	return kv__ix_forward_help(ix, idx, &v);
+}
