@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * tests/lincheck/models.cc -- the word-array, set, counter, queue and map models.
+ * tests/lincheck/models.cc -- the word-array, set, counter, queue, map and index models.
  */
 #include "tests/lincheck/models.h"
 
@@ -62,6 +62,46 @@ std::vector<std::vector<size_t>> partition_by_key(const std::vector<Operation<Op
 	for (auto &kv : by_key)
 		parts.push_back(std::move(kv.second));
 	return parts;
+}
+
+using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
+
+/* sorted_pairs -- @pairs by increasing key, the last pair of a repeated key
+ * kept: the initial state of the map and index models */
+Pairs sorted_pairs(const Pairs &pairs)
+{
+	std::map<uint64_t, uint64_t> m;
+	for (const auto &kv : pairs)
+		m[kv.first] = kv.second;
+	return Pairs(m.begin(), m.end());
+}
+
+/* find_key -- the first pair of sorted @s whose key is not below @key */
+Pairs::const_iterator find_key(const Pairs &s, uint64_t key)
+{
+	return std::lower_bound(s.begin(), s.end(), key,
+		[](const std::pair<uint64_t, uint64_t> &kv, uint64_t k) { return kv.first < k; });
+}
+
+/* hash_pairs -- hash_words() of the pairs' words, key then value */
+size_t hash_pairs(const Pairs &s)
+{
+	std::vector<uint64_t> flat;
+	flat.reserve(2 * s.size());
+	for (const auto &kv : s) {
+		flat.push_back(kv.first);
+		flat.push_back(kv.second);
+	}
+	return hash_words(flat);
+}
+
+/* pairs_text -- "{k: v, k: v}" */
+std::string pairs_text(const Pairs &s)
+{
+	std::string out;
+	for (size_t i = 0; i < s.size(); i++)
+		out += (i ? ", " : "") + std::to_string(s[i].first) + ": " + std::to_string(s[i].second);
+	return "{" + out + "}";
 }
 
 }  // namespace
@@ -251,17 +291,13 @@ std::string QueueModel::describe_state(const State &s) const
 }
 
 MapModel::MapModel(std::vector<std::pair<uint64_t, uint64_t>> initial)
+	: initial_(sorted_pairs(initial))
 {
-	std::map<uint64_t, uint64_t> m;
-	for (const auto &kv : initial)
-		m[kv.first] = kv.second;
-	initial_.assign(m.begin(), m.end());
 }
 
 bool MapModel::step(const State &s, const Op &op, State *next) const
 {
-	auto it = std::lower_bound(s.begin(), s.end(), op.key,
-		[](const std::pair<uint64_t, uint64_t> &kv, uint64_t k) { return kv.first < k; });
+	auto it = find_key(s, op.key);
 	bool present = it != s.end() && it->first == op.key;
 	if (op.returned && op.present != present)
 		return false;
@@ -290,13 +326,7 @@ bool MapModel::step(const State &s, const Op &op, State *next) const
 
 size_t MapModel::hash(const State &s) const
 {
-	std::vector<uint64_t> flat;
-	flat.reserve(2 * s.size());
-	for (const auto &kv : s) {
-		flat.push_back(kv.first);
-		flat.push_back(kv.second);
-	}
-	return hash_words(flat);
+	return hash_pairs(s);
 }
 
 std::string MapModel::describe(const Op &op) const
@@ -315,13 +345,75 @@ std::string MapModel::describe(const Op &op) const
 
 std::string MapModel::describe_state(const State &s) const
 {
-	std::string out;
-	for (size_t i = 0; i < s.size(); i++)
-		out += (i ? ", " : "") + std::to_string(s[i].first) + ": " + std::to_string(s[i].second);
-	return "{" + out + "}";
+	return pairs_text(s);
 }
 
 std::vector<std::vector<size_t>> MapModel::partition(const std::vector<Operation<Op>> &history) const
+{
+	return partition_by_key(history);
+}
+
+IndexModel::IndexModel(std::vector<std::pair<uint64_t, uint64_t>> initial)
+	: initial_(sorted_pairs(initial))
+{
+}
+
+bool IndexModel::step(const State &s, const Op &op, State *next) const
+{
+	using Status = IndexOp::Status;
+	auto it = find_key(s, op.key);
+	bool present = it != s.end() && it->first == op.key;
+	bool changes = false;  // the op maps or unmaps op.key
+	Status status = Status::kAbsent;
+	switch (op.kind) {
+	case IndexOp::Kind::kInsert:
+		changes = !present;
+		status = present ? Status::kExists : Status::kOk;
+		break;
+	case IndexOp::Kind::kRemove:
+		changes = present && it->second == op.loc;
+		status = changes ? Status::kOk : Status::kAbsent;
+		break;
+	case IndexOp::Kind::kLookup:
+		status = present ? Status::kFound : Status::kAbsent;
+		break;
+	}
+	bool names_loc = status == Status::kExists || status == Status::kFound;
+	if (op.returned && (op.status != status || (names_loc && op.found != it->second)))
+		return false;
+	*next = s;
+	size_t pos = static_cast<size_t>(it - s.begin());
+	if (changes && op.kind == IndexOp::Kind::kInsert)
+		next->insert(next->begin() + pos, {op.key, op.loc});
+	else if (changes)
+		next->erase(next->begin() + pos);
+	return true;
+}
+
+size_t IndexModel::hash(const State &s) const
+{
+	return hash_pairs(s);
+}
+
+std::string IndexModel::describe(const Op &op) const
+{
+	static const char *const status[] = {"OK", "EXISTS", "ABSENT", "FOUND"};
+	std::string in = std::to_string(op.key);
+	if (op.kind != IndexOp::Kind::kLookup)
+		in += ", " + std::to_string(op.loc);
+	std::string out = status[static_cast<int>(op.status)];
+	if (op.status == IndexOp::Status::kExists || op.status == IndexOp::Status::kFound)
+		out += "(" + std::to_string(op.found) + ")";
+	static const char *const names[] = {"insert", "remove", "lookup"};
+	return std::string(names[static_cast<int>(op.kind)]) + "(" + in + ")" + output(op.returned, out);
+}
+
+std::string IndexModel::describe_state(const State &s) const
+{
+	return pairs_text(s);
+}
+
+std::vector<std::vector<size_t>> IndexModel::partition(const std::vector<Operation<Op>> &history) const
 {
 	return partition_by_key(history);
 }

@@ -5,7 +5,9 @@
  * WordArrayModel specifies mcas/ (k-word compare-and-swap over an array of
  * 64-bit words, plus plain reads and writes); RegisterModel is its one-word
  * case; SetModel specifies the set-like structures in ds/. CounterModel,
- * QueueModel and MapModel specify the objects of onll/objects.h.
+ * QueueModel and MapModel specify the objects of onll/objects.h. IndexModel
+ * specifies kv/'s replicated key index as its clients see it (histories from
+ * several processes: index_records.h).
  *
  * Every op type is built by static functions: the form without outputs is
  * what a thread passes to Recorder::Handle::invoke() (and what a pending op
@@ -322,6 +324,105 @@ public:
 	/* The map starts with @initial (any order; for a repeated key the last
 	 * pair wins). */
 	explicit MapModel(std::vector<std::pair<uint64_t, uint64_t>> initial = {});
+
+	/* The model interface: see the top of lincheck.h. */
+	State init() const { return initial_; }
+	bool step(const State &s, const Op &op, State *next) const;
+	size_t hash(const State &s) const;
+	std::string describe(const Op &op) const;
+	std::string describe_state(const State &s) const;
+	/* partition -- one group per key, in key order. */
+	std::vector<std::vector<size_t>> partition(const std::vector<Operation<Op>> &history) const;
+
+private:
+	State initial_;
+};
+
+/*
+ * An operation on the key index. Keys are 64-bit ids (see IndexModel on why
+ * not key bytes); a location is the 64-bit value a key maps to.
+ *
+ * UNAVAILABLE (a timeout, too many nodes down) is not an output: the index
+ * promises "an unavailable error, never a wrong answer", and an op that
+ * reported it may still take effect later (another client's recovery can
+ * finish its proposal). So it is recorded as a pending op: the invoked form,
+ * with ret = kPending (Recorder: never call complete() for it; the record
+ * reader of index_records.h does this itself).
+ */
+struct IndexOp {
+	enum class Kind : uint8_t { kInsert = 0, kRemove = 1, kLookup = 2 };  /* index_records.h stores these */
+	/* What a returned op reported: insert OK or EXISTS(found); remove OK or
+	 * ABSENT; lookup FOUND(found) or ABSENT. */
+	enum class Status : uint8_t { kOk, kExists, kAbsent, kFound };
+	Kind kind = Kind::kLookup;
+	bool returned = false;          /* status and found were recorded */
+	uint64_t key = 0;
+	uint64_t loc = 0;               /* insert, remove: the location given; lookup: 0 */
+	Status status = Status::kAbsent;
+	uint64_t found = 0;             /* EXISTS, FOUND: the location returned; else 0 */
+
+	/* insert -- insert(k, l), invoked. */
+	static IndexOp insert(uint64_t k, uint64_t l) { return {Kind::kInsert, false, k, l, Status::kOk, 0}; }
+	/* insert_ok -- insert(k, l) that returned OK: @k now maps to @l. */
+	static IndexOp insert_ok(uint64_t k, uint64_t l) { return {Kind::kInsert, true, k, l, Status::kOk, 0}; }
+	/* insert_exists -- insert(k, l) that returned EXISTS(@current). */
+	static IndexOp insert_exists(uint64_t k, uint64_t l, uint64_t current)
+	{
+		return {Kind::kInsert, true, k, l, Status::kExists, current};
+	}
+	/* remove -- remove(k, l), invoked. */
+	static IndexOp remove(uint64_t k, uint64_t l) { return {Kind::kRemove, false, k, l, Status::kOk, 0}; }
+	/* remove_ok -- remove(k, l) that returned OK: it unmapped @k from @l. */
+	static IndexOp remove_ok(uint64_t k, uint64_t l) { return {Kind::kRemove, true, k, l, Status::kOk, 0}; }
+	/* remove_absent -- remove(k, l) that returned ABSENT: @k did not map to @l. */
+	static IndexOp remove_absent(uint64_t k, uint64_t l)
+	{
+		return {Kind::kRemove, true, k, l, Status::kAbsent, 0};
+	}
+	/* lookup -- lookup(k), invoked. */
+	static IndexOp lookup(uint64_t k) { return {Kind::kLookup, false, k, 0, Status::kAbsent, 0}; }
+	/* lookup_found -- lookup(k) that returned FOUND(@l). */
+	static IndexOp lookup_found(uint64_t k, uint64_t l)
+	{
+		return {Kind::kLookup, true, k, 0, Status::kFound, l};
+	}
+	/* lookup_absent -- lookup(k) that returned ABSENT. */
+	static IndexOp lookup_absent(uint64_t k) { return {Kind::kLookup, true, k, 0, Status::kAbsent, 0}; }
+};
+
+/*
+ * IndexModel -- kv/'s key index (kv/DESIGN.md) as a client sees it: a map
+ * from keys to 64-bit locations with insert-if-absent, remove of one exact
+ * mapping and lookup.
+ *
+ *	insert(k, l): k unmapped -> k maps to l, OK; else EXISTS(k's location),
+ *	              unchanged -- also when that location is l: insert is not
+ *	              idempotent (a client retrying after UNAVAILABLE whose first
+ *	              attempt took effect must see EXISTS(l))
+ *	remove(k, l): k maps to exactly l -> unmapped, OK; else ABSENT, unchanged
+ *	lookup(k):    FOUND(current location) or ABSENT
+ *
+ * Keys are uint64_t ids rather than key bytes because the search copies and
+ * hashes the state at every step it tries: with ids a state is a flat array
+ * of words (one splitmix pass, as MapModel's) instead of strings to allocate
+ * and hash, and a history record stays fixed-size, so it can be rewritten in
+ * place when its op returns (index_records.h). A workload derives its key
+ * bytes from the id (so every process agrees on the mapping without talking);
+ * the model needs no fingerprints, so keys chosen to collide in the index's
+ * 16-bit fingerprint are simply different ids.
+ *
+ * Every op names one key and ops on different keys commute, so partition()
+ * checks each key's ops on their own (as MapModel). The state is the
+ * (key, location) pairs in increasing key order.
+ */
+class IndexModel {
+public:
+	using Op = IndexOp;
+	using State = std::vector<std::pair<uint64_t, uint64_t>>;
+
+	/* The index starts with the mappings in @initial (any order; for a
+	 * repeated key the last pair wins). */
+	explicit IndexModel(std::vector<std::pair<uint64_t, uint64_t>> initial = {});
 
 	/* The model interface: see the top of lincheck.h. */
 	State init() const { return initial_; }
