@@ -6,12 +6,17 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include <kv/index.h>
 
+#include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
+#include "tests/lincheck/lincheck.h"
+#include "tests/lincheck/models.h"
 
 namespace {
 
@@ -124,6 +129,308 @@ TEST_F(IndexTest, SequentialAgainstMapWithSplits)
 		ASSERT_EQ(kv_index_lookup(ix_, k.data(), k.size(), &got), 0) << k;
 		EXPECT_EQ(got, l);
 	}
+}
+
+// Round trips on the counters, with every node up and no contention: lookup
+// 1, insert of a new key 2, remove 2 (read, CAS); one node of three down:
+// lookup 1, insert 3 (read, promise, accept). Exact on a bucket that does
+// not split; over a growing index, the same for all operations but those
+// that split or find their bucket deeper than the directory hint says.
+TEST_F(IndexTest, RoundTrips)
+{
+	uint64_t loc, got;
+	auto rounds = [&](auto op) {
+		kv_index_stats before = Stats();
+		op();
+		kv_index_stats a = Stats();
+		fprintf(stderr, "DBG rounds %lu fast %lu won %lu res %lu fwd %lu splits %lu\n",
+			(unsigned long)(a.rounds - before.rounds), (unsigned long)(a.fast - before.fast),
+			(unsigned long)(a.fast_won - before.fast_won), (unsigned long)(a.resolves - before.resolves),
+			(unsigned long)(a.forwards - before.forwards), (unsigned long)(a.splits - before.splits));
+		return a.rounds - before.rounds;
+	};
+	for (unsigned i = 0; i < 6; i++) {
+		const std::string k = Key(i);
+		EXPECT_EQ(rounds([&] { EXPECT_EQ(Insert(k, &loc), 0); }), 2u) << i;
+		EXPECT_EQ(rounds([&] { EXPECT_EQ(kv_index_lookup(ix_, k.data(), k.size(), &got), 0); }), 1u);
+		EXPECT_EQ(got, loc);
+		EXPECT_EQ(kv_index_hint(ix_, k.data(), k.size(), &got), 0); // 0 round trips
+		EXPECT_EQ(got, loc);
+		EXPECT_EQ(rounds([&] { EXPECT_EQ(kv_index_lookup(ix_, "none", 4, &got), -ENOENT); }), 1u);
+		if (i % 2 == 0) {
+			EXPECT_EQ(rounds([&] { EXPECT_EQ(kv_index_remove(ix_, k.data(), k.size(), loc), 0); }), 2u);
+		}
+	}
+	EXPECT_EQ(Stats().fast, Stats().fast_won);
+
+	ASSERT_EQ(kv__ix_test_inject(ix_, 2, RDMA_FAULT_FAIL, 0), 0);
+	// The first operation after the failure learns of it.
+	EXPECT_EQ(kv_index_lookup(ix_, Key(1).data(), Key(1).size(), &got), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		std::string d = "down-" + std::to_string(i);
+		EXPECT_EQ(rounds([&] { EXPECT_EQ(Insert(d, &loc), 0) << pm_errormsg(); }), 3u) << i;
+		EXPECT_EQ(rounds([&] {
+			EXPECT_EQ(kv_index_lookup(ix_, d.data(), d.size(), &got), 0);
+		}), 1u) << i;
+		EXPECT_EQ(got, loc);
+	}
+	ASSERT_EQ(kv__ix_test_inject(ix_, 2, RDMA_FAULT_NONE, 0), 0);
+}
+
+TEST_F(IndexTest, RoundTripsWhileGrowing)
+{
+	uint64_t loc, got;
+	unsigned over = 0, n = 0;
+	for (unsigned i = 0; i < 1500; i++) {
+		kv_index_stats a = Stats();
+		ASSERT_EQ(Insert(Key(i), &loc), 0);
+		kv_index_stats b = Stats();
+		if (b.splits == a.splits) {
+			n++;
+			over += b.rounds - a.rounds > 2;
+			EXPECT_LE(b.rounds - a.rounds, 2u + (b.forwards - a.forwards) + 1) << i;
+		}
+	}
+	EXPECT_LE(over * 100, n * 5) << over << " of " << n << " inserts took more than 2";
+	// Every key's bucket is known now: lookups take exactly 1.
+	for (unsigned i = 0; i < 1500; i++)
+		ASSERT_EQ(kv_index_lookup(ix_, Key(i).data(), Key(i).size(), &got), 0);
+	for (unsigned i = 0; i < 1500; i++) {
+		kv_index_stats a = Stats();
+		ASSERT_EQ(kv_index_lookup(ix_, Key(i).data(), Key(i).size(), &got), 0);
+		ASSERT_EQ(Stats().rounds - a.rounds, 1u) << i;
+	}
+}
+
+// With f = 1 of 3 nodes failing, cut off or slow, results stay those of a
+// std::map; with f + 1 failing, operations return KV_E_UNAVAILABLE (never
+// a wrong answer) and succeed again once a majority is back.
+TEST_F(IndexTest, FaultsOfFThenFPlusOne)
+{
+	std::map<std::string, uint64_t> model;
+	std::mt19937_64 rng(7);
+	const rdma_fault faults[] = { RDMA_FAULT_FAIL, RDMA_FAULT_PARTITION, RDMA_FAULT_DELAY };
+	kv_index_close(&ix_);
+	cfg_->cfg.timeout_ms = 3000;
+	cfg_->cfg.conn.timeout_ms = 300;
+	ASSERT_EQ(kv_index_open(&ix_, &cfg_->cfg), 0) << pm_errormsg();
+
+	for (unsigned phase = 0; phase < 6; phase++) {
+		unsigned victim = phase % 3;
+		ASSERT_EQ(kv__ix_test_inject(ix_, victim, faults[phase % 3], 2000), 0);
+		for (unsigned op = 0; op < 150; op++) {
+			std::string k = Key(static_cast<unsigned>(rng() % 200));
+			uint64_t loc, got = 0, existing = 0;
+			auto it = model.find(k);
+			if (rng() % 2 == 0) {
+				int ret = Insert(k, &loc, &existing);
+				if (it == model.end()) {
+					ASSERT_EQ(ret, 0) << phase << "/" << op << " " << pm_errormsg();
+					model[k] = loc;
+				} else {
+					ASSERT_EQ(ret, KV_E_EXISTS) << phase << "/" << op;
+					ASSERT_EQ(existing, it->second);
+				}
+			} else if (rng() % 2 == 0 && it != model.end()) {
+				ASSERT_EQ(kv_index_remove(ix_, k.data(), k.size(), it->second), 0)
+					<< phase << "/" << op << " " << pm_errormsg();
+				model.erase(it);
+			} else {
+				int ret = kv_index_lookup(ix_, k.data(), k.size(), &got);
+				ASSERT_EQ(ret, it == model.end() ? -ENOENT : 0) << phase << "/" << op;
+				if (ret == 0) {
+					ASSERT_EQ(got, it->second);
+				}
+			}
+		}
+		ASSERT_EQ(kv__ix_test_inject(ix_, victim, RDMA_FAULT_NONE, 0), 0);
+	}
+
+	// f + 1 down: unavailable, nothing wrong.
+	ASSERT_EQ(kv__ix_test_inject(ix_, 0, RDMA_FAULT_FAIL, 0), 0);
+	ASSERT_EQ(kv__ix_test_inject(ix_, 1, RDMA_FAULT_PARTITION, 0), 0);
+	uint64_t loc, got;
+	EXPECT_EQ(Insert("while-down", &loc), KV_E_UNAVAILABLE);
+	const std::string present = model.begin()->first;
+	EXPECT_EQ(kv_index_lookup(ix_, present.data(), present.size(), &got), KV_E_UNAVAILABLE);
+	EXPECT_GT(Stats().unavailable, 0u);
+	ASSERT_EQ(kv__ix_test_inject(ix_, 0, RDMA_FAULT_NONE, 0), 0);
+	ASSERT_EQ(kv__ix_test_inject(ix_, 1, RDMA_FAULT_NONE, 0), 0);
+	ASSERT_EQ(kv_index_lookup(ix_, present.data(), present.size(), &got), 0) << pm_errormsg();
+	EXPECT_EQ(got, model.begin()->second);
+	for (const auto &[k, l] : model) {
+		ASSERT_EQ(kv_index_lookup(ix_, k.data(), k.size(), &got), 0) << k;
+		EXPECT_EQ(got, l);
+	}
+}
+
+// Closing every node and opening them again from their pools loses no
+// completed insert or remove.
+TEST_F(IndexTest, ReopenKeepsEverything)
+{
+	std::map<std::string, uint64_t> model;
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t loc;
+		ASSERT_EQ(Insert(Key(i), &loc), 0);
+		model[Key(i)] = loc;
+	}
+	for (unsigned i = 0; i < 300; i += 3) {
+		ASSERT_EQ(kv_index_remove(ix_, Key(i).data(), Key(i).size(), model[Key(i)]), 0);
+		model.erase(Key(i));
+	}
+	kv_index_close(&ix_);
+	keys_.reset();
+	for (unsigned n = 0; n < 3; n++)
+		group_->Close(n);
+	for (unsigned n = 0; n < 3; n++)
+		ASSERT_EQ(group_->Open(n), 0) << pm_errormsg();
+	keys_ = std::make_unique<KeyStore>(group_->Uris());
+	cfg_ = std::make_unique<IndexConfig>(group_->Uris(), keys_.get(), 2);
+	ASSERT_EQ(kv_index_open(&ix_, &cfg_->cfg), 0) << pm_errormsg();
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t got = 0;
+		auto it = model.find(Key(i));
+		int ret = kv_index_lookup(ix_, Key(i).data(), Key(i).size(), &got);
+		ASSERT_EQ(ret, it == model.end() ? -ENOENT : 0) << i;
+		if (ret == 0) {
+			EXPECT_EQ(got, it->second);
+		}
+	}
+	kv_index *again = nullptr;
+	EXPECT_EQ(kv_index_create(&again, &cfg_->cfg), -EEXIST);
+}
+
+TEST_F(IndexTest, BadInput)
+{
+	uint64_t loc = 0;
+	std::string longkey(KV_INDEX_KEY_MAX + 1, 'x');
+	EXPECT_EQ(kv_index_insert(ix_, "", 0, 1, nullptr), -EINVAL);
+	EXPECT_EQ(kv_index_insert(ix_, nullptr, 3, 1, nullptr), -EINVAL);
+	EXPECT_EQ(kv_index_insert(ix_, longkey.data(), longkey.size(), 1, nullptr), -EINVAL);
+	EXPECT_NE(std::string(pm_errormsg()).find("1..1024"), std::string::npos) << pm_errormsg();
+	EXPECT_EQ(kv_index_insert(ix_, "k", 1, KV_INDEX_LOC_MAX + 1, nullptr), -EINVAL);
+	EXPECT_EQ(kv_index_lookup(ix_, longkey.data(), longkey.size(), &loc), -EINVAL);
+	EXPECT_EQ(kv_index_remove(ix_, "", 0, 1), -EINVAL);
+
+	kv_index_config bad = cfg_->cfg;
+	kv_index *other = nullptr;
+	bad.nnodes = 2;
+	EXPECT_EQ(kv_index_open(&other, &bad), -EINVAL);
+	bad = cfg_->cfg;
+	bad.client_id = 5000;
+	EXPECT_EQ(kv_index_open(&other, &bad), -EINVAL);
+	bad = cfg_->cfg;
+	bad.client_id = 40; // the index was created for 16 clients
+	EXPECT_EQ(kv_index_open(&other, &bad), -EINVAL);
+	bad = cfg_->cfg;
+	bad.key_at = nullptr;
+	EXPECT_EQ(kv_index_open(&other, &bad), -EINVAL);
+	EXPECT_EQ(other, nullptr);
+	// Nodes given in another order than the group's.
+	std::vector<std::string> u = group_->Uris();
+	std::swap(u[0], u[1]);
+	IndexConfig swapped(u, keys_.get(), 3);
+	swapped.cfg.timeout_ms = 500;
+	EXPECT_EQ(kv_index_open(&other, &swapped.cfg), KV_E_UNAVAILABLE);
+	EXPECT_EQ(kv_index_close(&other), 0);
+}
+
+// A damaged word on one node is detected and counts as no answer from it;
+// answers stay right. A superblock damaged on one node leaves it out.
+TEST_F(IndexTest, DamagedWordsAreNotFollowed)
+{
+	std::map<std::string, uint64_t> model;
+	for (unsigned i = 0; i < 10; i++) {
+		uint64_t loc;
+		ASSERT_EQ(Insert(Key(i), &loc), 0);
+		model[Key(i)] = loc;
+	}
+	// Every slot word of the root on node 1: out-of-range locations,
+	// bad tags, a foreign generation.
+	uint8_t *r = group_->IndexRegion(1);
+	for (unsigned w = 2; w < 16; w++) {
+		uint64_t *word = reinterpret_cast<uint64_t *>(r + kv__ix_test_word_off(ix_, 1, w));
+		*word = w % 2 ? ~UINT64_C(0) : (*word ^ (UINT64_C(0x5) << 54));
+	}
+	for (const auto &[k, l] : model) {
+		uint64_t got = 0;
+		ASSERT_EQ(kv_index_lookup(ix_, k.data(), k.size(), &got), 0) << k << pm_errormsg();
+		EXPECT_EQ(got, l);
+	}
+	EXPECT_GT(Stats().bad_words, 0u);
+	uint64_t loc;
+	EXPECT_EQ(Insert("after-damage", &loc), 0) << pm_errormsg();
+	// A second node damaged the same way: too few valid answers, so the
+	// lookup cannot decide, and says so.
+	uint8_t *r2 = group_->IndexRegion(2);
+	for (unsigned w = 2; w < 16; w++)
+		*reinterpret_cast<uint64_t *>(r2 + kv__ix_test_word_off(ix_, 1, w)) = ~UINT64_C(0);
+	kv_index_close(&ix_);
+	cfg_->cfg.timeout_ms = 300;
+	ASSERT_EQ(kv_index_open(&ix_, &cfg_->cfg), 0);
+	uint64_t got;
+	EXPECT_EQ(kv_index_lookup(ix_, Key(1).data(), Key(1).size(), &got), KV_E_UNAVAILABLE);
+}
+
+// Client threads, each with its own handle, on a few hot keys (one bucket,
+// so fast rounds collide and classic rounds, splits and helping happen):
+// the history is linearizable.
+TEST_F(IndexTest, ConcurrentClientsAreLinearizable)
+{
+	constexpr unsigned kThreads = 4, kOps = 300, kKeys = 24;
+	lincheck::Recorder<lincheck::IndexOp> rec(kThreads, kOps);
+	std::vector<std::thread> threads;
+	for (unsigned t = 0; t < kThreads; t++) {
+		threads.emplace_back([&, t] {
+			KeyStore ks(group_->Uris());
+			IndexConfig cfg(group_->Uris(), &ks, 4 + t);
+			kv_index *ix = nullptr;
+			ASSERT_EQ(kv_index_open(&ix, &cfg.cfg), 0) << pm_errormsg();
+			auto &h = rec.handle(t);
+			std::mt19937_64 rng(100 + t);
+			std::vector<std::pair<uint64_t, uint64_t>> mine; // (key, loc)
+			for (unsigned op = 0; op < kOps; op++) {
+				uint64_t key = rng() % kKeys, got = 0;
+				std::string k = Key(static_cast<unsigned>(key));
+				unsigned kind = static_cast<unsigned>(rng() % 3);
+				if (kind == 0) {
+					uint64_t loc = KeyStore::Loc(4 + t, op);
+					ASSERT_TRUE(ks.Put(loc, k));
+					auto id = h.invoke(lincheck::IndexOp::insert(key, loc));
+					int ret = kv_index_insert(ix, k.data(), k.size(), loc, &got);
+					ASSERT_TRUE(ret == 0 || ret == KV_E_EXISTS) << pm_errormsg();
+					h.complete(id, ret == 0 ? lincheck::IndexOp::insert_ok(key, loc) :
+						lincheck::IndexOp::insert_exists(key, loc, got));
+					if (ret == 0)
+						mine.emplace_back(key, loc);
+				} else if (kind == 1 && !mine.empty()) {
+					// Only the inserter removes a mapping, so two removes
+					// of one mapping never overlap (kv_index_remove may
+					// then both return 0).
+					size_t i = rng() % mine.size();
+					auto [key2, loc] = mine[i];
+					mine.erase(mine.begin() + static_cast<long>(i));
+					std::string k2 = Key(static_cast<unsigned>(key2));
+					auto id = h.invoke(lincheck::IndexOp::remove(key2, loc));
+					int ret = kv_index_remove(ix, k2.data(), k2.size(), loc);
+					ASSERT_TRUE(ret == 0 || ret == -ENOENT) << pm_errormsg();
+					h.complete(id, ret == 0 ? lincheck::IndexOp::remove_ok(key2, loc) :
+						lincheck::IndexOp::remove_absent(key2, loc));
+				} else {
+					auto id = h.invoke(lincheck::IndexOp::lookup(key));
+					int ret = kv_index_lookup(ix, k.data(), k.size(), &got);
+					ASSERT_TRUE(ret == 0 || ret == -ENOENT) << pm_errormsg();
+					h.complete(id, ret == 0 ? lincheck::IndexOp::lookup_found(key, got) :
+						lincheck::IndexOp::lookup_absent(key));
+				}
+			}
+			kv_index_close(&ix);
+		});
+	}
+	for (auto &th : threads)
+		th.join();
+	auto result = lincheck::check(lincheck::IndexModel(), rec.history());
+	EXPECT_TRUE(result.ok) << result.explanation;
 }
 
 } // namespace

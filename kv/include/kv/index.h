@@ -104,8 +104,9 @@ int kv_index_create(struct kv_index **out, const struct kv_index_config *cfg);
 
 /**
  * kv_index_open -- open the index on its group as client @cfg->client_id.
- * Needs f+1 nodes that hold the group's index; the others join when they
- * are reachable again.
+ * Needs f+1 nodes that hold the group's index, and waits at most the
+ * connection timeout (cfg->conn.timeout_ms) more for the others; nodes that
+ * are not up join when they are reachable again.
  * @out: receives the handle; owned by the caller, kv_index_close().
  * Return: 0; -EINVAL for a bad config; KV_E_UNAVAILABLE if fewer than f+1
  * nodes answer with the index in time; -ENOMEM.

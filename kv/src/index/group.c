@@ -32,6 +32,18 @@ member_state(const struct kv_ix_member *m)
 	return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE);
 }
 
+#ifdef KV_IX_TESTING
+void
+kv__ix_member_fault(struct kv_ix_member *m)
+{
+	uint64_t req = __atomic_load_n(&m->fault_req, __ATOMIC_RELAXED);
+
+	if (req != m->fault_applied && m->conn != NULL &&
+		rdma_conn_inject(m->conn, (enum rdma_fault)(req >> 32), (uint32_t)req) == 0)
+		m->fault_applied = req;
+}
+#endif
+
 /* Hand @m to the reconnect thread (client thread). */
 static void
 member_down(struct kv_ix_group *g, struct kv_ix_member *m)
@@ -106,6 +118,10 @@ member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 		ret = rdma_conn_open(&m->conn, m->uri, &g->conn_cfg);
 	else
 		ret = rdma_conn_reconnect(m->conn);
+#ifdef KV_IX_TESTING
+	if (ret == 0)
+		kv__ix_member_fault(m);
+#endif
 	if (ret != 0 || !member_check(g, i, require_super))
 		return;
 	__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELEASE);
@@ -164,7 +180,7 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	bool require_super)
 {
 	struct kv_ix_thread_arg *arg;
-	uint64_t deadline;
+	uint64_t deadline, quorum_at = 0;
 	int ret;
 
 	memset(g, 0, sizeof(*g));
@@ -211,9 +227,22 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 		goto err_sync;
 	}
 	deadline = kv__ix_now_ns() + (uint64_t)timeout_ms * 1000000u;
-	/* Creation needs every node; otherwise a majority serves. */
-	while (usable_members(g) < (require_super ? g->f + 1 : n)) {
-		if (kv__ix_now_ns() >= deadline) {
+	/* Creation needs every node; otherwise a majority serves, and the
+	 * rest get up to a connection timeout to join (so a healthy group
+	 * starts on the fast path). */
+	for (;;) {
+		unsigned up = usable_members(g);
+		uint64_t now = kv__ix_now_ns();
+
+		if (up == n)
+			break;
+		if (require_super && up >= g->f + 1) {
+			if (quorum_at == 0)
+				quorum_at = now;
+			if (now - quorum_at >= (uint64_t)g->conn_cfg.timeout_ms * 1000000u)
+				break;
+		}
+		if (now >= deadline) {
 			kv__ix_group_close(g);
 			return pm_error_set(KV_E_UNAVAILABLE,
 				"kv_index: fewer than %u of %u nodes reachable with a valid index",
@@ -289,6 +318,9 @@ kv__ix_round_begin(struct kv_ix_group *g)
 		}
 		if (st != KV_IX_M_IDLE)
 			continue;
+#ifdef KV_IX_TESTING
+		kv__ix_member_fault(m);
+#endif
 		rdma_batch_init(&m->batch);
 		m->in_round = false;
 		mask |= 1u << i;
@@ -326,6 +358,7 @@ kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 	uint64_t deadline_ns)
 {
 	uint64_t start = kv__ix_now_ns(), quorum_at = 0;
+	uint64_t stuck_ns = (uint64_t)g->conn_cfg.timeout_ms * 1000000u;
 	unsigned pending = 0, ok = 0;
 
 	for (unsigned i = 0; i < g->n; i++) {
@@ -367,6 +400,16 @@ kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 		now = kv__ix_now_ns();
 		if (now >= deadline_ns)
 			break;
+		if (now - start > stuck_ns) {
+			/* Silent past the connection timeout (cut off,
+			 * stopped): hand them over, and let the caller try a
+			 * new round with the members that came back. */
+			for (unsigned i = 0; i < g->n; i++)
+				if (pending >> i & 1)
+					member_down(g, &g->m[i]);
+			pending = 0;
+			break;
+		}
 		if ((unsigned)__builtin_popcount(ok) >= need) {
 			/* Wait for stragglers as long again as the quorum
 			 * took, at least grace_min_ns: a healthy node

@@ -57,6 +57,11 @@ struct kv_ix_member {
 	bool in_round;              /* the batch belongs to the current round */
 	bool background;            /* the batch in flight is a background commit */
 	int rc;                     /* result of the current round's batch */
+#ifdef KV_IX_TESTING
+	/* The fault a test asked for, fault << 32 | delay_us (atomic: any
+	 * thread), and the one applied to conn (its owner's). */
+	uint64_t fault_req, fault_applied;
+#endif
 	struct rdma_batch batch;
 	uint64_t old[RDMA_BATCH_MAX_OPS]; /* CAS results */
 	unsigned char buf[KV_IX_SCRATCH] __attribute__((aligned(64)));
@@ -83,7 +88,8 @@ struct kv_ix_group {
 /**
  * kv__ix_group_open -- connect to @n node URIs (n odd, 1..KV_IX_MAX_N) and
  * learn the group from their superblocks in @region; wait (at most
- * @timeout_ms) until f+1 members are usable.
+ * @timeout_ms) until f+1 members are usable, and then at most the
+ * connection timeout more for the others.
  * @g: caller-owned storage, initialised here; kv__ix_group_close() releases.
  * @require_super: false for kv_index_create, which formats the nodes: then
  *                 every connected node is usable and no superblock is read.
@@ -130,6 +136,12 @@ unsigned kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
  * drains them. Return: nothing (void). Thread-safety: client thread.
  */
 void kv__ix_round_post(struct kv_ix_group *g, unsigned mask);
+
+#ifdef KV_IX_TESTING
+/* kv__ix_member_fault -- apply the fault a test asked for to @m's
+ * connection, if it changed (the thread that owns @m now). */
+void kv__ix_member_fault(struct kv_ix_member *m);
+#endif
 
 /* kv__ix_now_ns -- CLOCK_MONOTONIC in nanoseconds */
 uint64_t kv__ix_now_ns(void);

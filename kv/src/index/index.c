@@ -200,6 +200,8 @@ kv_index_open(struct kv_index **out, const struct kv_index_config *cfg)
 	}
 	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
 	ret = ix_marks_load(ix);
+	if (ret == 0)
+		ret = kv__ix_rec_reserve(ix, KV_IX_REC_CHUNK / 2);
 	if (ret != 0) {
 		kv_index_close(&ix);
 		return ret;
@@ -348,6 +350,24 @@ kv_index_hint(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 	return 0;
 }
 
+/* Remember that @h's bucket is at depth @d: for every hint entry whose
+ * hash bits lead to it (all of them when d <= 12, so the hints are a
+ * directory of the top of the tree). */
+static void
+ix_depth_learn(struct kv_index *ix, uint64_t h, unsigned d)
+{
+	const unsigned bits = 12;
+	uint64_t low = h & ((UINT64_C(1) << (d < bits ? d : bits)) - 1);
+
+	ix->last_depth = d;
+	if (d >= bits) {
+		ix->depth[h & KV_IX_DEPTH_MASK] = (uint8_t)(d + 1);
+		return;
+	}
+	for (uint64_t x = 0; x < (UINT64_C(1) << (bits - d)); x++)
+		ix->depth[x << d | low] = (uint8_t)(d + 1);
+}
+
 /*
  * Find the bucket that holds @h's entries now: start at the hinted depth,
  * go up while the bucket does not exist (or is not live yet), and down
@@ -359,7 +379,11 @@ static int
 ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
 {
 	const struct kv_ix_group *g = &ix->g;
-	unsigned d = ix->depth[h & KV_IX_DEPTH_MASK];
+	/* 0 = no hint for these hash bits: start where the last bucket was
+	 * found (with uniform hashing most buckets are at most one level
+	 * apart), then go up or down. */
+	unsigned d = ix->depth[h & KV_IX_DEPTH_MASK] != 0 ? ix->depth[h & KV_IX_DEPTH_MASK] - 1u :
+		ix->last_depth;
 	bool via_fwd = false; /* reached through the parent's decided forward */
 
 	for (;;) {
@@ -406,7 +430,7 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
 			/* No forward, or one proposed but not chosen at the
 			 * read: the children are not live and this bucket's
 			 * (possibly frozen) content is current. */
-			ix->depth[h & KV_IX_DEPTH_MASK] = (uint8_t)d;
+			ix_depth_learn(ix, h, d);
 			return 0;
 		}
 		if (!(fw.a.verdict == KV_IX_DECIDED && fw.a.stage == 1)) {
@@ -747,3 +771,24 @@ kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
 		}
 	}
 }
+
+#ifdef KV_IX_TESTING
+#include "kv/src/index/testing.h"
+
+int
+kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us)
+{
+	if (member >= ix->g.n)
+		return -EINVAL;
+	__atomic_store_n(&ix->g.m[member].fault_req, (uint64_t)fault << 32 | delay_us,
+		__ATOMIC_RELAXED);
+	return 0;
+}
+
+uint64_t
+kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsigned word)
+{
+	return kv_ixb_off(&ix->g.super, bucket, word);
+}
+#endif

@@ -37,7 +37,9 @@ struct kv_index {
 	uint64_t rec_next;       /* next record sequence number */
 	uint64_t rec_mark;       /* reserved up to (exclusive) */
 	uint64_t rng;            /* backoff jitter */
-	uint8_t depth[1u << 12]; /* depth hint per low 12 hash bits */
+	uint8_t depth[1u << 12]; /* depth + 1 of the bucket last found for
+	                          * these low 12 hash bits; 0 = none */
+	unsigned last_depth;     /* depth of the bucket last found */
 	struct kv_ix_hint *hints;
 	unsigned nhints;         /* a power of two, or 0 */
 	struct kv_index_stats st;
@@ -110,6 +112,10 @@ int kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 int kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word,
 	unsigned stage, uint64_t dflt, uint64_t *decided);
 int kv__ix_deadline_check(struct kv_index *ix);
+/* kv__ix_rec_reserve -- reserve records from the nodes' marks (written to
+ * f+1 before use) so that @need more can be taken: a restarted client never
+ * reuses a record it may have published. */
+int kv__ix_rec_reserve(struct kv_index *ix, unsigned need);
 
 /* split.c */
 int kv__ix_split(struct kv_index *ix, uint64_t idx);

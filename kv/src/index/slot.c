@@ -328,10 +328,8 @@ kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint
 	return 0;
 }
 
-/* Reserve records from the nodes' marks so that @need more can be taken
- * (a restarted client never reuses a record it may have published). */
-static int
-ix_rec_reserve(struct kv_index *ix, unsigned need)
+int
+kv__ix_rec_reserve(struct kv_index *ix, unsigned need)
 {
 	struct kv_ix_group *g = &ix->g;
 	uint64_t mark = ix->rec_mark + KV_IX_REC_CHUNK;
@@ -463,7 +461,7 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 		if (round >= KV_IXW_MAX_ROUND)
 			return pm_error_set(KV_E_UNAVAILABLE, "kv_index: ballots exhausted on a word");
 		round++;
-		ret = ix_rec_reserve(ix, 2 * g->n);
+		ret = kv__ix_rec_reserve(ix, 2 * g->n);
 		if (ret != 0)
 			return ret;
 

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/testing.h -- test hooks of the index, compiled only into the
+ * testonly library //kv:index_testing (KV_IX_TESTING).
+ */
+#ifndef KV_INDEX_TESTING_H
+#define KV_INDEX_TESTING_H
+
+#include <kv/index.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * kv__ix_test_inject -- make the handle's connection to member @member
+ * suffer @fault (rdma_conn_inject) from its next round on, until another
+ * call changes it; RDMA_FAULT_NONE heals it (a partitioned member comes
+ * back after the connection timeout, when it is reconnected).
+ * Return: 0; -EINVAL for a bad member.
+ * Thread-safety: the handle's thread.
+ */
+int kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us);
+
+/**
+ * kv__ix_test_word_off -- the node offset of word @word (0..15) of bucket
+ * @bucket, for tests that damage or inspect words in a node's region.
+ * Return: the offset. Thread-safety: the handle's thread.
+ */
+uint64_t kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsigned word);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KV_INDEX_TESTING_H */
