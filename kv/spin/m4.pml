@@ -68,9 +68,13 @@
    a late helper overwrites a child that progressed), MUT_EARLY (children
    installed from the helper's own freeze proposals, before every freeze is
    decided), MUT_SKIPFROZEN (a lookup on a frozen parent without FWD ignores
-   FROZEN-LIVE entries). The study's bug "child usable with one valid h0" is
-   not a safety bug here: a member without h0 has no valid slot words to
-   count (all-zero words are invalid), so it cannot join a quorum. */
+   FROZEN-LIVE entries). The bug "a child is usable with one valid h0
+   instead of f+1" is not a safety bug here: a member without a valid h0 has
+   either zero (invalid) child words, which no quorum counts, or the
+   installed creation words (h0 is last in its batch), which are decided and
+   below every later word; so it is not planted.
+   -DHINT_EARLY fails (README, "Found by the models"): a child must not be
+   updated before FWD is on f+1 members of the parent. */
 #define N   3
 #define F1  2           /* f+1 */
 #define E   2
