@@ -74,7 +74,10 @@
    installed creation words (h0 is last in its batch), which are decided and
    below every later word; so it is not planted.
    -DHINT_EARLY fails (README, "Found by the models"): a child must not be
-   updated before FWD is on f+1 members of the parent. */
+   updated before FWD is on f+1 members of the parent. -DH1_ANALYSE fails
+   too: with updates allowed once FWD is on f+1 members, a lookup must
+   forward on any FWD word among its h1 replies; applying analyse's rule ii
+   to h1 (one FWD word of f+1 replies = not chosen = NONE) loses updates. */
 #define N   3
 #define F1  2           /* f+1 */
 #define E   2
@@ -351,7 +354,11 @@ parent:
   /* h1 from f+1 members (any pair), one verb each */
   if :: p = 0; q = 1 :: p = 0; q = 2 :: p = 1; q = 2 fi;
   atomic { sawf = fwd[p] };
-  atomic { sawf = sawf || fwd[q] };
+#ifndef H1_ANALYSE
+  atomic { sawf = sawf || fwd[q] };                          /* any FWD word: forward */
+#else
+  atomic { sawf = sawf && fwd[q] };    /* analyse on h1: one F(FWD) of 2 replies = rule ii, NONE */
+#endif
   if
   :: sawf ->
      readchild(X, ok, pres);

@@ -68,6 +68,7 @@ CHECKS=(
 "ci|m4_mut_early|m4.pml|-DMUT_EARLY -DNODIRECT|exh||120|fail|-m400000 -w24|mutant: children before every freeze is decided (caught by the lookup)"
 "ci|m4_mut_skipfrozen|m4.pml|-DMUT_SKIPFROZEN|exh||60|fail|-m400000 -w24|mutant: lookup skips frozen content before FWD"
 "ci|m4_hint_early|m4.pml|-DHINT_EARLY|exh||120|finding|-m400000 -w24|as m4, but updates via a hint once the child is usable, before FWD"
+"ci|m4_h1_analyse|m4.pml|-DH1_ANALYSE|exh||120|finding|-m400000 -w24|as m4, but lookups apply rule ii to h1 (one FWD word of f+1 = NONE)"
 "full|m4_mut_plain_direct|m4.pml|-DMUT_PLAIN|exh||60|fail|-m400000 -w24|mutant MUT_PLAIN, ghost monotonicity assert"
 "full|m4_mut_early_direct|m4.pml|-DMUT_EARLY|exh||60|fail|-m400000 -w24|mutant MUT_EARLY, ghost content assert"
 "full|m4_tmo|m4.pml|-DTMO=1|bit:33||600|pass|-m400000|as m4 + one skipped member batch per helper (over 77 M states)"
@@ -93,7 +94,7 @@ prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
 
-  --ci     the checks that fit CI (about 5.5 minutes on one core here, more
+  --ci     the checks that fit CI (5.5-6.5 minutes on one core here, more
            on a loaded machine; a third of it gcc compiling pan.c; each
            exhaustive run under 1.5 GB); the default
   --full   the --ci checks and the design study's larger runs (tens of minutes,
