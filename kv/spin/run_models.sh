@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's Spin models (m1/m2/m3.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's Spin models (m1..m6.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
-#   pass  0 errors; for an exhaustive check also a complete search (not cut by
-#         the time limit, -DMEMLIM or the depth bound).
-#   fail  a planted bug: Spin must report a violation. For a randomized check,
-#         at least one of its seeds must report it.
+#   pass     0 errors; for an exhaustive check also a complete search (not cut
+#            by the time limit, -DMEMLIM or the depth bound).
+#   fail     a planted bug: Spin must report a violation. For a randomized
+#            check, at least one of its seeds must report it.
+#   finding  a protocol variant the models showed to be unsafe (README, "Found
+#            by the models"): Spin must keep reporting the violation, as for
+#            fail; it is not a planted bug but the reason for a protocol rule.
 #
 # Search modes:
 #   exh       exhaustive, hash-compact (-DHC4): complete unless reported otherwise
@@ -23,27 +26,28 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MEMLIM=${SPIN_MEMLIM:-4000}          # MB per pan run (-DMEMLIM)
 
 # ---- the table -------------------------------------------------------------
-# set|name|model|-D flags|mode|seeds|time limit (s)|expect|pan options
+# set|name|model|-D flags|mode|seeds|time limit (s)|expect|pan options|bound
 # set: ci (run by --ci and --full) or full (only --full).
+# bound: what the bounded model contains (the flags say the rest); --list shows it.
 # M1 flag defaults: NC=2 NLOOK=1 MAXR=2 MNCRASH=1 TMO=1 FLY=1 CCRASH=1.
 CHECKS=(
 # --- M1: per-stage consensus core
-"ci|m1_crash|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=0 -DFLY=0 -DCCRASH=1|exh||150|pass|-m400000 -w26"
-"ci|m1_lookup|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0|exh||60|pass|-m400000 -w24"
-"ci|m1_mut_fq2|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0 -DMUT_FQ2|exh||60|fail|-m400000 -w24"
-"ci|m1_mut_nofastrule|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0 -DMUT_NOFASTRULE|exh||60|fail|-m400000 -w24"
-"ci|m1_mut_lookup|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=0 -DFLY=0 -DCCRASH=0 -DMUT_LOOKUP|exh||60|fail|-m400000 -w24"
-"ci|m1_mut_blind|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=2 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0 -DMUT_BLIND|exh||60|fail|-m400000 -w24"
-"full|m1_maxr2|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=2 -DMNCRASH=0 -DTMO=0 -DFLY=0 -DCCRASH=0|exh||600|pass|-m400000 -w28"
-"full|m1_lookup_crash|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=1|exh||300|pass|-m400000 -w26"
-"full|m1_mndown|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=1 -DTMO=0 -DFLY=0 -DCCRASH=0|bit:32||600|pass|-m400000"
-"full|m1_tmo_fly|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=1 -DCCRASH=0|bit:32||600|pass|-m400000"
-"full|m1_lookup_all|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=2 -DMNCRASH=1 -DTMO=1 -DFLY=1 -DCCRASH=1|bit:32||600|pass|-m400000"
-"full|m1_lookup_tmo|m1.pml|-DNC=2 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0|bit:32||600|pass|-m400000"
+"ci|m1_crash|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=0 -DFLY=0 -DCCRASH=1|exh||150|pass|-m400000 -w26|3 MNs, 2 inserters, 1 round, client crash"
+"ci|m1_lookup|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0|exh||60|pass|-m400000 -w24|3 MNs, 1 inserter + helping lookup, timeouts"
+"ci|m1_mut_fq2|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0 -DMUT_FQ2|exh||60|fail|-m400000 -w24|mutant: majority as fast quorum"
+"ci|m1_mut_nofastrule|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0 -DMUT_NOFASTRULE|exh||60|fail|-m400000 -w24|mutant: no fast-value rule"
+"ci|m1_mut_lookup|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=0 -DFLY=0 -DCCRASH=0 -DMUT_LOOKUP|exh||60|fail|-m400000 -w24|mutant: lookup ignores F words"
+"ci|m1_mut_blind|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=2 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0 -DMUT_BLIND|exh||60|fail|-m400000 -w24|mutant: overwrite a higher promise"
+"full|m1_maxr2|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=2 -DMNCRASH=0 -DTMO=0 -DFLY=0 -DCCRASH=0|exh||600|pass|-m400000 -w28|3 MNs, 2 inserters, 2 rounds"
+"full|m1_lookup_crash|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=1|exh||300|pass|-m400000 -w26|1 inserter + lookup, timeouts, client crash"
+"full|m1_mndown|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=1 -DTMO=0 -DFLY=0 -DCCRASH=0|bit:32||600|pass|-m400000|2 inserters, MN down/up"
+"full|m1_tmo_fly|m1.pml|-DNC=2 -DNLOOK=0 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=1 -DCCRASH=0|bit:32||600|pass|-m400000|2 inserters, timeouts, flying CAS"
+"full|m1_lookup_all|m1.pml|-DNC=1 -DNLOOK=1 -DMAXR=2 -DMNCRASH=1 -DTMO=1 -DFLY=1 -DCCRASH=1|bit:32||600|pass|-m400000|1 inserter + lookup, every fault"
+"full|m1_lookup_tmo|m1.pml|-DNC=2 -DNLOOK=1 -DMAXR=1 -DMNCRASH=0 -DTMO=1 -DFLY=0 -DCCRASH=0|bit:32||600|pass|-m400000|2 inserters + lookup, timeouts"
 # --- M3: bucket uniqueness
-"ci|m3|m3.pml||exh||60|pass|-m200000 -w24"
-"ci|m3_mut_reuse|m3.pml|-DMUT_REUSE|exh||60|fail|-m200000 -w24"
-"full|m3_ins4|m3.pml|-DINS4|bit:33||900|pass|-m200000 -k3"
+"ci|m3|m3.pml||exh||60|pass|-m200000 -w24|E=3, 2 inserters, 2 removers, re-inserter"
+"ci|m3_mut_reuse|m3.pml|-DMUT_REUSE|exh||60|fail|-m200000 -w24|mutant: DEAD -> EMPTY reuse"
+"full|m3_ins4|m3.pml|-DINS4|bit:33||900|pass|-m200000 -k3|as m3 + a competing key"
 # --- M2: one slot across stages with lookups (randomized, partial)
 # A seed's randomized search is deterministic: seed 15 catches MUT_L2 after
 # about 15M states and MUT_MINSTAGE after about 18.5M (23-28 s with the load
@@ -51,13 +55,34 @@ CHECKS=(
 # runs first with a 120 s limit (used only if it does not catch); seeds 11 and
 # 12 are the fallback (they do not catch either in 30 s). A slower machine
 # needs a longer limit, not other seeds.
-"full|m2_rand|m2.pml||rand|11|15|pass|-m3000 -w26"
-"ci|m2_rand_faults|m2.pml|-DFAULTS|rand|13|15|pass|-m3000 -w26"
-"ci|m2_mut_l2|m2.pml|-DMUT_L2|rand|15 11 12|120|fail|-m3000 -w26"
-"ci|m2_mut_minstage|m2.pml|-DMUT_MINSTAGE|rand|15 11 12|120|fail|-m3000 -w26"
-"full|m2_dfs|m2.pml||bit:33||600|pass|-m3000"
-"full|m2_rand_long|m2.pml||rand|11 12 13 14 15 16 17 18|45|pass|-m3000 -w26"
-"full|m2_rand_long_faults|m2.pml|-DFAULTS|rand|11 12 13 14 15 16 17 18|45|pass|-m3000 -w26"
+"full|m2_rand|m2.pml||rand|11|15|pass|-m3000 -w26|1 slot, stages 0-2, 3 proposers + lookup"
+"ci|m2_rand_faults|m2.pml|-DFAULTS|rand|13|15|pass|-m3000 -w26|as m2_rand + MN crash/restart"
+"ci|m2_mut_l2|m2.pml|-DMUT_L2|rand|15 11 12|120|fail|-m3000 -w26|mutant: lookup ignores P words"
+"ci|m2_mut_minstage|m2.pml|-DMUT_MINSTAGE|rand|15 11 12|120|fail|-m3000 -w26|mutant: lookup trusts the lagging replica"
+"full|m2_dfs|m2.pml||bit:33||600|pass|-m3000|as m2_rand"
+"full|m2_rand_long|m2.pml||rand|11 12 13 14 15 16 17 18|45|pass|-m3000 -w26|as m2_rand"
+"full|m2_rand_long_faults|m2.pml|-DFAULTS|rand|11 12 13 14 15 16 17 18|45|pass|-m3000 -w26|as m2_rand_faults"
+# --- M4: split with deterministic child addresses (about 10.5 M states when complete)
+"ci|m4|m4.pml||exh||120|pass|-m400000 -w24|E=2 parent + h1, 2 children x 3 MNs; splitter, inserter, remover, 1 lookup"
+"ci|m4_mut_plain|m4.pml|-DMUT_PLAIN -DNODIRECT|exh||120|fail|-m400000 -w24|mutant: children by plain write (caught by the lookup)"
+"ci|m4_mut_early|m4.pml|-DMUT_EARLY -DNODIRECT|exh||120|fail|-m400000 -w24|mutant: children before every freeze is decided (caught by the lookup)"
+"ci|m4_mut_skipfrozen|m4.pml|-DMUT_SKIPFROZEN|exh||60|fail|-m400000 -w24|mutant: lookup skips frozen content before FWD"
+"ci|m4_hint_early|m4.pml|-DHINT_EARLY|exh||120|finding|-m400000 -w24|as m4, but updates via a hint once the child is usable, before FWD"
+"ci|m4_h1_analyse|m4.pml|-DH1_ANALYSE|exh||120|finding|-m400000 -w24|as m4, but lookups apply rule ii to h1 (one FWD word of f+1 = NONE)"
+"full|m4_mut_plain_direct|m4.pml|-DMUT_PLAIN|exh||60|fail|-m400000 -w24|mutant MUT_PLAIN, ghost monotonicity assert"
+"full|m4_mut_early_direct|m4.pml|-DMUT_EARLY|exh||60|fail|-m400000 -w24|mutant MUT_EARLY, ghost content assert"
+"full|m4_tmo|m4.pml|-DTMO=1|bit:33||600|pass|-m400000|as m4 + one skipped member batch per helper (over 77 M states)"
+# --- M5: lost-node rebuild (about 30 M states when complete)
+"ci|m5_grace|m5.pml|-DGRACE|exh||150|pass|-m400000 -w24|3 MNs, 1 stage; fast inserter, classic resolver, lookup, 1 memory loss + rebuild"
+"ci|m5_mut_earlymember|m5.pml|-DGRACE -DMUT_EARLYMEMBER|exh||60|fail|-m400000 -w24|mutant: lost node counted at once, as C0"
+"ci|m5_mut_copy|m5.pml|-DGRACE -DMUT_COPY|exh||60|fail|-m400000 -w24|mutant: rebuilder copies F/P words"
+"ci|m5_mut_noresolve|m5.pml|-DGRACE -DMUT_NORESOLVE|exh||60|fail|-m400000 -w24|mutant: rebuilder installs an undecided value"
+"ci|m5_spec|m5.pml|-DNOLOOK|exh||60|finding|-m400000 -w24|rebuild without the grace period (no lookup)"
+# --- M6: durability, visible vs durable words, one MN crash
+"ci|m6_nocommit|m6.pml|-DNOCOMMIT|exh||120|pass|-m400000 -w24|3 MNs, 1 stage; fast inserter, classic resolver, lookup, 1 MN crash; no commits"
+"ci|m6_mut_readnopersist|m6.pml|-DNOCOMMIT -DOBS -DMUT_READNOPERSIST|exh||60|fail|-m400000 -w24|mutant: rule iii without PERSIST (observable checks only)"
+"ci|m6_mut_countearly|m6.pml|-DNOCOMMIT -DOBS -DMUT_COUNTEARLY|exh||60|fail|-m400000 -w24|mutant: CAS counted before its PERSIST (observable checks only)"
+"full|m6|m6.pml||exh||300|pass|-m400000 -w27|as m6_nocommit + background commits (54 M states, 3.1 GB)"
 )
 
 usage() {
@@ -69,8 +94,9 @@ prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
 
-  --ci     the checks that fit CI (4-6 minutes on 2 shared cores, a third of
-           it gcc compiling pan.c); the default
+  --ci     the checks that fit CI (5.5-6.5 minutes on one core here, more
+           on a loaded machine; a third of it gcc compiling pan.c; each
+           exhaustive run under 1.5 GB); the default
   --full   the --ci checks and the design study's larger runs (tens of minutes,
            several GB; run on request)
   --list   print the table and exit
@@ -105,12 +131,13 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$sel" = list ]; then
-	printf '%-5s %-22s %-7s %-8s %-5s %-5s %s\n' set name model mode tl expect "flags [seeds]"
+	printf '%-5s %-22s %-7s %-8s %-5s %-7s %s\n' set name model mode tl expect "bound; flags [seeds]"
 	for row in "${CHECKS[@]}"; do
-		IFS='|' read -r set name model defs mode seeds tl expect popts <<<"$row"
-		printf '%-5s %-22s %-7s %-8s %-5s %-5s %s\n' "$set" "$name" "$model" "$mode" "$tl" "$expect" \
-			"${defs:--}${seeds:+ [seeds $seeds]}"
+		IFS='|' read -r set name model defs mode seeds tl expect popts bound <<<"$row"
+		printf '%-5s %-22s %-7s %-8s %-5s %-7s %s\n' "$set" "$name" "$model" "$mode" "$tl" "$expect" \
+			"${bound:+$bound; }${defs:--}${seeds:+ [seeds $seeds]}"
 	done
+	echo "mode: exh = exhaustive (hash-compact), bit:W = bitstate (probabilistic), rand = randomized partial"
 	exit 0
 fi
 
@@ -164,7 +191,7 @@ nrun=0
 t_all=$(date +%s.%N)
 printf '%-22s %-26s %12s %7s  %s\n' check mode states seconds verdict
 for row in "${CHECKS[@]}"; do
-	IFS='|' read -r set name model defs mode seeds tl expect popts <<<"$row"
+	IFS='|' read -r set name model defs mode seeds tl expect popts bound <<<"$row"
 	if [ ${#names[@]} -gt 0 ]; then
 		match=0
 		for n in "${names[@]}"; do [ "$n" = "$name" ] && match=1; done
@@ -202,7 +229,7 @@ for row in "${CHECKS[@]}"; do
 					errs=$((errs + e))
 					caught="$caught $s"
 					viol=$(p_violation "$d/out.txt")
-					[ "$expect" = fail ] && break
+					[ "$expect" != pass ] && break
 				fi
 			done
 			label="$label ($nseeds seed(s) x ${tl}s)"
@@ -216,13 +243,15 @@ for row in "${CHECKS[@]}"; do
 			viol=$(p_violation "$d/out.txt")
 		fi
 		ok=0
-		if [ "$expect" = fail ]; then
+		if [ "$expect" = fail ] || [ "$expect" = finding ]; then
 			if [ "$errs" -gt 0 ]; then
 				ok=1
 				verdict="ok: planted bug caught: $viol"
+				[ "$expect" = finding ] && verdict="ok: known protocol flaw reproduced (README): $viol"
 				[ "$mode" = rand ] && verdict="$verdict (seed$caught)"
 			else
 				verdict="MISMATCH: planted bug NOT caught"
+				[ "$expect" = finding ] && verdict="MISMATCH: the known protocol flaw was NOT reproduced"
 				[ -n "$why" ] && verdict="$verdict (search stopped: $why)"
 			fi
 		else
