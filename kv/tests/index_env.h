@@ -87,6 +87,14 @@ public:
 		return rdma_node_open(&nodes_[i], &cfg);
 	}
 	void Close(unsigned i) { rdma_node_close(&nodes_[i]); }
+	// Lose node @i's pool: a new, empty pool at the same path.
+	int Wipe(unsigned i)
+	{
+		Close(i);
+		unlink(paths_[i].c_str());
+		unlink((paths_[i] + ".node").c_str());
+		return Open(i);
+	}
 	std::vector<std::string> Uris() const
 	{
 		std::vector<std::string> u;

@@ -168,15 +168,29 @@ int kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t l
 
 /**
  * kv_index_rebuild -- restore node @node of the group from the others after
- * its pool was lost (a new, zero pool at the same URI): copy every decided
- * word, finishing undecided ones among the others first, then write its
- * superblock, after which clients count it again. Needs every other node.
+ * its pool was lost (a new, zero pool at the same URI): wait one operation
+ * timeout (cfg->timeout_ms) for client rounds begun before the loss to end,
+ * copy every decided word, finishing undecided ones among the others first,
+ * then write its superblock, after which clients count it again. Needs
+ * every other node. Runs as client cfg->client_id, which no other client
+ * may use meanwhile.
  * Persistence: the rebuilt node's words are durable before its superblock.
  * Return: 0; -EINVAL; -EEXIST if the node already holds the group's
  * superblock; KV_E_UNAVAILABLE; transport errors.
  * Thread-safety: one rebuilder per node; clients may keep operating.
  */
 int kv_index_rebuild(const struct kv_index_config *cfg, unsigned node);
+
+/**
+ * kv_index_scrub -- walk every bucket and give each member that lacks it,
+ * or lags behind, the decided words (a member that was down while buckets
+ * split misses them; until it has them, those buckets need every other
+ * member up). Operations do the same for the buckets they meet.
+ * Return: 0 when every member answered and is up to date;
+ * KV_E_UNAVAILABLE if some member did not answer everywhere (run it again).
+ * Thread-safety: the handle's thread; other clients may keep operating.
+ */
+int kv_index_scrub(struct kv_index *ix);
 
 /* Per-handle counters (kv_index_stats_read()). */
 struct kv_index_stats {
@@ -190,6 +204,7 @@ struct kv_index_stats {
 	uint64_t forwards;      /* buckets left through a forward word */
 	uint64_t unavailable;   /* operations that returned KV_E_UNAVAILABLE */
 	uint64_t bad_words;     /* words that failed validation (damaged or foreign) */
+	uint64_t repairs;       /* buckets whose lagging members got decided words */
 };
 
 /**

@@ -84,7 +84,7 @@ member_check(struct kv_ix_group *g, unsigned i, bool require_super)
 
 	if (len == 0)
 		return false;
-	if (!require_super)
+	if (!require_super || (g->blank >> i & 1))
 		return true;
 	rdma_batch_init(&b);
 	if (rdma_batch_read(&b, g->region, 0, &s, sizeof(s)) != 0 ||
@@ -177,7 +177,7 @@ usable_members(const struct kv_ix_group *g)
 int
 kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
-	bool require_super)
+	bool require_super, unsigned blank)
 {
 	struct kv_ix_thread_arg *arg;
 	uint64_t deadline, quorum_at = 0;
@@ -190,6 +190,7 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	g->n = n;
 	g->f = n / 2;
 	g->region = region;
+	g->blank = blank;
 	g->timeout_ms = timeout_ms;
 	g->grace_min_ns = 200u * 1000u;
 	if (cfg != NULL)

@@ -76,6 +76,7 @@ struct kv_ix_group {
 	uint64_t grace_min_ns;      /* least wait for stragglers after a quorum */
 	struct rdma_conn_config conn_cfg;
 	char token[RDMA_TOKEN_MAX + 1];
+	unsigned blank;             /* members used without a superblock (rebuild) */
 	uint8_t uuid[16];           /* the group's id, from the superblocks */
 	bool uuid_known;
 	pthread_t thread;           /* reconnects DOWN members */
@@ -93,6 +94,8 @@ struct kv_ix_group {
  * @g: caller-owned storage, initialised here; kv__ix_group_close() releases.
  * @require_super: false for kv_index_create, which formats the nodes: then
  *                 every connected node is usable and no superblock is read.
+ * @blank:         members usable without a superblock (the node a rebuild
+ *                 restores); they do not name the group.
  * Return: 0; -EINVAL for a bad argument; KV_E_UNAVAILABLE if fewer than
  * f+1 members could be reached in time; KV_E_GROUP if the reachable nodes
  * name different groups; errors of pthread_create.
@@ -100,7 +103,7 @@ struct kv_ix_group {
  */
 int kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
-	bool require_super);
+	bool require_super, unsigned blank);
 
 /**
  * kv__ix_group_close -- stop the reconnect thread and close every

@@ -147,7 +147,8 @@ ix_marks_load(struct kv_index *ix)
 }
 
 static int
-ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_super)
+ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_super,
+	unsigned blank)
 {
 	struct kv_index *ix = calloc(1, sizeof(*ix));
 	int ret;
@@ -170,7 +171,7 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 		}
 	}
 	ret = kv__ix_group_open(&ix->g, cfg->nodes, cfg->nnodes, cfg->region, &cfg->conn,
-		cfg->timeout_ms, require_super);
+		cfg->timeout_ms, require_super, blank);
 	if (ret != 0) {
 		free(ix->hints);
 		free(ix);
@@ -180,8 +181,8 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 	return 0;
 }
 
-int
-kv_index_open(struct kv_index **out, const struct kv_index_config *cfg)
+static int
+ix_open(struct kv_index **out, const struct kv_index_config *cfg, unsigned blank)
 {
 	struct kv_index *ix;
 	int ret;
@@ -190,7 +191,7 @@ kv_index_open(struct kv_index **out, const struct kv_index_config *cfg)
 	ret = ix_check_cfg(cfg, false);
 	if (ret != 0)
 		return ret;
-	ret = ix_new(&ix, cfg, true);
+	ret = ix_new(&ix, cfg, true, blank);
 	if (ret != 0)
 		return ret;
 	if (cfg->client_id >= ix->g.super.max_clients) {
@@ -208,6 +209,18 @@ kv_index_open(struct kv_index **out, const struct kv_index_config *cfg)
 	}
 	*out = ix;
 	return 0;
+}
+
+int
+kv_index_open(struct kv_index **out, const struct kv_index_config *cfg)
+{
+	return ix_open(out, cfg, 0);
+}
+
+int
+kv__ix_open_rebuilder(struct kv_index **out, const struct kv_index_config *cfg, unsigned node)
+{
+	return ix_open(out, cfg, 1u << node);
 }
 
 /* Format member @i of a new group: the root bucket, then the superblock
@@ -269,7 +282,7 @@ kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
 		return pm_error_set(-EINVAL, "kv_index_create: client id above max_clients");
 	if (getrandom(uuid, sizeof(uuid), 0) != (ssize_t)sizeof(uuid))
 		return pm_error_set(-errno, "kv_index_create: getrandom failed");
-	ret = ix_new(&ix, cfg, false);
+	ret = ix_new(&ix, cfg, false, 0);
 	if (ret != 0)
 		return ret;
 	/* Every node is connected and idle here (kv__ix_group_open waited for
@@ -391,6 +404,9 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
 		struct kv_ix_slot fw;
 		int ret;
 
+		ret = kv__ix_deadline_check(ix);
+		if (ret != 0)
+			return ret;
 		if (idx >= g->super.nbuckets) {
 			d--;
 			continue;
@@ -410,16 +426,19 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
 			}
 			/* Not created, or its parent's split is not
 			 * finished: the parent answers. */
-			if (d == 0) {
-				ret = kv__ix_deadline_check(ix);
-				if (ret != 0)
-					return ret;
-				continue;
-			}
-			d--;
+			if (d > 0)
+				d--;
 			continue;
 		}
 		via_fwd = false;
+		if ((v->answered & ~v->got & ~v->pending) != 0) {
+			/* A member that answered lacks this live bucket (it
+			 * was down when the bucket was created): give it the
+			 * decided words now, while f+1 others can. */
+			ret = kv__ix_repair(ix, v, v->answered & ~v->got & ~v->pending);
+			if (ret != 0)
+				return ret;
+		}
 		ret = kv__ix_slot(ix, v, KV_IXB_H1, &fw);
 		if (ret != 0)
 			return ret;
@@ -783,6 +802,23 @@ kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fault,
 		return -EINVAL;
 	__atomic_store_n(&ix->g.m[member].fault_req, (uint64_t)fault << 32 | delay_us,
 		__ATOMIC_RELAXED);
+	return 0;
+}
+
+int
+kv__ix_test_format_blank(void *region, const void *other, unsigned member)
+{
+	struct kv_ix_super sb;
+	uint64_t *root;
+
+	memcpy(&sb, other, sizeof(sb));
+	sb.member = member;
+	sb.area.checksum = pm_area_sum(&sb.area);
+	root = (uint64_t *)((uint8_t *)region + kv_ixb_off(&sb, 1, 0));
+	for (unsigned w = 0; w < KV_IXB_WORDS; w++)
+		root[w] = KV_IX_EMPTY_WORD;
+	root[KV_IXB_H0] = kv_ixb_h0(1);
+	memcpy(region, &sb, sizeof(sb));
 	return 0;
 }
 

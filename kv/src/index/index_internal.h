@@ -124,7 +124,17 @@ int kv__ix_forward_help(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
  * but pending (only once @idx's forward is chosen) */
 int kv__ix_flip(struct kv_index *ix, uint64_t idx);
 
+/* repair.c */
+/* kv__ix_repair -- install the decided words of bucket @v->idx on the
+ * members of @lack (whole: they lack the bucket) and on every answering
+ * member whose words are lower than the decided ones */
+int kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack);
+
 /* index.c */
+/* kv__ix_open_rebuilder -- open a handle that also uses node @node, whose
+ * pool was lost (no superblock), as a member to repair */
+int kv__ix_open_rebuilder(struct kv_index **out, const struct kv_index_config *cfg,
+	unsigned node);
 uint64_t kv__ix_hash(const void *key, size_t len);
 int kv__ix_key_hash(struct kv_index *ix, uint64_t loc, uint64_t *hash);
 

@@ -30,6 +30,15 @@ int kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fau
  */
 uint64_t kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsigned word);
 
+/**
+ * kv__ix_test_format_blank -- what a rebuild must not be: make the index
+ * region at @region (a node whose pool was lost) look like an empty member
+ * at position @member, with the superblock of @other (another member's
+ * region) and an empty root, so clients count it at once.
+ * Return: 0. Thread-safety: nothing else may use the regions.
+ */
+int kv__ix_test_format_blank(void *region, const void *other, unsigned member);
+
 #ifdef __cplusplus
 }
 #endif

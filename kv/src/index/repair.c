@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/index/repair.c -- bringing members up to date: a member that lacks
+ * a live bucket (it was down when the bucket was created, or its pool was
+ * lost) or holds words older than the decided ones gets the decided words;
+ * the scrub walks every bucket; the rebuild restores a node whose pool was
+ * lost (kv/index.h; kv/DESIGN.md "Repair and rebuild"; the FCP design study
+ * sections 4.5.7 "scrubber" and 4.7 "MN whose memory was lost").
+ *
+ * Only decided values are ever installed, as C words, and only over a word
+ * that is lower in the order (word.h) or not a valid word at all: a
+ * repaired member knows nothing a quorum did not decide, so it behaves as
+ * an acceptor that was slow, never as one that forgot (Spin: kv/spin/m5.pml).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pm/error.h>
+
+#include "kv/src/index/index_internal.h"
+
+/* The decided word to install for @word of @v (re-reading and resolving
+ * a stage another client left undecided). Return: 0 with *@out; 1 if no
+ * safe proposal is known now (leave the word); an error. */
+static int
+repair_word(struct kv_index *ix, struct kv_ix_view *v, unsigned word, uint64_t *out)
+{
+	for (;;) {
+		struct kv_ix_slot sl;
+		uint64_t prev = 0, dec = 0;
+		unsigned s;
+		int ret;
+
+		ret = kv__ix_slot(ix, v, word, &sl);
+		if (ret != 0)
+			return ret;
+		s = sl.a.stage;
+		if (sl.a.verdict == KV_IX_DECIDED) {
+			*out = kv_ixw_make(KV_IXW_C, KV_IX_GEN, sl.cur);
+			return 0;
+		}
+		if (sl.a.verdict == KV_IX_NOT_CHOSEN) {
+			*out = kv_ixw_make(KV_IXW_C, KV_IX_GEN, sl.cur);
+			return 0;
+		}
+		if (sl.a.verdict == KV_IX_TOO_FEW)
+			return 1;
+		if (!kv__ix_prev(v, word, s, &prev) && s != 1)
+			return 1;
+		ret = kv__ix_resolve(ix, v, word, s,
+			word == KV_IXB_H1 ? KV_IX_FWD_BODY : kv__ix_observed(v, word, s, prev), &dec);
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
+			*out = kv_ixw_make(KV_IXW_C, KV_IX_GEN, dec);
+			return 0;
+		}
+		ret = kv__ix_view_read(ix, v->idx, v);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+int
+kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t inst[KV_IXB_WORDS];
+	unsigned mask, todo = 0;
+	bool known[KV_IXB_WORDS] = { false };
+
+	for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
+		int ret = repair_word(ix, v, w, &inst[w]);
+
+		if (ret < 0)
+			return ret;
+		known[w] = ret == 0;
+		/* A member that lacks the bucket gets it whole or not at all. */
+		if (!known[w])
+			lack = 0;
+	}
+	inst[KV_IXB_H0] = kv_ixb_h0(v->idx);
+	mask = kv__ix_round_begin(g) & v->answered;
+	for (unsigned i = 0; i < g->n; i++) {
+		struct rdma_batch *b = &g->m[i].batch;
+		bool whole = lack >> i & 1, any = false;
+
+		if (!(mask >> i & 1))
+			continue;
+		for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
+			uint64_t cur = v->w[i][w];
+
+			if (!known[w] || cur == inst[w])
+				continue;
+			/* Over an invalid word only where the whole bucket is
+			 * installed; otherwise only up the order. */
+			if (!whole && !(kv_ixw_valid(cur, KV_IX_GEN) && kv_ixw_cmp(cur, inst[w]) < 0))
+				continue;
+			if (rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, v->idx, w), cur, inst[w],
+				NULL) != 0)
+				break;
+			any = true;
+		}
+		if (whole)
+			any |= rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, v->idx, KV_IXB_H0),
+				v->w[i][KV_IXB_H0], inst[KV_IXB_H0], NULL) == 0;
+		if (!any) {
+			rdma_batch_init(b);
+			continue;
+		}
+		rdma_batch_persist(b, g->region, kv_ixb_off(&g->super, v->idx, 0), KV_IXB_SIZE);
+		todo |= 1u << i;
+	}
+	if (todo != 0) {
+		ix->st.repairs++;
+		(void)kv__ix_round_run(g, todo, (unsigned)__builtin_popcount(todo), ix->deadline);
+		ix->st.rounds++;
+	}
+	return 0;
+}
+
+/* Scrub from bucket @idx down: repair it, then its children if it split.
+ * *@missed collects the members that did not answer somewhere. */
+static int
+scrub_tree(struct kv_index *ix, uint64_t idx, unsigned *missed)
+{
+	struct kv_ix_group *g = &ix->g;
+	struct kv_ix_view v;
+	struct kv_ix_slot fw;
+	int ret;
+
+	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
+	ret = kv__ix_view_read(ix, idx, &v);
+	if (ret != 0)
+		return ret;
+	*missed |= ((1u << g->n) - 1) & ~v.answered;
+	if ((unsigned)__builtin_popcount(v.got) < g->f + 1)
+		return 0; /* not live (a split in progress makes it so later) */
+	ret = kv__ix_repair(ix, &v, v.answered & ~v.got & ~v.pending);
+	if (ret != 0)
+		return ret;
+	ret = kv__ix_slot(ix, &v, KV_IXB_H1, &fw);
+	if (ret != 0)
+		return ret;
+	if (fw.a.verdict != KV_IX_DECIDED || fw.a.stage != 1)
+		return 0;
+	ret = kv__ix_flip(ix, idx);
+	for (uint64_t c = 2 * idx; ret == 0 && c <= 2 * idx + 1 && c < g->super.nbuckets; c++)
+		ret = scrub_tree(ix, c, missed);
+	return ret;
+}
+
+int
+kv_index_scrub(struct kv_index *ix)
+{
+	unsigned missed = 0;
+	int ret;
+
+	pm_error_clear();
+	ret = scrub_tree(ix, 1, &missed);
+	if (ret == 0 && missed != 0)
+		ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_scrub: members 0x%x did not answer"
+			" everywhere; run it again when they are up", missed);
+	return ret;
+}
+
+/* Read the superblock and region length of node @node with its own
+ * connection. Return: 0, or an error. */
+static int
+rebuild_target_super(const struct kv_index_config *cfg, unsigned node, struct kv_ix_super *s)
+{
+	struct rdma_conn *c = NULL;
+	struct rdma_batch b;
+	int ret = rdma_conn_open(&c, cfg->nodes[node], &cfg->conn);
+
+	if (ret != 0)
+		return pm_error_set(ret, "kv_index_rebuild: node %u unreachable: %s", node,
+			pm_strerror(ret));
+	rdma_batch_init(&b);
+	rdma_batch_read(&b, cfg->region, 0, s, sizeof(*s));
+	ret = rdma_execute(c, &b);
+	rdma_conn_close(&c);
+	return ret;
+}
+
+/* Copy the per-client record marks (max over the others) to the target,
+ * then its superblock: from then on clients count it. */
+static int
+rebuild_finish(struct kv_index *ix, unsigned node)
+{
+	struct kv_ix_group *g = &ix->g;
+	const struct kv_ix_super *gs = &g->super;
+	size_t len = (size_t)gs->max_clients * 8;
+	uint64_t *marks = calloc(gs->max_clients, 8);
+	struct kv_ix_super s = *gs;
+	unsigned mask, ok, others = ((1u << g->n) - 1) & ~(1u << node);
+	int ret = 0;
+
+	if (marks == NULL)
+		return -ENOMEM;
+	for (size_t off = 0; off < len && ret == 0; off += KV_IX_SCRATCH) {
+		uint32_t chunk = (uint32_t)(len - off < KV_IX_SCRATCH ? len - off : KV_IX_SCRATCH);
+
+		mask = kv__ix_round_begin(g) & others;
+		for (unsigned i = 0; i < g->n; i++)
+			if (mask >> i & 1)
+				rdma_batch_read(&g->m[i].batch, g->region, gs->mark_off + off,
+					g->m[i].buf, chunk);
+		ok = kv__ix_round_run(g, mask, (unsigned)__builtin_popcount(others), ix->deadline);
+		if (ok != others) {
+			ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_rebuild: every other node must"
+				" answer");
+			break;
+		}
+		for (unsigned i = 0; i < g->n; i++) {
+			if (!(ok >> i & 1))
+				continue;
+			for (uint32_t k = 0; k < chunk / 8; k++) {
+				uint64_t m;
+
+				memcpy(&m, g->m[i].buf + k * 8, 8);
+				if (m > marks[off / 8 + k])
+					marks[off / 8 + k] = m;
+			}
+		}
+	}
+	s.member = node;
+	s.area.checksum = pm_area_sum(&s.area);
+	for (size_t off = 0; off < len && ret == 0; off += KV_IX_SCRATCH) {
+		uint32_t chunk = (uint32_t)(len - off < KV_IX_SCRATCH ? len - off : KV_IX_SCRATCH);
+		struct kv_ix_member *m = &g->m[node];
+
+		mask = kv__ix_round_begin(g) & (1u << node);
+		if (mask == 0) {
+			ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_rebuild: node %u went away", node);
+			break;
+		}
+		memcpy(m->buf, (const uint8_t *)marks + off, chunk);
+		rdma_batch_write(&m->batch, g->region, gs->mark_off + off, m->buf, chunk);
+		rdma_batch_persist(&m->batch, g->region, gs->mark_off + off, chunk);
+		if (off + chunk >= len) {
+			/* The superblock last, in the same ordered batch. */
+			memcpy(m->buf + chunk, &s, sizeof(s));
+			rdma_batch_write(&m->batch, g->region, 0, m->buf + chunk, sizeof(s));
+			rdma_batch_persist(&m->batch, g->region, 0, sizeof(s));
+		}
+		if (kv__ix_round_run(g, mask, 1, ix->deadline) != mask)
+			ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_rebuild: node %u went away", node);
+	}
+	free(marks);
+	return ret;
+}
+
+int
+kv_index_rebuild(const struct kv_index_config *cfg, unsigned node)
+{
+	struct kv_index *ix = NULL;
+	struct kv_ix_super s;
+	struct timespec grace;
+	int ret;
+
+	pm_error_clear();
+	if (cfg == NULL || cfg->nodes == NULL || node >= cfg->nnodes || cfg->nnodes < 3)
+		return pm_error_set(-EINVAL, "kv_index_rebuild: node %u of %u (a group of 3 or more)",
+			node, cfg == NULL ? 0 : cfg->nnodes);
+	ret = rebuild_target_super(cfg, node, &s);
+	if (ret != 0)
+		return ret;
+	if (s.area.magic != 0)
+		return pm_error_set(-EEXIST, "kv_index_rebuild: node %u holds an index superblock;"
+			" only a node whose pool was lost (a new, empty pool) is rebuilt", node);
+	/*
+	 * Let every client round that was in flight when the pool was lost
+	 * end first (an operation's timeout): a round that counted the lost
+	 * node and lands on the others after they were read here would make
+	 * the rebuilt node disagree with a counted decision (Spin: kv/spin
+	 * m5_spec fails, m5_grace passes).
+	 */
+	grace.tv_sec = cfg->timeout_ms / 1000;
+	grace.tv_nsec = (long)(cfg->timeout_ms % 1000) * 1000000;
+	nanosleep(&grace, NULL);
+	ret = kv__ix_open_rebuilder(&ix, cfg, node);
+	if (ret != 0)
+		return ret;
+	{
+		unsigned missed = 0;
+
+		ret = scrub_tree(ix, 1, &missed);
+		if (ret == 0 && missed != 0)
+			ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_rebuild: members 0x%x did"
+				" not answer everywhere", missed);
+	}
+	if (ret == 0)
+		ret = rebuild_finish(ix, node);
+	kv_index_close(&ix);
+	return ret;
+}
