@@ -21,7 +21,10 @@
    words intact), so durability rules 1-4 of section 4.4, including rule iii's
    PERSIST in the reader's READ batch, are not expressed here.
    Planted bugs (must fail): MUT_FQ2, MUT_NOFASTRULE, MUT_LOOKUP, MUT_BLIND.
-   C functions abstracted: none yet (kv/index is not written); keep this list in step when it is. */
+   C functions abstracted (kv/src/index/): kv__ix_fast and kv__ix_resolve
+   (slot.c; the commit is ix_commit there), kv__ix_analyse (analyse.c),
+   kv__ix_choose (paxos.c); the lookup of kv_index_lookup (index.c). Keep
+   this list in step with the code. */
 #ifndef NC
 #define NC   2          /* inserting clients                      */
 #endif

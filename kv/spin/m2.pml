@@ -18,7 +18,10 @@
    randomized bitstate runs (-DT_RAND -DP_RAND, several seeds), which are
    partial. F words are "visible = durable".
    Planted bugs (must be caught by some seed): MUT_L2, MUT_MINSTAGE.
-   C functions abstracted: none yet (kv/index is not written); keep this list in step when it is. */
+   C functions abstracted (kv/src/index/): kv_index_insert, kv_index_remove,
+   kv_index_lookup (index.c), ix_freeze (split.c) as the freezer, over
+   kv__ix_fast, kv__ix_resolve (slot.c) and kv__ix_analyse (analyse.c). Keep
+   this list in step with the code. */
 #define N 3
 #ifndef MAXR
 #define MAXR 1

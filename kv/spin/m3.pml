@@ -13,7 +13,9 @@
    exhaustive search in 4 GB: bitstate).
    Asserts (section 6.2 property 5, uniqueness U): never two LIVE(k) at once.
    Planted bug (must fail): MUT_REUSE (DEAD -> EMPTY without a rebuild).
-   C functions abstracted: none yet (kv/index is not written); keep this list in step when it is. */
+   C functions abstracted (kv/src/index/index.c): the scan of order(k) in
+   kv_index_insert (the no-skip rule), kv_index_remove. Keep this list in
+   step with the code. */
 #define E 3
 byte stage[E];          /* 0 EMPTY, 1 LIVE, 2 DEAD */
 byte skey[E];           /* key of the LIVE/DEAD entry */

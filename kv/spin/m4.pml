@@ -31,9 +31,10 @@
    (FROZEN-LIVE counts as present) or go to the child if usable; with a FWD
    reply it goes to the child.
 
-   C functions abstracted: kv__ix_freeze, kv__ix_install_children,
-   kv__ix_forward (kv/src/index/split.c). Per-slot consensus (kv__ix_fast,
-   kv__ix_resolve, kv__ix_commit in slot.c; kv__ix_analyse in analyse.c;
+   C functions abstracted: ix_freeze, ix_child_words, ix_install,
+   kv__ix_forward_help and kv__ix_flip (kv/src/index/split.c), ix_locate
+   (index.c). Per-slot consensus (kv__ix_fast,
+   kv__ix_resolve, ix_commit in slot.c; kv__ix_analyse in analyse.c;
    kv__ix_choose in paxos.c) is abstracted, as M1/M2 check it:
    - parent slots: an atomic "first proposal wins" object per (slot, stage),
      as in M3; a client reads a slot's decided value in one step;

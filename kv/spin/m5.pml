@@ -7,7 +7,7 @@
    durability). One MN, chosen at any time, loses its memory: its word
    becomes all-zero (invalid) and it is a non-member, so every verb to it
    is "no answer" to the clients. The rebuilder (kv_index_rebuild in
-   kv/src/index/rebuild.c) reads the other two members; if one shows the
+   kv/src/index/repair.c) reads the other two members; if one shows the
    latest stage decided (a C word: C1(v), or C0 on both = stage 0 decided
    with no stage-1 word) it installs CAS(0 -> that C word); otherwise it
    resolves stage 1 with a classic round among the other two only (promise
@@ -21,8 +21,8 @@
    (as a degraded-mode insert or a freezer would), returns and commits its
    decision. A lookup reads the members (>= f+1 replies), applies rules i-iii
    of analyse and gives up when undetermined.
-   C functions abstracted: kv_index_rebuild (rebuild.c); kv__ix_fast,
-   kv__ix_resolve, kv__ix_commit (slot.c), kv__ix_analyse (analyse.c),
+   C functions abstracted: kv_index_rebuild and kv__ix_repair (repair.c); kv__ix_fast,
+   kv__ix_resolve, ix_commit (slot.c), kv__ix_analyse (analyse.c),
    kv__ix_choose (paxos.c) as in M1/M6.
    -DGRACE: the rebuilder reads the other members only after every client
    round (a fast round, a classic round, a lookup's read) that was in

@@ -24,7 +24,7 @@
    analyse (rule iii, "all n show F(v)", only with the PERSIST: rule 4) and
    gives up when undetermined (M1 checks the lookup that helps).
    C functions abstracted: kv__ix_fast (the fast round), kv__ix_resolve (the
-   classic round), kv__ix_commit (slot.c); kv__ix_analyse (analyse.c, rules
+   classic round), ix_commit (slot.c); kv__ix_analyse (analyse.c, rules
    i-iii for one stage); kv__ix_choose (paxos.c, the value rule).
    Bound: one MN crash and restart (any MN, at any time), one round for B,
    one lookup; no client crash, timeouts or flying verbs (M1 has them).
