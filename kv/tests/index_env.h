@@ -56,7 +56,9 @@ inline uint64_t KeySum(const KeyBlock &b)
 // In-process nodes on pool files.
 class LocalGroup {
 public:
-	explicit LocalGroup(unsigned n, const std::string &name = "ix")
+	explicit LocalGroup(unsigned n, const std::string &name = "ix",
+		uint64_t index_region = kIndexRegion)
+		: index_region_(index_region)
 	{
 		// tmpfs where there is one: a persist is an msync of the page,
 		// free on /dev/shm and a disk write elsewhere.
@@ -82,7 +84,7 @@ public:
 	}
 	int Open(unsigned i)
 	{
-		rdma_node_config cfg = rdmatest::TwoRegionNodeConfig(paths_[i], kIndexRegion,
+		rdma_node_config cfg = rdmatest::TwoRegionNodeConfig(paths_[i], index_region_,
 			kKeyRegion, "");
 		return rdma_node_open(&nodes_[i], &cfg);
 	}
@@ -95,6 +97,7 @@ public:
 		unlink((paths_[i] + ".node").c_str());
 		return Open(i);
 	}
+	const std::string &Path(unsigned i) const { return paths_[i]; }
 	std::vector<std::string> Uris() const
 	{
 		std::vector<std::string> u;
@@ -113,6 +116,7 @@ public:
 	unsigned Size() const { return static_cast<unsigned>(paths_.size()); }
 
 private:
+	uint64_t index_region_;
 	std::vector<std::string> paths_;
 	std::vector<rdma_node *> nodes_;
 };

@@ -822,6 +822,109 @@ kv__ix_test_format_blank(void *region, const void *other, unsigned member)
 	return 0;
 }
 
+/* The view of bucket @idx from raw regions, records included. */
+static void
+offline_view(void *const *regions, unsigned n, const struct kv_ix_super *sb, uint64_t idx,
+	struct kv_ix_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->idx = idx;
+	v->answered = (1u << n) - 1;
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *r = regions[i];
+
+		memcpy(v->w[i], r + kv_ixb_off(sb, idx, 0), KV_IXB_SIZE);
+		if (v->w[i][KV_IXB_H0] == kv_ixb_h0(idx))
+			v->got |= 1u << i;
+		else if (v->w[i][KV_IXB_H0] == kv_ixb_h0_pending(idx))
+			v->pending |= 1u << i;
+		for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
+			uint64_t p = v->w[i][w];
+			struct kv_ix_rec rec;
+
+			if (kv_ixw_tag(p) != KV_IXW_P || !kv_ixw_valid(p, KV_IX_GEN) ||
+				(uint64_t)kv_ixw_rec(p) >= (uint64_t)sb->max_clients * sb->recs_per_client)
+				continue;
+			memcpy(&rec, r + kv_ix_rec_off(sb, kv_ixw_rec(p)), sizeof(rec));
+			if (kv__ix_rec_reply(&rec, kv_ixb_off(sb, idx, w), p, &v->rep[i][w]))
+				v->rec_known[i][w] = true;
+			else
+				v->w[i][w] = 0;
+		}
+	}
+}
+
+int
+kv__ix_test_offline(void *const *regions, unsigned n, const void *key, size_t len,
+	uint64_t loc, unsigned *present, unsigned *maybe)
+{
+	struct kv_index *ix = calloc(1, sizeof(*ix));
+	struct kv_ix_view *v = malloc(sizeof(*v)), *child = malloc(sizeof(*child));
+	uint64_t h = kv__ix_hash(key, len), idx = 1;
+	unsigned fp = (unsigned)(h >> 48);
+	int ret = 0;
+
+	*present = *maybe = 0;
+	if (ix == NULL || v == NULL || child == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ix->g.n = n;
+	ix->g.f = n / 2;
+	memcpy(&ix->g.super, regions[0], sizeof(ix->g.super));
+	if (kv__ix_super_check(&ix->g.super, ix->g.super.area.area_size, n, 0) != 0) {
+		ret = PM_E_CORRUPT;
+		goto out;
+	}
+	offline_view(regions, n, &ix->g.super, idx, v);
+	if ((unsigned)__builtin_popcount(v->got) < ix->g.f + 1) {
+		ret = PM_E_CORRUPT;
+		goto out;
+	}
+	for (;;) {
+		struct kv_ix_slot fw;
+		uint64_t c;
+
+		ret = kv__ix_slot(ix, v, KV_IXB_H1, &fw);
+		if (ret != 0)
+			goto out;
+		if (fw.a.verdict != KV_IX_DECIDED || fw.a.stage != 1)
+			break;
+		/* Chosen FWD: the child answers once live; until then (no
+		 * flip yet) nothing changed there and the frozen parent holds
+		 * the same entries. */
+		c = 2 * idx + (h >> kv_ixb_depth(idx) & 1);
+		offline_view(regions, n, &ix->g.super, c, child);
+		if ((unsigned)__builtin_popcount(child->got) < ix->g.f + 1)
+			break;
+		idx = c;
+		memcpy(v, child, sizeof(*v));
+	}
+	for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+		struct kv_ix_slot sl;
+		uint64_t prev = 0;
+
+		ret = kv__ix_slot(ix, v, w, &sl);
+		if (ret != 0)
+			goto out;
+		if (sl.a.verdict == KV_IX_DECIDED || sl.a.verdict == KV_IX_NOT_CHOSEN) {
+			*present += kv_ix_body_maps(sl.cur) && kv_ixw_fp(sl.cur) == fp &&
+				kv_ixw_loc(sl.cur) == loc;
+			continue;
+		}
+		/* Undecided: the mapping may be current if the value before the
+		 * stage, or one proposed at it, carries it. */
+		if ((kv__ix_prev(v, w, sl.a.stage, &prev) && kv_ixw_fp(prev) == fp &&
+			kv_ixw_loc(prev) == loc) || kv__ix_word_carries_fp(v, w, fp))
+			(*maybe)++;
+	}
+out:
+	free(child);
+	free(v);
+	free(ix);
+	return ret;
+}
+
 uint64_t
 kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsigned word)
 {

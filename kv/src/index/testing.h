@@ -39,6 +39,21 @@ uint64_t kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsign
  */
 int kv__ix_test_format_blank(void *region, const void *other, unsigned member);
 
+/**
+ * kv__ix_test_offline -- what a client reading every member would conclude
+ * about the mapping (@key -> @loc), computed from the raw index regions of
+ * the @n members at @regions (a crash image): walk from the root through
+ * chosen forward words and apply the decision rule to every slot of the
+ * key's bucket.
+ * @present: slots whose current value maps the key to @loc (decided, or
+ *           not superseded at the read)
+ * @maybe:   slots where that depends on an undecided stage
+ * Return: 0; PM_E_CORRUPT if the superblocks or the root are not valid.
+ * Thread-safety: pure; reads the regions.
+ */
+int kv__ix_test_offline(void *const *regions, unsigned n, const void *key, size_t len,
+	uint64_t loc, unsigned *present, unsigned *maybe);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kv/tests/index_crash_test.cc -- the crash simulator (pm/crashsim.h) over
+// every crash point of small single-client sequences on three local nodes:
+// inserts that fill the root and split it, removes, and inserts again after
+// removes (records and slots reused). Every node crashes at once (the whole
+// index memory is one crash image); at each image, what a client reading
+// all three nodes would conclude must hold every completed operation, at
+// most one slot per mapping, and nothing but the operation in flight may be
+// undecided.
+//
+// The index regions are the client's own mappings of the pool files (the
+// local backend shares one mapping per file in a process); the in-process
+// nodes are closed before the run, so those are the only mappings.
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kv/index.h>
+#include <pm/crashsim.h>
+
+#include "kv/src/index/testing.h"
+#include "kv/tests/index_env.h"
+
+namespace {
+
+using kvtest::IndexConfig;
+using kvtest::KeyStore;
+using kvtest::LocalGroup;
+
+constexpr uint64_t kRegion = 1u << 20;
+
+struct Op {
+	bool insert;
+	unsigned key;
+	uint64_t loc;
+};
+
+std::string Key(unsigned k)
+{
+	return "crash-" + std::to_string(k);
+}
+
+struct Run {
+	std::vector<void *> regions;
+	kv_index *ix = nullptr;
+	KeyStore *keys = nullptr;
+	std::vector<Op> ops;
+	size_t done = 0; // operations that returned (read by the checks)
+};
+
+// The client's mapping of @pool and, in it, the index region: the 4 KiB
+// page that starts with the index superblock's magic.
+void *IndexRegionOf(const std::string &pool)
+{
+	std::ifstream maps("/proc/self/maps");
+	std::string line;
+	while (std::getline(maps, line)) {
+		if (line.size() < pool.size() || line.compare(line.size() - pool.size(), pool.size(), pool) != 0)
+			continue;
+		std::istringstream in(line);
+		uintptr_t lo, hi;
+		char dash;
+		in >> std::hex >> lo >> dash >> hi;
+		for (uintptr_t a = lo; a + 8 <= hi; a += 4096)
+			if (memcmp(reinterpret_cast<void *>(a), "DMKVIDX1", 8) == 0)
+				return reinterpret_cast<void *>(a);
+	}
+	return nullptr;
+}
+
+int Workload(void *arg)
+{
+	auto *r = static_cast<Run *>(arg);
+	for (const Op &op : r->ops) {
+		std::string k = Key(op.key);
+		int ret = op.insert ? kv_index_insert(r->ix, k.data(), k.size(), op.loc, nullptr) :
+			kv_index_remove(r->ix, k.data(), k.size(), op.loc);
+		if (ret != 0)
+			return ret;
+		r->done++;
+	}
+	return 0;
+}
+
+int Check(void *arg, char *msg, size_t len)
+{
+	auto *r = static_cast<Run *>(arg);
+	std::map<unsigned, uint64_t> model;
+	std::map<std::pair<unsigned, uint64_t>, bool> seen; // every (key, loc) used
+	for (size_t i = 0; i < r->ops.size(); i++) {
+		const Op &op = r->ops[i];
+		seen[{op.key, op.loc}] = true;
+		if (i >= r->done)
+			continue;
+		if (op.insert)
+			model[op.key] = op.loc;
+		else
+			model.erase(op.key);
+	}
+	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
+	for (const auto &[kl, unused] : seen) {
+		(void)unused;
+		auto [key, loc] = kl;
+		std::string k = Key(key);
+		unsigned present = 0, maybe = 0;
+		int ret = kv__ix_test_offline(r->regions.data(), 3, k.data(), k.size(), loc, &present,
+			&maybe);
+		if (ret != 0) {
+			snprintf(msg, len, "offline read failed: %d", ret);
+			return 1;
+		}
+		bool mapped = model.count(key) != 0 && model[key] == loc;
+		bool in_flight = flying != nullptr && flying->key == key && flying->loc == loc;
+		if (present > 1) {
+			snprintf(msg, len, "%s -> %llu in %u slots", k.c_str(), (unsigned long long)loc, present);
+			return 1;
+		}
+		if (mapped && present == 0 && !(in_flight && maybe > 0) && !in_flight) {
+			snprintf(msg, len, "completed insert of %s -> %llu lost (after %zu ops)", k.c_str(),
+				(unsigned long long)loc, r->done);
+			return 1;
+		}
+		if (!mapped && present == 1 && !in_flight) {
+			snprintf(msg, len, "%s -> %llu present, but %s (after %zu ops)", k.c_str(),
+				(unsigned long long)loc, model.count(key) ? "remapped" : "removed", r->done);
+			return 1;
+		}
+		if (maybe > 0 && !in_flight && flying == nullptr) {
+			snprintf(msg, len, "%s undecided after every operation returned", k.c_str());
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void CrashSequence(const std::string &name, const std::vector<Op> &ops)
+{
+	LocalGroup group(3, name, kRegion);
+	KeyStore keys(group.Uris());
+	IndexConfig cfg(group.Uris(), &keys, 1);
+	kv_index *ix = nullptr;
+	ASSERT_EQ(kv_index_create(&ix, &cfg.cfg), 0) << pm_errormsg();
+	for (const Op &op : ops)
+		ASSERT_TRUE(keys.Put(op.loc, Key(op.key)));
+	for (unsigned i = 0; i < 3; i++)
+		group.Close(i);
+	Run r;
+	r.ix = ix;
+	r.keys = &keys;
+	r.ops = ops;
+	for (unsigned i = 0; i < 3; i++) {
+		r.regions.push_back(IndexRegionOf(group.Path(i)));
+		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
+	}
+
+	pm_crashsim_config sc;
+	pm_crashsim_config_init(&sc);
+	sc.name = name.c_str();
+	sc.max_images = 4;
+	pm_crashsim *sim = nullptr;
+	ASSERT_EQ(pm_crashsim_new(&sim, &sc), 0);
+	for (void *region : r.regions)
+		ASSERT_EQ(pm_crashsim_track(sim, region, kRegion), 0);
+	int ret = pm_crashsim_run(sim, Workload, Check, &r);
+	pm_crashsim_stats st;
+	pm_crashsim_get_stats(sim, &st);
+	EXPECT_EQ(ret, 0) << pm_crashsim_report(sim) << " " << pm_errormsg();
+	EXPECT_EQ(r.done, ops.size());
+	EXPECT_EQ(st.points, st.events + 1) << "every crash point";
+	EXPECT_GT(st.images, st.points);
+	::testing::Test::RecordProperty("crash_points", std::to_string(st.points));
+	pm_crashsim_delete(&sim);
+	kv_index_close(&ix);
+}
+
+// Inserts that fill the root and split it, then removes and re-inserts.
+TEST(IndexCrash, InsertSplitRemoveReinsert)
+{
+	std::vector<Op> ops;
+	uint64_t next = 0;
+	for (unsigned k = 0; k < 18; k++)
+		ops.push_back({ true, k, KeyStore::Loc(1, next++) });
+	for (unsigned k = 0; k < 18; k += 5)
+		ops.push_back({ false, k, ops[k].loc });
+	for (unsigned k = 0; k < 18; k += 5)
+		ops.push_back({ true, k, KeyStore::Loc(1, next++) });
+	CrashSequence("ix-split", ops);
+}
+
+} // namespace
