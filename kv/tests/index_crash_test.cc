@@ -173,6 +173,8 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops)
 	EXPECT_EQ(st.points, st.events + 1) << "every crash point";
 	EXPECT_GT(st.images, st.points);
 	::testing::Test::RecordProperty("crash_points", std::to_string(st.points));
+	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
+		(unsigned long long)st.images);
 	pm_crashsim_delete(&sim);
 	kv_index_close(&ix);
 }
