@@ -573,6 +573,41 @@ kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 	}
 }
 
+/* Check an entry's key and location and start an operation on it; *@h is
+ * the key's hash. */
+static int
+ix_entry_begin(struct kv_index *ix, const void *key, size_t len, uint64_t loc, const char *who,
+	uint64_t *h)
+{
+	int ret = ix_check_key(key, len);
+
+	if (ret != 0)
+		return ret;
+	if (loc > KV_INDEX_LOC_MAX)
+		return pm_error_set(-EINVAL, "%s: location above 2^35 - 1", who);
+	ix_op_begin(ix);
+	*h = kv__ix_hash(key, len);
+	return 0;
+}
+
+/* Propose @body at its stage of @word: the fast round, else (or after
+ * losing it) a classic round with @body as the default. *@ours: @body is
+ * what was chosen. Return: 0 or an error. */
+static int
+ix_propose(struct kv_index *ix, struct kv_ix_view *v, unsigned word, uint64_t body, bool *ours)
+{
+	uint64_t dec = 0;
+	int ret = kv__ix_fast(ix, v, word, body, ours);
+
+	if (ret != 0 || *ours)
+		return ret;
+	ret = kv__ix_resolve(ix, v, word, kv_ixw_stage(body), body, &dec);
+	if (ret < 0)
+		return ret;
+	*ours = ret == 0 && dec == body;
+	return 0;
+}
+
 int
 kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 	uint64_t *existing)
@@ -581,13 +616,9 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 	unsigned fp;
 	int ret;
 
-	ret = ix_check_key(key, len);
+	ret = ix_entry_begin(ix, key, len, loc, "kv_index_insert", &h);
 	if (ret != 0)
 		return ret;
-	if (loc > KV_INDEX_LOC_MAX)
-		return pm_error_set(-EINVAL, "kv_index_insert: location above 2^35 - 1");
-	ix_op_begin(ix);
-	h = kv__ix_hash(key, len);
 	fp = (unsigned)(h >> 48);
 	mine = kv_ixw_body(1, false, fp, loc);
 	for (;;) {
@@ -669,20 +700,12 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 			continue;
 		}
 		{
-			bool won;
-			uint64_t dec;
+			bool ours;
 
-			ret = kv__ix_fast(ix, &v, (unsigned)target, mine, &won);
+			ret = ix_propose(ix, &v, (unsigned)target, mine, &ours);
 			if (ret != 0)
 				return ix_op_end(ix, ret);
-			if (won) {
-				ix_hint_set(ix, h, loc);
-				return ix_op_end(ix, 0);
-			}
-			ret = kv__ix_resolve(ix, &v, (unsigned)target, 1, mine, &dec);
-			if (ret < 0)
-				return ix_op_end(ix, ret);
-			if (ret == 0 && dec == mine) {
+			if (ours) {
 				ix_hint_set(ix, h, loc);
 				return ix_op_end(ix, 0);
 			}
@@ -697,13 +720,9 @@ kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
 	unsigned fp;
 	int ret;
 
-	ret = ix_check_key(key, len);
+	ret = ix_entry_begin(ix, key, len, loc, "kv_index_remove", &h);
 	if (ret != 0)
 		return ret;
-	if (loc > KV_INDEX_LOC_MAX)
-		return pm_error_set(-EINVAL, "kv_index_remove: location above 2^35 - 1");
-	ix_op_begin(ix);
-	h = kv__ix_hash(key, len);
 	fp = (unsigned)(h >> 48);
 	live = kv_ixw_body(1, false, fp, loc);
 	dead = kv_ixw_body(2, false, fp, loc);
@@ -773,18 +792,12 @@ kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
 		if (target < 0)
 			return ix_op_end(ix, -ENOENT);
 		{
-			bool won;
-			uint64_t dec;
+			bool ours;
 
-			ret = kv__ix_fast(ix, &v, (unsigned)target, dead, &won);
+			ret = ix_propose(ix, &v, (unsigned)target, dead, &ours);
 			if (ret != 0)
 				return ix_op_end(ix, ret);
-			if (won)
-				return ix_op_end(ix, 0);
-			ret = kv__ix_resolve(ix, &v, (unsigned)target, 2, dead, &dec);
-			if (ret < 0)
-				return ix_op_end(ix, ret);
-			if (ret == 0 && dec == dead)
+			if (ours)
 				return ix_op_end(ix, 0);
 			/* Frozen first: the split moves the entry; retry. */
 		}
