@@ -379,17 +379,21 @@ TEST_F(IndexTest, DamagedWordsAreNotFollowed)
 // Client threads, each with its own handle, on a few hot keys (one bucket,
 // so fast rounds collide and classic rounds, splits and helping happen):
 // the history is linearizable.
-TEST_F(IndexTest, ConcurrentClientsAreLinearizable)
+void ConcurrentClients(LocalGroup *group, bool faults)
 {
 	constexpr unsigned kThreads = 4, kOps = 300, kKeys = 24;
 	lincheck::Recorder<lincheck::IndexOp> rec(kThreads, kOps);
 	std::vector<std::thread> threads;
 	for (unsigned t = 0; t < kThreads; t++) {
 		threads.emplace_back([&, t] {
-			KeyStore ks(group_->Uris());
-			IndexConfig cfg(group_->Uris(), &ks, 4 + t);
+			KeyStore ks(group->Uris());
+			IndexConfig cfg(group->Uris(), &ks, 4 + t);
 			kv_index *ix = nullptr;
 			ASSERT_EQ(kv_index_open(&ix, &cfg.cfg), 0) << pm_errormsg();
+			if (faults) { // node 2 is down for some clients, slow for the others
+				ASSERT_EQ(kv__ix_test_inject(ix, 2, t % 2 ? RDMA_FAULT_DELAY :
+					RDMA_FAULT_FAIL, 300), 0);
+			}
 			auto &h = rec.handle(t);
 			std::mt19937_64 rng(100 + t);
 			std::vector<std::pair<uint64_t, uint64_t>> mine; // (key, loc)
@@ -435,6 +439,19 @@ TEST_F(IndexTest, ConcurrentClientsAreLinearizable)
 		th.join();
 	auto result = lincheck::check(lincheck::IndexModel(), rec.history());
 	EXPECT_TRUE(result.ok) << result.explanation;
+}
+
+TEST_F(IndexTest, ConcurrentClientsAreLinearizable)
+{
+	ConcurrentClients(group_.get(), false);
+}
+
+// The same with node 2 failed for some clients and slow for the others
+// (one faulty node: f = 1): fast rounds give way to classic rounds that
+// duel, and buckets split while the node is missing.
+TEST_F(IndexTest, ConcurrentClientsWithFaultsAreLinearizable)
+{
+	ConcurrentClients(group_.get(), true);
 }
 
 // A node whose pool was lost is left out until kv_index_rebuild() restores
