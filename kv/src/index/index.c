@@ -387,9 +387,10 @@ ix_depth_learn(struct kv_index *ix, uint64_t h, unsigned d)
  * through decided forward words (helping a split whose forward is
  * undecided). *@v is the bucket as read; a bucket whose forward is not
  * chosen is returned even if frozen (its frozen content is current).
+ * @quorum: read f+1 members where that suffices (lookups).
  */
 static int
-ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
+ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v, bool quorum)
 {
 	const struct kv_ix_group *g = &ix->g;
 	/* 0 = no hint for these hash bits: start where the last bucket was
@@ -411,10 +412,16 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v)
 			d--;
 			continue;
 		}
-		ret = kv__ix_view_read(ix, idx, v);
+		ret = quorum ? kv__ix_view_read_quorum(ix, idx, v) : kv__ix_view_read(ix, idx, v);
 		if (ret != 0)
 			return ret;
 		if ((unsigned)__builtin_popcount(v->got) < g->f + 1) {
+			/* From f+1 members, "not there" may only mean that one
+			 * of them lacks it: ask everyone from now on. */
+			if (quorum && (unsigned)__builtin_popcount(v->answered) < g->n) {
+				quorum = false;
+				continue;
+			}
 			if (via_fwd) {
 				/* The forward is chosen: make the children
 				 * live (a splitter may have stopped before). */
@@ -520,12 +527,15 @@ kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 	ix_op_begin(ix);
 	h = kv__ix_hash(key, len);
 	fp = (unsigned)(h >> 48);
+	/* f+1 members answer a lookup unless a slot that matters is
+	 * mid-change there; then all of them, before resolving anything. */
+	bool quorum = true;
 	for (;;) {
 		struct kv_ix_view v;
 		unsigned nc = 0;
 		bool again = false;
 
-		ret = ix_locate(ix, h, &v);
+		ret = ix_locate(ix, h, &v, quorum);
 		if (ret != 0)
 			return ix_op_end(ix, ret);
 		for (unsigned j = 0; j < KV_IXB_SLOTS && !again; j++) {
@@ -538,12 +548,18 @@ kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 				return ix_op_end(ix, ret);
 			if (sl.a.verdict == KV_IX_TOO_FEW) {
 				again = true;
+				quorum = false;
 			} else if (sl.a.verdict != KV_IX_DECIDED && sl.a.verdict != KV_IX_NOT_CHOSEN) {
 				/* A slot mid-change matters only if the key's
 				 * fingerprint is in it: had it been chosen, the
 				 * replies would show it. */
 				if (!kv__ix_word_carries_fp(&v, word, fp))
 					continue;
+				again = true;
+				if ((unsigned)__builtin_popcount(v.answered) < ix->g.n && quorum) {
+					quorum = false;
+					continue;
+				}
 				ret = ix_settle(ix, &v, word, &sl, 0, &dec);
 				if (ret != 0)
 					return ix_op_end(ix, ret);
@@ -626,7 +642,7 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 		int target = -1;
 		bool again = false;
 
-		ret = ix_locate(ix, h, &v);
+		ret = ix_locate(ix, h, &v, false);
 		if (ret != 0)
 			return ix_op_end(ix, ret);
 		if (ix_frozen(&v)) {
@@ -732,7 +748,7 @@ kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
 		int target = -1;
 		bool again = false, split = false;
 
-		ret = ix_locate(ix, h, &v);
+		ret = ix_locate(ix, h, &v, false);
 		if (ret != 0)
 			return ix_op_end(ix, ret);
 		for (unsigned j = 0; j < KV_IXB_SLOTS && !again; j++) {

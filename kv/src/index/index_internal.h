@@ -100,6 +100,9 @@ struct kv_ix_slot {
 
 /* slot.c */
 int kv__ix_view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
+/* kv__ix_view_read_quorum -- as kv__ix_view_read from f+1 members only
+ * (all of them if that fails): for readers that write nothing */
+int kv__ix_view_read_quorum(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
 int kv__ix_view_records(struct kv_index *ix, struct kv_ix_view *v);
 int kv__ix_slot(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	struct kv_ix_slot *out);
