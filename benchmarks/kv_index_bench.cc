@@ -382,6 +382,7 @@ struct Part {
 	uint64_t wrong = 0;    // answers that contradict what was inserted
 	std::map<int, uint64_t> errors; // by code
 	std::string first_error;
+	std::string first_wrong; // what the first wrong answer was
 };
 
 // What the watchdog sees of a thread.
@@ -472,6 +473,22 @@ std::string ErrName(int code)
 		return "KV_E_GROUP";
 	default:
 		return std::to_string(code) + " " + pm_strerror(code);
+	}
+}
+
+// Counts a wrong answer: @rc and @got for the key of id @id, expected
+// @want (0: absent).
+void RecordWrong(Part *p, const char *what, uint64_t opno, uint64_t id, int rc, uint64_t got,
+	uint64_t want)
+{
+	p->wrong++;
+	if (p->first_wrong.empty()) {
+		char b[256];
+		snprintf(b, sizeof(b), "%s #%llu: key id %#llx: returned %s, location %llu; expected %s %llu",
+			what, static_cast<unsigned long long>(opno), static_cast<unsigned long long>(id),
+			rc == 0 ? "0" : ErrName(rc).c_str(), static_cast<unsigned long long>(got),
+			want == 0 ? "absent" : "location", static_cast<unsigned long long>(want));
+		p->first_wrong = b;
 	}
 }
 
@@ -585,9 +602,10 @@ void Worker(Run *r, unsigned t)
 		const uint64_t id = i * T + t, loc = table.Loc(t, i);
 		size_t len = KeyOf(id, o.seed, key);
 		table.Put(loc, key, len);
-		int rc = kv_index_insert(ix, key, len, loc, nullptr);
+		uint64_t existing = 0;
+		int rc = kv_index_insert(ix, key, len, loc, &existing);
 		if (rc == KV_E_EXISTS)
-			p->wrong++;
+			RecordWrong(p, "load insert", i, id, rc, existing, 0);
 		else if (rc != 0)
 			RecordError(p, rc, "load insert", i);
 		if (rc != 0)
@@ -601,10 +619,8 @@ void Worker(Run *r, unsigned t)
 		size_t len = KeyOf(id, o.seed, key);
 		uint64_t loc = 0;
 		int rc = kv_index_lookup(ix, key, len, &loc);
-		if (rc == 0 && loc != loaded_loc(id))
-			p->wrong++;
-		else if (rc == -ENOENT && !r->c.uncertain[id])
-			p->wrong++;
+		if ((rc == 0 && loc != loaded_loc(id)) || (rc == -ENOENT && !r->c.uncertain[id]))
+			RecordWrong(p, "lookup of a loaded key", i, id, rc, loc, loaded_loc(id));
 		else if (rc != 0 && rc != -ENOENT)
 			RecordError(p, rc, "lookup of a loaded key", i);
 		return true;
@@ -622,7 +638,7 @@ void Worker(Run *r, unsigned t)
 		const bool present = id < o.keys;
 		if ((rc == 0 && (!present || loc != loaded_loc(id))) ||
 			(rc == -ENOENT && present && !r->c.uncertain[id]))
-			p->wrong++;
+			RecordWrong(p, "warm-up lookup", i, id, rc, loc, present ? loaded_loc(id) : 0);
 		else if (rc != 0 && rc != -ENOENT)
 			RecordError(p, rc, "warm-up lookup", i);
 		return true;
@@ -636,7 +652,7 @@ void Worker(Run *r, unsigned t)
 			uint64_t loc = 0;
 			int rc = kv_index_lookup(ix, key, len, &loc);
 			if (rc == 0)
-				p->wrong++;
+				RecordWrong(p, "lookup of an absent key", i, id, rc, loc, 0);
 			else if (rc != -ENOENT)
 				RecordError(p, rc, "lookup of an absent key", i);
 			return true;
@@ -649,11 +665,12 @@ void Worker(Run *r, unsigned t)
 			const uint64_t loc = table.Loc(t, mine + i);
 			size_t len = KeyOf(id, o.seed, key);
 			table.Put(loc, key, len);
-			int rc = kv_index_insert(ix, key, len, loc, nullptr);
+			uint64_t existing = 0;
+			int rc = kv_index_insert(ix, key, len, loc, &existing);
 			inserted = i + 1;
 			ins_uncertain.push_back(rc != 0);
 			if (rc == KV_E_EXISTS)
-				p->wrong++;
+				RecordWrong(p, "insert of a new key", i, id, rc, existing, 0);
 			else if (rc != 0)
 				RecordError(p, rc, "insert of a new key", i);
 			return true;
@@ -667,7 +684,7 @@ void Worker(Run *r, unsigned t)
 		int rc = kv_index_lookup(ix, key, len, &loc);
 		if ((rc == 0 && loc != table.Loc(t, mine + from + i)) ||
 			(rc == -ENOENT && !ins_uncertain[from + i]))
-			p->wrong++;
+			RecordWrong(p, "check lookup", i, id, rc, loc, table.Loc(t, mine + from + i));
 		else if (rc != 0 && rc != -ENOENT)
 			RecordError(p, rc, "check lookup", i);
 		return true;
@@ -740,7 +757,7 @@ std::string PhaseJson(const Run &r, Phase ph, uint64_t *bad)
 	kv_index_stats st{};
 	uint64_t start = UINT64_MAX, end = 0, wrong = 0;
 	std::map<int, uint64_t> errors;
-	std::string first;
+	std::string first, first_wrong;
 
 	for (const Part &p : r.parts[ph]) {
 		for (const Sample &s : p.samples) {
@@ -766,6 +783,8 @@ std::string PhaseJson(const Run &r, Phase ph, uint64_t *bad)
 			errors[e.first] += e.second;
 		if (first.empty())
 			first = p.first_error;
+		if (first_wrong.empty())
+			first_wrong = p.first_wrong;
 	}
 	const uint64_t n = lat.size();
 	std::sort(lat.begin(), lat.end());
@@ -816,6 +835,8 @@ std::string PhaseJson(const Run &r, Phase ph, uint64_t *bad)
 	j << "}";
 	if (!first.empty())
 		j << ",\"first_error\":" << JsonStr(first);
+	if (!first_wrong.empty())
+		j << ",\"first_wrong\":" << JsonStr(first_wrong);
 	j << "}";
 	*bad += nerr + wrong + st.bad_words;
 	return j.str();
@@ -871,7 +892,7 @@ bool RunConfig(const Options &o, unsigned threads, unsigned seq)
 		cfg.nodes = ptrs.data();
 		cfg.nnodes = static_cast<unsigned>(ptrs.size());
 		cfg.client_id = 0;
-		cfg.timeout_ms = o.timeout_ms;
+		cfg.timeout_ms = std::max(o.timeout_ms, 5000u); // creation is not measured
 		cfg.max_clients = kMaxClients;
 		cfg.key_at = KeyTable::KeyAt;
 		cfg.key_ctx = nullptr; // answers nothing: the index is empty

@@ -300,7 +300,9 @@ def markdown(ix, rows, runs, context):
                 bits.append("%d words failed validation (kv_index_stats.bad_words)" %
                             v["totals"]["bad_words"])
             if bits:
-                first = (" (first: %s)" % v["first_error"]) if v.get("first_error") else ""
+                first = (" (first error: %s)" % v["first_error"]) if v.get("first_error") else ""
+                if v.get("first_wrong"):
+                    first += " (first wrong answer: %s)" % v["first_wrong"]
                 problems.append("- %s, %s: %s%s" % (name, w, "; ".join(bits), first))
     out.extend(problems or ["Nothing: no errors, wrong answers, damaged words, hangs or failed "
                             "setups."])
