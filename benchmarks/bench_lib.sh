@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# benchmarks/bench_lib.sh -- what run_mcas.sh, run_onll.sh and
-# run_reclaim.sh share: the command line, the build, running a benchmark
-# binary into a JSON file, and the report. Sourced by them (bash, set -euo
-# pipefail), not run.
+# benchmarks/bench_lib.sh -- what the run_*.sh scripts share: the command
+# line, the build, running a benchmark binary into a JSON file, and the
+# report. Sourced by them (bash, set -euo pipefail), not run.
 #
 # The sourcing script sets prog (the prefix of its messages), then calls
 #   bench_init "$@"             --help (the script's header comment), the
 #                               RESULTS_DIR and -- BENCHMARK_FLAGS arguments;
 #                               sets results, bench_flags, repo; cd's to repo
 #   bench_build TARGET          builds TARGET unless SKIP_BUILD=1
+#   bench_locate                sets bench_bin (bazel-bin/benchmarks) and
+#                               bench_commit (short hash, "+changes" if dirty)
 #   bench_run NAME BINARY       runs bazel-bin/benchmarks/BINARY with
 #                               PMEM_IS_PMEM_FORCE=1 into $results/NAME.json
 #                               (exit 1 if it fails)
@@ -57,15 +58,18 @@ bench_build() { # target
 	"$BAZEL" "${startup[@]}" build "${build[@]}" "$1" >&2
 }
 
-bench_run() { # name binary
-	if [ -z "${bench_bin:-}" ]; then
-		bench_bin="$("$BAZEL" "${startup[@]}" info "${build[@]}" bazel-bin 2>/dev/null)/benchmarks"
-		# Which code was measured: the commit, marked when the tree has changes.
-		bench_commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-		if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-			bench_commit="$bench_commit+changes"
-		fi
+bench_locate() { # sets bench_bin (the binaries' directory) and bench_commit
+	[ -n "${bench_bin:-}" ] && return 0
+	bench_bin="$("$BAZEL" "${startup[@]}" info "${build[@]}" bazel-bin 2>/dev/null)/benchmarks"
+	# Which code was measured: the commit, marked when the tree has changes.
+	bench_commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+		bench_commit="$bench_commit+changes"
 	fi
+}
+
+bench_run() { # name binary
+	bench_locate
 	local out="$results/$1.json"
 	echo "$prog: running $bench_bin/$2 -> $out" >&2
 	PMEM_IS_PMEM_FORCE=1 "$bench_bin/$2" --benchmark_out="$out" --benchmark_out_format=json \
