@@ -564,8 +564,10 @@ kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 				if (ret != 0)
 					return ix_op_end(ix, ret);
 				again = true;
-			} else if (kv_ix_body_maps(sl.cur) && kv_ixw_fp(sl.cur) == fp) {
-				cand[nc++] = kv_ixw_loc(sl.cur);
+			} else {
+				kv__ix_commit_decided(ix, &v, word, &sl);
+				if (kv_ix_body_maps(sl.cur) && kv_ixw_fp(sl.cur) == fp)
+					cand[nc++] = kv_ixw_loc(sl.cur);
 			}
 		}
 		if (again) {
@@ -681,6 +683,7 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 				again = true;
 				break;
 			}
+			kv__ix_commit_decided(ix, &v, word, &sl);
 			if (kv_ixw_frz(sl.cur)) {
 				again = true; /* frozen since: help the split */
 				break;
@@ -783,6 +786,7 @@ kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
 				again = true;
 				break;
 			}
+			kv__ix_commit_decided(ix, &v, word, &sl);
 			if (kv_ixw_loc(sl.cur) != loc || kv_ixw_fp(sl.cur) != fp)
 				continue;
 			if (sl.cur == live) {

@@ -110,6 +110,12 @@ bool kv__ix_word_carries_fp(const struct kv_ix_view *v, unsigned word, unsigned 
 bool kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t *prev);
 uint64_t kv__ix_observed(const struct kv_ix_view *v, unsigned word, unsigned stage,
 	uint64_t prev);
+/* kv__ix_commit_decided -- post (background) the commit of @sl's decided
+ * stage to the members of @v whose @word still shows that stage undecided
+ * (a committer that stopped or skipped a busy member): a reader then needs
+ * one C word, and no P word outlives the records it names */
+void kv__ix_commit_decided(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	const struct kv_ix_slot *sl);
 int kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	uint64_t body, bool *won);
 int kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word,

@@ -318,6 +318,28 @@ ix_commit(struct kv_index *ix, uint64_t idx, unsigned word, unsigned mask,
 	kv__ix_round_post(g, mask);
 }
 
+void
+kv__ix_commit_decided(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	const struct kv_ix_slot *sl)
+{
+	uint64_t cur[KV_IX_MAX_N];
+	unsigned mask = 0;
+
+	if (sl->a.verdict != KV_IX_DECIDED)
+		return;
+	for (unsigned i = 0; i < ix->g.n; i++) {
+		uint64_t w = v->w[i][word];
+
+		if ((v->got >> i & 1) && kv_ixw_valid(w, KV_IX_GEN) &&
+			kv_ixw_stage(w) == sl->a.stage && kv_ixw_tag(w) != KV_IXW_C) {
+			cur[i] = w;
+			mask |= 1u << i;
+		}
+	}
+	if (mask != 0)
+		ix_commit(ix, v->idx, word, mask, cur, sl->a.body);
+}
+
 int
 kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint64_t body,
 	bool *won)
