@@ -105,6 +105,24 @@ public:
 			u.push_back("local:" + p);
 		return u;
 	}
+	// Serve every node over ofi+tcp on 127.0.0.1; TcpUris() then names them.
+	int ServeTcp()
+	{
+		for (auto *n : nodes_) {
+			rdma_node_serve_config sc = rdmatest::ServeConfig("127.0.0.1", RDMA_NODE_SERVE_TCP);
+			int ret = rdma_node_serve(n, &sc);
+			if (ret != 0)
+				return ret;
+		}
+		return 0;
+	}
+	std::vector<std::string> TcpUris() const
+	{
+		std::vector<std::string> u;
+		for (auto *n : nodes_)
+			u.push_back("ofi+tcp://127.0.0.1:" + std::to_string(rdma_node_port(n)));
+		return u;
+	}
 	// The address of node @i's index region in this process.
 	uint8_t *IndexRegion(unsigned i)
 	{

@@ -379,17 +379,20 @@ TEST_F(IndexTest, DamagedWordsAreNotFollowed)
 // Client threads, each with its own handle, on a few hot keys (one bucket,
 // so fast rounds collide and classic rounds, splits and helping happen):
 // the history is linearizable.
-void ConcurrentClients(LocalGroup *group, bool faults)
+void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
+	unsigned timeout_ms = 5000, bool tcp = false)
 {
-	constexpr unsigned kThreads = 4, kOps = 300, kKeys = 24;
+	const std::vector<std::string> uris = tcp ? group->TcpUris() : group->Uris();
+	constexpr unsigned kOps = 300, kKeys = 24;
 	lincheck::Recorder<lincheck::IndexOp> rec(kThreads, kOps);
 	std::vector<std::thread> threads;
 	for (unsigned t = 0; t < kThreads; t++) {
 		threads.emplace_back([&, t] {
 			KeyStore ks(group->Uris());
-			IndexConfig cfg(group->Uris(), &ks, 4 + t);
+			IndexConfig cfg(uris, &ks, 4 + t);
 			kv_index *ix = nullptr;
 			ASSERT_EQ(kv_index_open(&ix, &cfg.cfg), 0) << pm_errormsg();
+			kv__ix_test_set_timeout(ix, timeout_ms);
 			if (faults) { // node 2 is down for some clients, slow for the others
 				ASSERT_EQ(kv__ix_test_inject(ix, 2, t % 2 ? RDMA_FAULT_DELAY :
 					RDMA_FAULT_FAIL, 300), 0);
@@ -406,6 +409,8 @@ void ConcurrentClients(LocalGroup *group, bool faults)
 					ASSERT_TRUE(ks.Put(loc, k));
 					auto id = h.invoke(lincheck::IndexOp::insert(key, loc));
 					int ret = kv_index_insert(ix, k.data(), k.size(), loc, &got);
+					if (ret == KV_E_UNAVAILABLE && timeout_ms < 5000)
+						continue; // pending: it may take effect later
 					ASSERT_TRUE(ret == 0 || ret == KV_E_EXISTS) << pm_errormsg();
 					h.complete(id, ret == 0 ? lincheck::IndexOp::insert_ok(key, loc) :
 						lincheck::IndexOp::insert_exists(key, loc, got));
@@ -421,12 +426,16 @@ void ConcurrentClients(LocalGroup *group, bool faults)
 					std::string k2 = Key(static_cast<unsigned>(key2));
 					auto id = h.invoke(lincheck::IndexOp::remove(key2, loc));
 					int ret = kv_index_remove(ix, k2.data(), k2.size(), loc);
+					if (ret == KV_E_UNAVAILABLE && timeout_ms < 5000)
+						continue;
 					ASSERT_TRUE(ret == 0 || ret == -ENOENT) << pm_errormsg();
 					h.complete(id, ret == 0 ? lincheck::IndexOp::remove_ok(key2, loc) :
 						lincheck::IndexOp::remove_absent(key2, loc));
 				} else {
 					auto id = h.invoke(lincheck::IndexOp::lookup(key));
 					int ret = kv_index_lookup(ix, k.data(), k.size(), &got);
+					if (ret == KV_E_UNAVAILABLE && timeout_ms < 5000)
+						continue;
 					ASSERT_TRUE(ret == 0 || ret == -ENOENT) << pm_errormsg();
 					h.complete(id, ret == 0 ? lincheck::IndexOp::lookup_found(key, got) :
 						lincheck::IndexOp::lookup_absent(key));
@@ -452,6 +461,35 @@ TEST_F(IndexTest, ConcurrentClientsAreLinearizable)
 TEST_F(IndexTest, ConcurrentClientsWithFaultsAreLinearizable)
 {
 	ConcurrentClients(group_.get(), true);
+}
+
+// OPEN BUG (kv/DESIGN.md, "Open risks"): over ofi+tcp, with operations
+// timing out mid-protocol (50 ms), the checker finds lookups that miss a
+// completed insert, or find a removed mapping, in most runs -- also with
+// every node up and no injected fault, also without the f+1-member lookups
+// and without reconnects; never with a 5 s timeout, never on the local
+// backend with 3 ms timeouts. Run it with
+// --gtest_also_run_disabled_tests --gtest_filter='IndexTcp.*'.
+TEST(IndexTcp, DISABLED_ConcurrentClientsTimingOutAreLinearizable)
+{
+	LocalGroup group(3, "tcp");
+	ASSERT_EQ(group.ServeTcp(), 0) << pm_errormsg();
+	{
+		KeyStore keys(group.Uris());
+		IndexConfig cfg(group.TcpUris(), &keys, 1);
+		kv_index *ix = nullptr;
+		ASSERT_EQ(kv_index_create(&ix, &cfg.cfg), 0) << pm_errormsg();
+		kv_index_close(&ix);
+	}
+	ConcurrentClients(&group, true, 8, 50, true);
+}
+
+// Eight clients, node 2 failed or slow, and a timeout short enough that
+// duelling classic rounds give up (KV_E_UNAVAILABLE, checked as pending)
+// and leave their changes for the others to finish.
+TEST_F(IndexTest, ConcurrentClientsTimingOutAreLinearizable)
+{
+	ConcurrentClients(group_.get(), true, 8, 3);
 }
 
 // A node whose pool was lost is left out until kv_index_rebuild() restores

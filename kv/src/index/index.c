@@ -958,6 +958,12 @@ out:
 	return ret;
 }
 
+void
+kv__ix_test_set_timeout(struct kv_index *ix, unsigned timeout_ms)
+{
+	ix->timeout_ms = timeout_ms;
+}
+
 uint64_t
 kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsigned word)
 {

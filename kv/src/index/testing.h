@@ -24,6 +24,13 @@ int kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fau
 	uint32_t delay_us);
 
 /**
+ * kv__ix_test_set_timeout -- the handle's operation timeout from now on
+ * (opening needs a longer one than the races a test provokes).
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv__ix_test_set_timeout(struct kv_index *ix, unsigned timeout_ms);
+
+/**
  * kv__ix_test_word_off -- the node offset of word @word (0..15) of bucket
  * @bucket, for tests that damage or inspect words in a node's region.
  * Return: the offset. Thread-safety: the handle's thread.
