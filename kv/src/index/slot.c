@@ -515,6 +515,13 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 		}
 		if (sl.a.verdict == KV_IX_TOO_FEW)
 			continue;
+		if (!have_prev && sl.a.verdict == KV_IX_DECIDED && sl.a.stage + 1 == stage) {
+			/* The stage below was chosen but nobody committed it
+			 * (fast words on every member: its proposer stopped
+			 * before its commit): catch the members up to it. */
+			prev = sl.a.body;
+			have_prev = true;
+		}
 		if (round >= KV_IXW_MAX_ROUND)
 			return pm_error_set(KV_E_UNAVAILABLE, "kv_index: ballots exhausted on a word");
 		round++;
