@@ -71,22 +71,38 @@ kv_ix_classic_decided(const struct kv_ix_reply *const *at, unsigned nat, unsigne
 	return false;
 }
 
-/* kv_ix_previous -- the decided value of stage @s - 1 as the replies show
- * it: implied by a word of stage s, or a C word of stage s - 1 */
+bool
+kv__ix_reply_prev(const struct kv_ix_reply *r, unsigned s, uint64_t *body)
+{
+	uint64_t w = r->word;
+
+	if (s == 0)
+		return false;
+	if (kv_ixw_tag(w) == KV_IXW_C && kv_ixw_stage(w) + 1 == s) {
+		*body = w & KV_IXW_BODY_MASK;
+		return true;
+	}
+	if (kv_ixw_stage(w) != s)
+		return false;
+	if (kv_ixw_tag(w) != KV_IXW_P)
+		return kv_ixw_implied(w, body);
+	if (!r->rec_known)
+		return false;
+	if (r->acc != KV_IX_ACC_NONE)
+		return kv_ixw_implied(kv_ixw_make(KV_IXW_C, kv_ixw_gen(w), r->acc_body), body);
+	if (kv_ixw_stage(r->acc_body) + 1 != s || !kv_ixw_body_valid(r->acc_body))
+		return false;
+	*body = r->acc_body;
+	return true;
+}
+
+/* kv_ix_previous -- the decided value of stage @s - 1 as the replies show it */
 static bool
 kv_ix_previous(const struct kv_ix_reply *const *valid, unsigned nv, unsigned s, uint64_t *body)
 {
 	for (unsigned i = 0; i < nv; i++)
-		if (kv_ixw_stage(valid[i]->word) == s && kv_ixw_implied(valid[i]->word, body))
+		if (kv__ix_reply_prev(valid[i], s, body))
 			return true;
-	for (unsigned i = 0; i < nv; i++) {
-		uint64_t w = valid[i]->word;
-
-		if (kv_ixw_tag(w) == KV_IXW_C && kv_ixw_stage(w) + 1 == s) {
-			*body = w & KV_IXW_BODY_MASK;
-			return true;
-		}
-	}
 	return false;
 }
 

@@ -70,6 +70,15 @@ struct kv_ix_analysis {
 int kv__ix_analyse(const struct kv_ix_reply *r, unsigned nr, unsigned n, unsigned gen,
 	bool persisted, struct kv_ix_analysis *out);
 
+/**
+ * kv__ix_reply_prev -- the decided value of stage @s - 1 that reply @r
+ * implies, if it does: a C or F word of stage s (word.h kv_ixw_implied), a
+ * P word of stage s whose record was read (an acceptance implies it the same
+ * way; a record without one carries it, paxos.h), or a C word of stage s - 1.
+ * Return: true and *@body set; false. Thread-safety: pure.
+ */
+bool kv__ix_reply_prev(const struct kv_ix_reply *r, unsigned s, uint64_t *body);
+
 /* kv__ix_fast_quorum -- q_f = n - floor(f/2) for n = 2f+1 (3 of 3, 4 of 5) */
 static inline unsigned
 kv__ix_fast_quorum(unsigned n)

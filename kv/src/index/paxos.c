@@ -45,7 +45,7 @@ kv__ix_rec_seal(struct kv_ix_rec *r, uint64_t slot_off, uint64_t p_word, uint32_
 {
 	r->promise = kv_ix_promise_key(p_word);
 	r->acc = acc;
-	r->body = acc == KV_IX_ACC_NONE ? 0 : body & KV_IXW_BODY_MASK;
+	r->body = body & KV_IXW_BODY_MASK;
 	r->sum = kv_ix_rec_sum(r, slot_off);
 }
 
@@ -55,7 +55,7 @@ kv__ix_rec_reply(const struct kv_ix_rec *r, uint64_t slot_off, uint64_t p_word,
 {
 	if (r->sum != kv_ix_rec_sum(r, slot_off) || r->promise != kv_ix_promise_key(p_word))
 		return false;
-	if (r->acc > UINT32_MAX || (r->acc != KV_IX_ACC_NONE && !kv_ixw_body_valid(r->body)))
+	if (r->acc > UINT32_MAX || (r->body != 0 && !kv_ixw_body_valid(r->body)))
 		return false;
 	reply->word = p_word;
 	reply->rec_known = true;

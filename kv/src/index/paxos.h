@@ -23,7 +23,9 @@
 struct kv_ix_rec {
 	uint64_t promise;  /* the P word it belongs to, record index field 0 */
 	uint64_t acc;      /* KV_IX_ACC_NONE, KV_IX_ACC_FAST, or classic ballot + 2 */
-	uint64_t body;     /* the accepted value body (word.h), 0 if none */
+	uint64_t body;     /* the accepted value body (word.h); with no acceptance,
+	                    * the decided value of the stage below, so a P word
+	                    * never hides what its slot held (0 if unknown) */
 	uint64_t sum;      /* XXH3-64 of the slot address and the words above */
 };
 

@@ -248,9 +248,10 @@ kv__ix_word_carries_fp(const struct kv_ix_view *v, unsigned word, unsigned fp)
 			continue;
 		if (kv_ixw_tag(w) != KV_IXW_P && kv_ixw_fp(w) == fp)
 			return true;
+		/* A record's body is the acceptance, or without one the
+		 * value of the stage below: either may be the key's. */
 		if (kv_ixw_tag(w) == KV_IXW_P && (!v->rec_known[i][word] ||
-			(v->rep[i][word].acc != KV_IX_ACC_NONE &&
-				kv_ixw_fp(v->rep[i][word].acc_body) == fp)))
+			kv_ixw_fp(v->rep[i][word].acc_body) == fp))
 			return true;
 	}
 	return false;
@@ -282,16 +283,14 @@ bool
 kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t *prev)
 {
 	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
-		uint64_t w = v->w[i][word];
+		struct kv_ix_reply r = { v->w[i][word], false, 0, 0 };
 
-		if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+		if (!(v->got >> i & 1) || !kv_ixw_valid(r.word, KV_IX_GEN))
 			continue;
-		if (kv_ixw_stage(w) == stage && kv_ixw_implied(w, prev))
+		if (kv_ixw_tag(r.word) == KV_IXW_P && v->rec_known[i][word])
+			r = v->rep[i][word];
+		if (kv__ix_reply_prev(&r, stage, prev))
 			return true;
-		if (kv_ixw_tag(w) == KV_IXW_C && kv_ixw_stage(w) + 1 == stage) {
-			*prev = w & KV_IXW_BODY_MASK;
-			return true;
-		}
 	}
 	return false;
 }
@@ -554,12 +553,14 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 				acc_body = v->rep[i][word].acc_body;
 			} else if (kv_ixw_stage(w) + 1 == stage && kv_ixw_tag(w) == KV_IXW_C) {
 				acc = KV_IX_ACC_NONE;
+				acc_body = w & KV_IXW_BODY_MASK; /* the stage below */
 			} else if (have_prev) {
 				/* Lagging below the decided stage - 1: catch up. */
 				if (rdma_batch_cas(&m->batch, g->region, off, w, c_prev, NULL) != 0)
 					continue;
 				expect[i] = c_prev;
 				acc = KV_IX_ACC_NONE;
+				acc_body = prev;
 			} else {
 				continue;
 			}
