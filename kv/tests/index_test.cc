@@ -390,6 +390,10 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 		threads.emplace_back([&, t] {
 			KeyStore ks(group->Uris());
 			IndexConfig cfg(uris, &ks, 4 + t);
+			// Opening eight clients at once (libfabric endpoints, token
+			// hashing) may take long, under TSan most of all; the
+			// operations then get @timeout_ms.
+			cfg.cfg.timeout_ms = 60000;
 			kv_index *ix = nullptr;
 			ASSERT_EQ(kv_index_open(&ix, &cfg.cfg), 0) << pm_errormsg();
 			kv__ix_test_set_timeout(ix, timeout_ms);
