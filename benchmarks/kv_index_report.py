@@ -34,7 +34,6 @@ written but plots skipped (no matplotlib).
 
 import argparse
 import csv
-import json
 import os
 import sys
 
@@ -346,13 +345,7 @@ def main(argv):
     args = p.parse_args(argv)
     paths = args.inputs or [os.path.join(args.results, "kv_index.json")]
     runs, context = [], {}
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            log("skipping %s: %s" % (path, e))
-            continue
+    for _, doc in report_util.load_docs(paths):
         context = context or doc.get("context", {})
         runs.extend(doc.get("runs", []))
     if not runs:

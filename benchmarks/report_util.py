@@ -54,12 +54,9 @@ def parse_args(argv, prog, doc, pattern, add_args=None):
     return p.parse_args(argv)
 
 
-def load_runs(paths, parse_name, counters):
-    """Rows (dicts) of every per-iteration benchmark entry in @paths, plus
-    the context of the first file. @parse_name maps a benchmark name to the
-    row's configuration fields, or None for a benchmark the report does not
-    know."""
-    rows, context = [], None
+def load_docs(paths):
+    """(path, document) for every file of @paths that reads as JSON; the
+    others are logged and skipped."""
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
@@ -67,6 +64,16 @@ def load_runs(paths, parse_name, counters):
         except (OSError, ValueError) as e:
             log("skipping %s: %s" % (path, e))
             continue
+        yield path, doc
+
+
+def load_runs(paths, parse_name, counters):
+    """Rows (dicts) of every per-iteration benchmark entry in @paths, plus
+    the context of the first file. @parse_name maps a benchmark name to the
+    row's configuration fields, or None for a benchmark the report does not
+    know."""
+    rows, context = [], None
+    for path, doc in load_docs(paths):
         if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
             log("skipping %s: not Google Benchmark JSON" % path)
             continue
