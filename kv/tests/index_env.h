@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// kv/tests/index_env.h -- a group of memory nodes for the index's tests and
-// the key store the index asks for keys (key_at).
-//
-// LocalGroup opens n in-process nodes (rdma/node.h) on pool files in the
-// test's temporary directory, each with two regions: the index (region 0)
-// and key blocks (region 1); clients reach them as "local:<pool>". The
-// DaemonGroup variant runs n dmkv-node daemons (ofi+tcp).
+// kv/tests/index_env.h -- the key store the index's tests give the index
+// (key_at), over the nodes of node_group.h (LocalGroup).
 //
 // KeyStore keeps keys in region 1 of every node, replicated like values
 // would be: put() writes a block to every node it reaches and needs f+1;
@@ -28,12 +23,11 @@
 #include <rdma/node.h>
 #include <rdma/rdma.h>
 
+#include "kv/tests/node_group.h"
 #include "rdma/tests/node_proc.h"
 
 namespace kvtest {
 
-constexpr uint64_t kIndexRegion = 8u << 20;
-constexpr uint64_t kKeyRegion = 8u << 20;
 constexpr unsigned kKeyBlock = 64;                  // bytes per key block
 constexpr unsigned kKeyMax = kKeyBlock - 16;        // longest test key
 constexpr uint64_t kBlocksPerClient = 1u << 13;
@@ -52,92 +46,6 @@ inline uint64_t KeySum(const KeyBlock &b)
 {
 	return XXH3_64bits_withSeed(b.key, b.len, b.len);
 }
-
-// In-process nodes on pool files.
-class LocalGroup {
-public:
-	explicit LocalGroup(unsigned n, const std::string &name = "ix",
-		uint64_t index_region = kIndexRegion)
-		: index_region_(index_region)
-	{
-		// tmpfs where there is one: a persist is an msync of the page,
-		// free on /dev/shm and a disk write elsewhere.
-		std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm/" : rdmatest::TempDir() + "/";
-		for (unsigned i = 0; i < n; i++) {
-			paths_.push_back(dir + "kvix-" + std::to_string(getpid()) + "-" + name +
-				std::to_string(i) + ".pool");
-			unlink(paths_.back().c_str());
-			unlink((paths_.back() + ".node").c_str());
-		}
-		nodes_.resize(n, nullptr);
-		for (unsigned i = 0; i < n; i++)
-			Open(i);
-	}
-	~LocalGroup()
-	{
-		for (auto &n : nodes_)
-			rdma_node_close(&n);
-		for (const auto &p : paths_) {
-			unlink(p.c_str());
-			unlink((p + ".node").c_str());
-		}
-	}
-	int Open(unsigned i)
-	{
-		rdma_node_config cfg = rdmatest::TwoRegionNodeConfig(paths_[i], index_region_,
-			kKeyRegion, "");
-		return rdma_node_open(&nodes_[i], &cfg);
-	}
-	void Close(unsigned i) { rdma_node_close(&nodes_[i]); }
-	// Lose node @i's pool: a new, empty pool at the same path.
-	int Wipe(unsigned i)
-	{
-		Close(i);
-		unlink(paths_[i].c_str());
-		unlink((paths_[i] + ".node").c_str());
-		return Open(i);
-	}
-	const std::string &Path(unsigned i) const { return paths_[i]; }
-	std::vector<std::string> Uris() const
-	{
-		std::vector<std::string> u;
-		for (const auto &p : paths_)
-			u.push_back("local:" + p);
-		return u;
-	}
-	// Serve every node over ofi+tcp on 127.0.0.1; TcpUris() then names them.
-	int ServeTcp()
-	{
-		for (auto *n : nodes_) {
-			rdma_node_serve_config sc = rdmatest::ServeConfig("127.0.0.1", RDMA_NODE_SERVE_TCP);
-			int ret = rdma_node_serve(n, &sc);
-			if (ret != 0)
-				return ret;
-		}
-		return 0;
-	}
-	std::vector<std::string> TcpUris() const
-	{
-		std::vector<std::string> u;
-		for (auto *n : nodes_)
-			u.push_back("ofi+tcp://127.0.0.1:" + std::to_string(rdma_node_port(n)));
-		return u;
-	}
-	// The address of node @i's index region in this process.
-	uint8_t *IndexRegion(unsigned i)
-	{
-		rdma_region_info info;
-		void *addr = nullptr;
-		rdma_node_region(nodes_[i], 0, &info, &addr);
-		return static_cast<uint8_t *>(addr);
-	}
-	unsigned Size() const { return static_cast<unsigned>(paths_.size()); }
-
-private:
-	uint64_t index_region_;
-	std::vector<std::string> paths_;
-	std::vector<rdma_node *> nodes_;
-};
 
 // Keys in region 1 of every node.
 class KeyStore {

@@ -48,6 +48,8 @@ pm_strerror(int code)
 		return "key already present";
 	case KV_E_GROUP:
 		return "the memory nodes do not form the configured index group";
+	case KV_E_CONFIG:
+		return "bad cluster configuration";
 	case ONLL_E_RESULT_LOST:
 		return "update took effect but its result was lost (out of memory)";
 	default:

@@ -177,7 +177,7 @@ usable_members(const struct kv_ix_group *g)
 int
 kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
-	bool require_super, unsigned blank)
+	bool require_super, unsigned blank, size_t scratch)
 {
 	struct kv_ix_thread_arg *arg;
 	uint64_t deadline, quorum_at = 0;
@@ -187,8 +187,11 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	if (n == 0 || n % 2 == 0 || n > KV_IX_MAX_N || uris == NULL)
 		return pm_error_set(-EINVAL, "kv_index: the group needs an odd number of nodes, 1..%u",
 			KV_IX_MAX_N);
+	if (scratch < KV_IX_SCRATCH || scratch % 64 != 0)
+		return pm_error_set(-EINVAL, "kv_index: scratch of %zu bytes", scratch);
 	g->n = n;
 	g->f = n / 2;
+	g->scratch = scratch;
 	g->region = region;
 	g->blank = blank;
 	g->timeout_ms = timeout_ms;
@@ -208,7 +211,8 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	for (unsigned i = 0; i < n; i++) {
 		g->m[i].state = KV_IX_M_DOWN;
 		g->m[i].uri = uris[i] != NULL ? strdup(uris[i]) : NULL;
-		if (g->m[i].uri == NULL) {
+		g->m[i].buf = aligned_alloc(64, scratch);
+		if (g->m[i].uri == NULL || g->m[i].buf == NULL) {
 			ret = uris[i] == NULL ? -EINVAL : -ENOMEM;
 			goto err_uris;
 		}
@@ -258,8 +262,10 @@ err_sync:
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->lock);
 err_uris:
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		free(g->m[i].uri);
+		free(g->m[i].buf);
+	}
 	return pm_error_set(ret, "kv_index: cannot set up the group: %s", pm_strerror(ret));
 }
 
@@ -275,6 +281,7 @@ kv__ix_group_close(struct kv_ix_group *g)
 		/* A batch still in flight is abandoned; its error is moot. */
 		(void)rdma_conn_close(&g->m[i].conn);
 		free(g->m[i].uri);
+		free(g->m[i].buf);
 		g->m[i].state = KV_IX_M_CLOSED;
 	}
 	pthread_cond_destroy(&g->cond);
@@ -431,4 +438,118 @@ kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 		if (pending >> i & 1)
 			g->m[i].in_round = false; /* stays busy; drained later */
 	return ok;
+}
+
+/* The deadline passed while fewer than f+1 members answered. */
+static int
+group_unavailable(const struct kv_ix_group *g, const char *what)
+{
+	return pm_error_set(KV_E_UNAVAILABLE, "kv: %s: fewer than %u of %u nodes answered in time",
+		what, g->f + 1, g->n);
+}
+
+int
+kv__ix_word_load(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t deadline_ns,
+	uint64_t *max)
+{
+	while (kv__ix_now_ns() < deadline_ns) {
+		unsigned mask = kv__ix_round_begin(g), ok;
+
+		for (unsigned i = 0; i < g->n; i++)
+			if ((mask >> i & 1) &&
+				rdma_batch_read(&g->m[i].batch, region, off, g->m[i].buf, 8) != 0)
+				mask &= ~(1u << i);
+		ok = kv__ix_round_run(g, mask, g->n, deadline_ns);
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
+			*max = 0;
+			for (unsigned i = 0; i < g->n; i++) {
+				uint64_t w;
+
+				memcpy(&w, g->m[i].buf, 8);
+				if ((ok >> i & 1) && w > *max)
+					*max = w;
+			}
+			return 0;
+		}
+	}
+	return group_unavailable(g, "reading a mark");
+}
+
+int
+kv__ix_word_store(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t value,
+	uint64_t deadline_ns)
+{
+	while (kv__ix_now_ns() < deadline_ns) {
+		unsigned mask = kv__ix_round_begin(g), ok;
+
+		for (unsigned i = 0; i < g->n; i++) {
+			if (!(mask >> i & 1))
+				continue;
+			memcpy(g->m[i].buf, &value, 8);
+			if (rdma_batch_write(&g->m[i].batch, region, off, g->m[i].buf, 8) != 0 ||
+				rdma_batch_persist(&g->m[i].batch, region, off, 8) != 0)
+				mask &= ~(1u << i);
+		}
+		ok = kv__ix_round_run(g, mask, g->f + 1, deadline_ns);
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1)
+			return 0;
+	}
+	return group_unavailable(g, "raising a mark");
+}
+
+/* CAS @from -> @to, persisted, at @off on every usable member; the mask of
+ * members that answered, and in *@held those whose word is @to now. */
+static unsigned
+group_cas_all(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t from,
+	uint64_t to, uint64_t deadline_ns, unsigned *held)
+{
+	unsigned mask = kv__ix_round_begin(g), ok;
+
+	for (unsigned i = 0; i < g->n; i++)
+		if ((mask >> i & 1) &&
+			(rdma_batch_cas(&g->m[i].batch, region, off, from, to, &g->m[i].old[0]) != 0 ||
+				rdma_batch_persist(&g->m[i].batch, region, off, 8) != 0))
+			mask &= ~(1u << i);
+	ok = kv__ix_round_run(g, mask, g->n, deadline_ns);
+	*held = 0;
+	for (unsigned i = 0; i < g->n; i++)
+		if ((ok >> i & 1) && (g->m[i].old[0] == from || g->m[i].old[0] == to))
+			*held |= 1u << i;
+	return ok;
+}
+
+int
+kv__ix_claim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t owner,
+	uint64_t deadline_ns, bool *won)
+{
+	unsigned got = 0;
+
+	*won = false;
+	while (kv__ix_now_ns() < deadline_ns) {
+		unsigned held, ok = group_cas_all(g, region, off, 0, owner, deadline_ns, &held);
+
+		got |= held;
+		/* A member holding another owner never changes; decide once
+		 * f+1 answered, or every member did. */
+		if ((unsigned)__builtin_popcount(got) >= g->f + 1) {
+			*won = true;
+			return 0;
+		}
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1)
+			return 0;
+	}
+	return group_unavailable(g, "claiming a word");
+}
+
+int
+kv__ix_unclaim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t owner,
+	uint64_t deadline_ns)
+{
+	while (kv__ix_now_ns() < deadline_ns) {
+		unsigned held, ok = group_cas_all(g, region, off, owner, 0, deadline_ns, &held);
+
+		if ((unsigned)__builtin_popcount(ok) >= g->f + 1)
+			return 0;
+	}
+	return group_unavailable(g, "releasing a word");
 }

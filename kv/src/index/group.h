@@ -38,8 +38,9 @@
 
 /* Most members of a group (2f+1 with f <= 3). */
 #define KV_IX_MAX_N 7
-/* Bytes a member's round may read: a bucket's slot records, or a batch of
- * buckets during a rebuild. */
+/* Bytes of scratch an index member needs: a bucket's slot records, or a
+ * batch of buckets during a rebuild. The store's groups ask for more (a
+ * value, its key and metadata; kv/src/store/). */
 #define KV_IX_SCRATCH (16u << 10)
 
 enum kv_ix_member_state {
@@ -64,11 +65,12 @@ struct kv_ix_member {
 #endif
 	struct rdma_batch batch;
 	uint64_t old[RDMA_BATCH_MAX_OPS]; /* CAS results */
-	unsigned char buf[KV_IX_SCRATCH] __attribute__((aligned(64)));
+	unsigned char *buf;         /* scratch, kv_ix_group.scratch bytes, 64-aligned */
 };
 
 struct kv_ix_group {
 	unsigned n;                 /* members, 2f+1 */
+	size_t scratch;             /* bytes of each member's buf */
 	unsigned f;
 	uint32_t region;            /* the index region on every node */
 	struct kv_ix_super super;   /* the group's geometry (from f+1 nodes) */
@@ -96,6 +98,7 @@ struct kv_ix_group {
  *                 every connected node is usable and no superblock is read.
  * @blank:         members usable without a superblock (the node a rebuild
  *                 restores); they do not name the group.
+ * @scratch:       bytes of each member's buf (at least KV_IX_SCRATCH).
  * Return: 0; -EINVAL for a bad argument; KV_E_UNAVAILABLE if fewer than
  * f+1 members could be reached in time; KV_E_GROUP if the reachable nodes
  * name different groups; errors of pthread_create.
@@ -103,7 +106,7 @@ struct kv_ix_group {
  */
 int kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
-	bool require_super, unsigned blank);
+	bool require_super, unsigned blank, size_t scratch);
 
 /**
  * kv__ix_group_close -- stop the reconnect thread and close every
@@ -139,6 +142,50 @@ unsigned kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
  * drains them. Return: nothing (void). Thread-safety: client thread.
  */
 void kv__ix_round_post(struct kv_ix_group *g, unsigned mask);
+
+/**
+ * kv__ix_word_load -- read the 8-byte word at @off of @region from every
+ * usable member until f+1 answered, and store the largest into *@max (a
+ * reservation mark: raised on f+1 by kv__ix_word_store(), so f+1 replies
+ * include the highest one ever acknowledged).
+ * Return: 0; KV_E_UNAVAILABLE at @deadline_ns. Thread-safety: client thread.
+ */
+int kv__ix_word_load(struct kv_ix_group *g, uint32_t region, uint64_t off,
+	uint64_t deadline_ns, uint64_t *max);
+
+/**
+ * kv__ix_word_store -- write @value to the word at @off of @region on every
+ * usable member, persisted in the same batch, until f+1 acknowledged it.
+ * For marks of what a client reserved: it raises its mark before using
+ * what lies below, so the maximum kv__ix_word_load() takes is never below
+ * what it used; it may lower its mark to exactly what it used when it
+ * stops (a node that missed that keeps a higher mark, which only wastes).
+ * Return: 0; KV_E_UNAVAILABLE at @deadline_ns. Thread-safety: client thread.
+ */
+int kv__ix_word_store(struct kv_ix_group *g, uint32_t region, uint64_t off,
+	uint64_t value, uint64_t deadline_ns);
+
+/**
+ * kv__ix_claim -- claim the word at @off of @region for @owner (non-zero):
+ * CAS 0 -> @owner, persisted, on every usable member, and *@won = whether
+ * f+1 members now hold @owner. Two claimants never both win (majorities
+ * intersect and a word leaves 0 once). A claimant that did not win undoes
+ * its CASes (kv__ix_unclaim) so the word can be claimed again.
+ * Return: 0 (see *@won); KV_E_UNAVAILABLE at @deadline_ns.
+ * Thread-safety: client thread.
+ */
+int kv__ix_claim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t owner,
+	uint64_t deadline_ns, bool *won);
+
+/**
+ * kv__ix_unclaim -- CAS @owner -> 0, persisted, on every usable member
+ * (best effort: a member that does not answer keeps the claim, which then
+ * never reaches f+1 for anyone else until it is cleared there).
+ * Return: 0; KV_E_UNAVAILABLE if fewer than f+1 members answered by
+ * @deadline_ns. Thread-safety: client thread.
+ */
+int kv__ix_unclaim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t owner,
+	uint64_t deadline_ns);
 
 #ifdef KV_IX_TESTING
 /* kv__ix_member_fault -- apply the fault a test asked for to @m's

@@ -117,33 +117,14 @@ ix_op_end(struct kv_index *ix, int ret)
 static int
 ix_marks_load(struct kv_index *ix)
 {
-	struct kv_ix_group *g = &ix->g;
-	uint64_t off = g->super.mark_off + (uint64_t)ix->cid * 8, max = 0;
+	uint64_t max;
+	int ret = kv__ix_word_load(&ix->g, ix->g.region,
+		ix->g.super.mark_off + (uint64_t)ix->cid * 8, ix->deadline, &max);
 
-	for (;;) {
-		unsigned mask = kv__ix_round_begin(g), ok;
-		int ret;
-
-		for (unsigned i = 0; i < g->n; i++)
-			if ((mask >> i & 1) &&
-				rdma_batch_read(&g->m[i].batch, g->region, off, g->m[i].buf, 8) != 0)
-				mask &= ~(1u << i);
-		ok = kv__ix_round_run(g, mask, g->n, ix->deadline);
-		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
-			for (unsigned i = 0; i < g->n; i++) {
-				uint64_t mark;
-
-				memcpy(&mark, g->m[i].buf, 8);
-				if ((ok >> i & 1) && mark > max)
-					max = mark;
-			}
-			ix->rec_next = ix->rec_mark = max;
-			return 0;
-		}
-		ret = kv__ix_deadline_check(ix);
-		if (ret != 0)
-			return ret;
-	}
+	if (ret != 0)
+		return ret;
+	ix->rec_next = ix->rec_mark = max;
+	return 0;
 }
 
 static int
@@ -171,7 +152,7 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 		}
 	}
 	ret = kv__ix_group_open(&ix->g, cfg->nodes, cfg->nnodes, cfg->region, &cfg->conn,
-		cfg->timeout_ms, require_super, blank);
+		cfg->timeout_ms, require_super, blank, KV_IX_SCRATCH);
 	if (ret != 0) {
 		free(ix->hints);
 		free(ix);

@@ -387,32 +387,17 @@ kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint
 int
 kv__ix_rec_reserve(struct kv_index *ix, unsigned need)
 {
-	struct kv_ix_group *g = &ix->g;
 	uint64_t mark = ix->rec_mark + KV_IX_REC_CHUNK;
-	uint64_t off = g->super.mark_off + (uint64_t)ix->cid * 8;
+	int ret;
 
-	while (ix->rec_mark - ix->rec_next < need) {
-		unsigned mask = kv__ix_round_begin(g), ok;
-		int ret;
-
-		for (unsigned i = 0; i < g->n; i++) {
-			if (!(mask >> i & 1))
-				continue;
-			memcpy(g->m[i].buf, &mark, sizeof(mark));
-			if (rdma_batch_write(&g->m[i].batch, g->region, off, g->m[i].buf, 8) != 0 ||
-				rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
-				mask &= ~(1u << i);
-		}
-		ok = kv__ix_round_run(g, mask, g->f + 1, ix->deadline);
-		ix->st.rounds++;
-		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
-			ix->rec_mark = mark;
-			break;
-		}
-		ret = kv__ix_deadline_check(ix);
-		if (ret != 0)
-			return ret;
-	}
+	if (ix->rec_mark - ix->rec_next >= need)
+		return 0;
+	ret = kv__ix_word_store(&ix->g, ix->g.region,
+		ix->g.super.mark_off + (uint64_t)ix->cid * 8, mark, ix->deadline);
+	ix->st.rounds++;
+	if (ret != 0)
+		return ret;
+	ix->rec_mark = mark;
 	return 0;
 }
 

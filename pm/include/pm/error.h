@@ -65,8 +65,12 @@ extern "C" {
 /* The nodes do not form the configured group: another group's or an
  * unformatted superblock, another group size or position. */
 #define KV_E_GROUP (KV_E_BASE - 3)
+/* A cluster config is malformed or inconsistent (pm_errormsg() names the
+ * field): unknown keys, f too large for the node list, duplicate nodes,
+ * sizes out of range. */
+#define KV_E_CONFIG (KV_E_BASE - 4)
 /* Lowest code of the kv range. */
-#define KV_E_LAST KV_E_GROUP
+#define KV_E_LAST KV_E_CONFIG
 
 /* First code of the onll range (onll/onll.h); codes count down from here. */
 #define ONLL_E_BASE (-13000)

@@ -69,8 +69,9 @@ extern "C" {
 
 /* Most operations in one batch. */
 #define RDMA_BATCH_MAX_OPS 32
-/* Most payload bytes (read plus written) in one batch. */
-#define RDMA_BATCH_MAX_BYTES (64u << 10)
+/* Most payload bytes (read plus written) in one batch: a 64 KiB value with
+ * its key and metadata fits, for the KV store's one-round-trip writes. */
+#define RDMA_BATCH_MAX_BYTES (128u << 10)
 /* Longest cluster token, in bytes. */
 #define RDMA_TOKEN_MAX 256
 

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/kv.h -- the durable, replicated, disaggregated key-value store.
+ *
+ * Model (kv/DESIGN.md, "Store"). A cluster is 2f+1 memory nodes (rdma/node.h,
+ * the dmkv-node daemon, or pool files mapped by every process for the
+ * embedded default). Every node holds a replica of every value and of the
+ * key index (kv/index.h). Clients reach the nodes with one-sided batches
+ * only (rdma/rdma.h): no memory-node CPU, master or lock server is on the
+ * data path. Values are replicated with SWARM (Safe-Guess writes and reads
+ * over In-n-Out replicas, timestamp locks; seed 000), made durable: the
+ * persist rides in the same ordered batch as the write it covers.
+ *
+ * Guarantees. Operations are linearizable (kv_delete: see there). With at
+ * most f nodes crashed, stopped or cut off they complete; with more they
+ * return KV_E_UNAVAILABLE within the timeout, never a wrong value, and
+ * succeed again once a majority is back. An operation that returned 0 is
+ * durable on a majority: killing every node and restarting them from their
+ * pools loses none. In the common case (no contention, no failure, clocks
+ * in step) a get, an update and a delete of a cached key take one round
+ * trip; kv_stats says how many each took.
+ *
+ * Keys are 1..KV_KEY_MAX bytes, values 0..KV_VALUE_MAX bytes, both binary.
+ *
+ * Errors: 0 or a negative code: -ENOENT (not found), KV_E_EXISTS,
+ * -E2BIG (key or value too large), -EINVAL (bad argument),
+ * KV_E_UNAVAILABLE (no majority within the timeout), KV_E_CONFIG (bad
+ * cluster config), -ENOSPC (the store region is full), and the transport's
+ * codes; kv_strerror() names each, pm_errormsg() says what failed. The
+ * library never prints, aborts or exits.
+ *
+ * Thread-safety: a client handle is used by one thread at a time; threads
+ * and processes open their own handles (each takes its own client id).
+ */
+#ifndef KV_KV_H
+#define KV_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pm/error.h>
+#include <rdma/rdma.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KV_KEY_MAX 1024
+#define KV_VALUE_MAX (64u << 10)
+/* Most memory nodes in a cluster (2f+1 with f <= 3). */
+#define KV_MAX_NODES 7
+/* Most client ids (writers) a store can be created for. */
+#define KV_MAX_CLIENTS 127
+
+struct kv_config {
+	const char *const *nodes; /* URIs of the memory nodes, in cluster order */
+	unsigned nnodes;          /* 2f+1: 1, 3, 5 or 7 */
+	uint32_t index_region;    /* region of the key index on every node; 0 */
+	uint32_t store_region;    /* region of the values on every node; 1 */
+	unsigned timeout_ms;      /* an operation's limit; default 5000 */
+	struct rdma_conn_config conn; /* token, connection timeout */
+	unsigned cache_entries;   /* location cache entries; default 65536 */
+	int64_t clock_skew_us;    /* added to this client's clock (tests) */
+	/* kv_create only: */
+	unsigned max_clients;     /* concurrent client ids; default 16 */
+	uint64_t log_bytes;       /* out-of-place log per client per node;
+	                           * default 16 MiB, at most 256 MiB */
+	uint64_t chunk_bytes;     /* object chunk; default 1 MiB */
+	unsigned tick_ns;         /* timestamp tick; default 10000: 2^42 ticks
+	                           * (1.4 years) of timestamps per store */
+};
+
+/**
+ * kv_config_init -- fill @cfg with the defaults above (nodes and nnodes are
+ * left for the caller). Thread-safety: any thread; writes only @cfg.
+ */
+void kv_config_init(struct kv_config *cfg);
+
+/**
+ * kv_create -- format a new, empty store (index and value regions) on
+ * every node of the cluster; all must be reachable and hold no store.
+ * Persistence: durable on every node when it returns.
+ * Return: 0; KV_E_CONFIG for a bad config (pm_errormsg() names the field);
+ * -EEXIST if a node already holds a store; -ENOSPC if a region is too
+ * small; KV_E_UNAVAILABLE; transport errors.
+ * Thread-safety: one creator; nothing else may use the nodes meanwhile.
+ */
+int kv_create(const struct kv_config *cfg);
+
+struct kv_client;
+
+/**
+ * kv_open -- connect to the cluster and take a free client id (claimed on
+ * a majority of the nodes, no coordinator).
+ * @out: receives the handle; owned by the caller, kv_close().
+ * Return: 0; KV_E_CONFIG; KV_E_UNAVAILABLE (no majority, or every client id
+ * is taken); transport errors.
+ * Thread-safety: any thread.
+ */
+int kv_open(struct kv_client **out, const struct kv_config *cfg);
+
+/**
+ * kv_close -- give the client id back and release *@cp; set it to NULL.
+ * Background writes in flight are abandoned (readers finish them).
+ * Return: 0 (also for NULL); KV_E_UNAVAILABLE if the id could not be
+ * released on a majority (it stays taken). Thread-safety: the handle's.
+ */
+int kv_close(struct kv_client **cp);
+
+/**
+ * kv_insert -- store @val under @key if @key is absent.
+ * Persistence: on 0 key and value are durable on a majority.
+ * Return: 0; KV_E_EXISTS; -E2BIG; -EINVAL (empty key); -ENOSPC;
+ * KV_E_UNAVAILABLE (may or may not have taken effect).
+ */
+int kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val,
+	size_t vlen);
+
+/**
+ * kv_update -- replace the value of @key if @key is present.
+ * Return: 0; -ENOENT; -E2BIG; -EINVAL; -ENOSPC; KV_E_UNAVAILABLE.
+ */
+int kv_update(struct kv_client *c, const void *key, size_t klen, const void *val,
+	size_t vlen);
+
+/**
+ * kv_put -- store @val under @key, present or not (insert, else update).
+ * Return: as kv_insert() and kv_update(), never KV_E_EXISTS or -ENOENT.
+ */
+int kv_put(struct kv_client *c, const void *key, size_t klen, const void *val,
+	size_t vlen);
+
+/**
+ * kv_get -- the value of @key into @buf (@cap bytes) and its length into
+ * *@vlen. A value longer than @cap is cut to @cap (*@vlen says how long it
+ * is). Writes nothing to the nodes unless it meets a write that another
+ * client left unfinished or unreplicated, which it completes first.
+ * Return: 0; -ENOENT; -EINVAL; KV_E_UNAVAILABLE.
+ */
+int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
+	size_t *vlen);
+
+/**
+ * kv_delete -- remove @key.
+ * Return: 0 if @key was present when the call began, or was removed by a
+ * delete overlapping this one (two overlapping deletes may both return 0);
+ * -ENOENT if @key was absent; -EINVAL; KV_E_UNAVAILABLE.
+ */
+int kv_delete(struct kv_client *c, const void *key, size_t klen);
+
+/* Per-handle counters (kv_stats_read()). */
+struct kv_stats {
+	uint64_t ops;           /* operations */
+	uint64_t rounds;        /* round trips waited for on values (parallel
+	                         * batches to several nodes count once) */
+	uint64_t index_rounds;  /* round trips spent in the index */
+	uint64_t slow_writes;   /* writes whose guess was stale (Safe-Guess S9) */
+	uint64_t lock_calls;    /* TRYLOCK calls (readers and writers) */
+	uint64_t write_backs;   /* reads that replicated a value to a majority */
+	uint64_t read_iters;    /* Safe-Guess read iterations beyond the first */
+	uint64_t oop_reads;     /* values read out of place (in-place invalid) */
+	uint64_t fallbacks;     /* rounds widened from a majority to all nodes */
+	uint64_t cache_misses;  /* keys looked up in the index */
+	uint64_t unavailable;   /* operations that returned KV_E_UNAVAILABLE */
+};
+
+/**
+ * kv_stats_read -- the handle's counters so far into *@out.
+ * Thread-safety: the handle's thread.
+ */
+void kv_stats_read(const struct kv_client *c, struct kv_stats *out);
+
+/**
+ * kv_strerror -- a static description of @err (any code above).
+ * Thread-safety: any thread.
+ */
+const char *kv_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KV_KV_H */

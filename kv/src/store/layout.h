@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/store/layout.h -- where the store keeps values in a memory node's
+ * store region, and the words that replicate them (private to kv/).
+ *
+ * Every node of the group holds the same layout at the same offsets, so one
+ * offset (and one 64-bit metadata word) means the same thing on all of them:
+ *
+ *   0            superblock (struct kv_st_super, 4 KiB reserved)
+ *   id_off       client-id claim words, one per client id (kv__ix_claim)
+ *   omark_off    per-client object marks: (chunk + 1) << 32 | units used
+ *   lmark_off    per-client log marks: bytes of the client's log reserved
+ *   chunk_off    object-chunk claim words, one per chunk (owner id + 1)
+ *   obj_off      object chunks, chunk_bytes each
+ *   log_off      one log of log_bytes per client id: out-of-place buffers
+ *
+ * Object (one per key incarnation, same offset on every node; its location
+ * for the index is (offset / 64) << 4 | ip_class):
+ *
+ *   0            meta[C]: one In-n-Out metadata word per client id (writer)
+ *   8C           struct kv_st_ohdr: magic, key length, in-place capacity,
+ *                checksum of header and key
+ *   8C + 32      the key, padded to 8 bytes
+ *   ip_off       the in-place copy: struct kv_st_vhdr + value (ip_cap bytes)
+ *   tsl_off      tsl[C]: one timestamp-lock word per writer
+ *
+ * so a get reads meta, key and in-place copy with one READ of
+ * [0, tsl_off) (SWARM, seed 000 sect. 4.4: "both can be read in a single
+ * operation"), and the other replicas' meta arrays with a READ of 8C bytes.
+ *
+ * Metadata word (In-n-Out, seed 000 sect. 4.3 and Fig. 3; the paper gives
+ * no widths): ts (42 bits, clock ticks since the store's epoch) << 22 |
+ * ptr (21 bits, the writer's out-of-place buffer, 128-byte units from the
+ * start of its log) << 1 | VERIFIED (bit 0; Safe-Guess's flag, GUESSED <
+ * VERIFIED). With the default 10 us tick the timestamps last 2^42 ticks,
+ * about 1.4 years from kv_create (kv/DESIGN.md, "Open limits"). The
+ * writer is the slot's index, so words of one slot compare as
+ * integers, and words of different slots by kv_st_order() = (ts, writer,
+ * flag), the tuple order of Safe-Guess (sect. 3.2). 0 is the empty
+ * register; KV_ST_TOMB (maximal ts) is the delete tombstone (SWARM-KV
+ * sect. 5.3.2), which nothing outranks.
+ *
+ * Timestamp-lock word (sect. 3.3, one per writer per node): ts << 1 | mode
+ * (1 = WRITE, 0 = READ); 0 is bottom. A writer's lock only ever sees its own
+ * timestamps.
+ *
+ * Every word a client counts towards a majority was persisted in the batch
+ * that read or changed it (kv/DESIGN.md, "Store: durability").
+ */
+#ifndef KV_STORE_LAYOUT_H
+#define KV_STORE_LAYOUT_H
+
+#include <stdint.h>
+
+#include <pm/area.h>
+
+#define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
+#define KV_ST_SUPER_VERSION 1
+#define KV_ST_SUPER_SIZE 4096u
+
+#define KV_ST_UNIT 64u
+#define KV_ST_TS_BITS 42
+#define KV_ST_PTR_BITS 21
+/* Out-of-place buffers are aligned to this (ptr's unit). */
+#define KV_ST_BUF_UNIT 128u
+#define KV_ST_TS_MAX ((UINT64_C(1) << KV_ST_TS_BITS) - 1)
+#define KV_ST_PTR_MAX ((UINT64_C(1) << KV_ST_PTR_BITS) - 1)
+#define KV_ST_VERIFIED UINT64_C(1)
+#define KV_ST_TOMB ((KV_ST_TS_MAX << 22) | KV_ST_VERIFIED)
+/* Most bytes of a client's log: what ptr can address. */
+#define KV_ST_LOG_MAX ((KV_ST_PTR_MAX + 1) * KV_ST_BUF_UNIT)
+
+#define KV_ST_TSL_WRITE UINT64_C(1)
+
+#define KV_ST_OBJ_MAGIC UINT64_C(0x4a424f564b4d4401)
+/* In-place classes: 0 = none, c = 32 << c bytes (64 B .. 64 KiB). */
+#define KV_ST_IP_CLASSES 12u
+
+static inline uint64_t kv_st_meta(uint64_t ts, uint64_t ptr, int verified)
+{
+	return ts << 22 | ptr << 1 | (verified ? KV_ST_VERIFIED : 0);
+}
+static inline uint64_t kv_st_ts(uint64_t meta) { return meta >> 22; }
+static inline uint64_t kv_st_ptr(uint64_t meta) { return (meta >> 1) & KV_ST_PTR_MAX; }
+
+/* kv_st_order -- the Safe-Guess order of @meta in writer @w's slot:
+ * (ts, writer, flag). 0 for the empty word. */
+static inline uint64_t kv_st_order(uint64_t meta, unsigned w)
+{
+	if (meta == 0)
+		return 0;
+	return kv_st_ts(meta) << 8 | (uint64_t)w << 1 | (meta & KV_ST_VERIFIED);
+}
+
+/* The header of every value copy: the out-of-place buffer and the in-place
+ * copy. hash is XXH3-128 over the other fields and the value, so a copy is
+ * accepted only for the write (meta without flag, writer, object) it names:
+ * a torn or stale in-place copy, or a buffer of another write, fails. */
+struct kv_st_vhdr {
+	uint64_t meta;     /* the write's word, VERIFIED bit clear */
+	uint64_t loc;      /* the object */
+	uint32_t writer;
+	uint32_t vlen;
+	uint64_t hash[2];
+};
+
+/* An object's header, written once when the object is created. */
+struct kv_st_ohdr {
+	uint64_t magic;    /* KV_ST_OBJ_MAGIC */
+	uint32_t klen;
+	uint32_t ip_cap;
+	uint64_t loc;      /* its own location */
+	uint64_t sum;      /* XXH3-64 of the fields above and the key */
+};
+
+/* The superblock each node holds at offset 0 of the store region. */
+struct kv_st_super {
+	struct pm_area_hdr area;
+	uint8_t uuid[16];        /* the index group's id */
+	uint32_t n;              /* members */
+	uint32_t member;         /* this node's position */
+	uint32_t max_clients;    /* C: writers, meta and lock words per object */
+	uint32_t tick_ns;        /* clock tick of timestamps */
+	uint64_t epoch_ns;       /* CLOCK_REALTIME of tick 0 */
+	uint64_t id_off;
+	uint64_t omark_off;
+	uint64_t lmark_off;
+	uint64_t chunk_off;
+	uint64_t nchunks;
+	uint64_t chunk_bytes;
+	uint64_t obj_off;
+	uint64_t log_off;
+	uint64_t log_bytes;      /* per client */
+	uint32_t repl;           /* enum kv_replication */
+	uint32_t reserved;
+};
+
+/* The geometry of one object, from its location, key length and C. */
+struct kv_st_geo {
+	uint64_t loc;
+	uint64_t off;      /* in the store region */
+	uint32_t klen;
+	uint32_t ip_cap;
+	uint32_t ohdr_off; /* 8C */
+	uint32_t ip_off;
+	uint32_t tsl_off;
+	uint32_t size;     /* a multiple of KV_ST_UNIT */
+};
+
+static inline uint32_t kv_st_ip_cap(unsigned cls) { return cls == 0 ? 0 : 32u << cls; }
+
+/* kv_st_geo_make -- the geometry of an object at @loc for a key of @klen
+ * bytes among @C writers. */
+static inline struct kv_st_geo kv_st_geo_make(uint64_t loc, uint32_t klen, unsigned C)
+{
+	struct kv_st_geo g;
+
+	g.loc = loc;
+	g.off = (loc >> 4) * KV_ST_UNIT;
+	g.klen = klen;
+	g.ip_cap = kv_st_ip_cap((unsigned)(loc & 15));
+	g.ohdr_off = 8u * C;
+	g.ip_off = g.ohdr_off + (uint32_t)sizeof(struct kv_st_ohdr) + ((klen + 7u) & ~7u);
+	g.tsl_off = g.ip_cap == 0 ? g.ip_off
+		: g.ip_off + (uint32_t)sizeof(struct kv_st_vhdr) + g.ip_cap;
+	g.size = (g.tsl_off + 8u * C + KV_ST_UNIT - 1) & ~(KV_ST_UNIT - 1);
+	return g;
+}
+
+#endif /* KV_STORE_LAYOUT_H */

@@ -1,0 +1,954 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/store/store.c -- the store's API (kv/kv.h): cluster creation,
+ * client ids, allocation of objects and log space, the location cache, and
+ * the operations of SWARM-KV (seed 000 sect. 5.3) over the index
+ * (kv/index.h) and the replicated registers of swarm.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include <pm/error.h>
+
+#include "kv/src/store/store_internal.h"
+
+static const struct pm_area_type kv_st_super_type = {
+	"kv store superblock", KV_ST_SUPER_MAGIC, KV_ST_SUPER_VERSION,
+	sizeof(struct kv_st_super)
+};
+
+void
+kv_config_init(struct kv_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->index_region = 0;
+	cfg->store_region = 1;
+	cfg->timeout_ms = 5000;
+	rdma_conn_config_init(&cfg->conn);
+	cfg->cache_entries = 65536;
+	cfg->max_clients = 16;
+	cfg->log_bytes = 16u << 20;
+	cfg->chunk_bytes = 1u << 20;
+	cfg->tick_ns = 10000;
+}
+
+const char *
+kv_strerror(int err)
+{
+	return pm_strerror(err);
+}
+
+static int
+cfg_error(const char *fmt, const char *what)
+{
+	return pm_error_set(KV_E_CONFIG, fmt, what);
+}
+
+/* Check what every client needs; @create adds the creation fields. */
+static int
+cfg_check(const struct kv_config *cfg, bool create)
+{
+	if (cfg == NULL || cfg->nodes == NULL)
+		return cfg_error("kv: %s", "no node list");
+	if (cfg->nnodes == 0 || cfg->nnodes % 2 == 0 || cfg->nnodes > KV_MAX_NODES)
+		return pm_error_set(KV_E_CONFIG,
+			"kv: %u nodes; a cluster has 2f+1 nodes, 1 to %u", cfg->nnodes, KV_MAX_NODES);
+	for (unsigned i = 0; i < cfg->nnodes; i++) {
+		if (cfg->nodes[i] == NULL || cfg->nodes[i][0] == '\0')
+			return pm_error_set(KV_E_CONFIG, "kv: node %u has no URI", i);
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(cfg->nodes[i], cfg->nodes[j]) == 0)
+				return pm_error_set(KV_E_CONFIG, "kv: node %s is listed twice",
+					cfg->nodes[i]);
+	}
+	if (cfg->index_region == cfg->store_region)
+		return cfg_error("kv: %s", "index_region and store_region are the same region");
+	if (cfg->timeout_ms == 0)
+		return cfg_error("kv: %s", "timeout_ms is 0");
+	if (!create)
+		return 0;
+	if (cfg->max_clients == 0 || cfg->max_clients > KV_MAX_CLIENTS)
+		return pm_error_set(KV_E_CONFIG, "kv: max_clients %u is not in 1..%u",
+			cfg->max_clients, KV_MAX_CLIENTS);
+	if (cfg->log_bytes < (1u << 20) || cfg->log_bytes > KV_ST_LOG_MAX ||
+		cfg->log_bytes % (1u << 20) != 0)
+		return pm_error_set(KV_E_CONFIG,
+			"kv: log_bytes must be a multiple of 1 MiB, at most %llu MiB",
+			(unsigned long long)(KV_ST_LOG_MAX >> 20));
+	if (cfg->chunk_bytes < 4096 || cfg->chunk_bytes % 4096 != 0 ||
+		cfg->chunk_bytes > (UINT64_C(1) << 32))
+		return cfg_error("kv: %s", "chunk_bytes must be a multiple of 4 KiB, 4 KiB..4 GiB");
+	if (cfg->tick_ns == 0)
+		return cfg_error("kv: %s", "tick_ns is 0");
+	return 0;
+}
+
+static uint64_t
+now_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int
+kv__st_retry(struct kv_client *c, bool idle)
+{
+	if (kv__ix_now_ns() >= c->deadline)
+		return pm_error_set(KV_E_UNAVAILABLE,
+			"kv: fewer than %u of %u nodes answered within %u ms", c->g.f + 1, c->g.n,
+			c->timeout_ms);
+	if (idle) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* The region length of @id on member @m's node, 0 if none. */
+static uint64_t
+region_len(const struct kv_ix_member *m, uint32_t id)
+{
+	struct rdma_region_info info;
+
+	for (unsigned k = 0; rdma_conn_region(m->conn, k, &info) == 0; k++)
+		if (info.id == id)
+			return info.length;
+	return 0;
+}
+
+static uint64_t
+align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* The superblock of member @member for a region of @len bytes. */
+static int
+super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
+	const uint8_t uuid[16], unsigned member, uint64_t epoch_ns)
+{
+	uint64_t C = cfg->max_clients, fixed, nchunks;
+
+	memset(s, 0, sizeof(*s));
+	memcpy(s->uuid, uuid, 16);
+	s->n = cfg->nnodes;
+	s->member = member;
+	s->max_clients = cfg->max_clients;
+	s->tick_ns = cfg->tick_ns;
+	s->epoch_ns = epoch_ns;
+	s->id_off = KV_ST_SUPER_SIZE;
+	s->omark_off = s->id_off + 8 * C;
+	s->lmark_off = s->omark_off + 8 * C;
+	s->chunk_off = s->lmark_off + 8 * C;
+	s->chunk_bytes = cfg->chunk_bytes;
+	s->log_bytes = cfg->log_bytes;
+	fixed = s->chunk_off + 2 * 4096 + C * cfg->log_bytes;
+	if (len <= fixed)
+		return -ENOSPC;
+	nchunks = (len - fixed) / (cfg->chunk_bytes + 8);
+	if (nchunks == 0)
+		return -ENOSPC;
+	s->nchunks = nchunks;
+	s->obj_off = align_up(s->chunk_off + 8 * nchunks, 4096);
+	s->log_off = s->obj_off + nchunks * cfg->chunk_bytes;
+	/* Object locations are 31-bit numbers of 64-byte units. */
+	if (s->log_off / KV_ST_UNIT >= (UINT64_C(1) << 31))
+		return -EFBIG;
+	s->area.magic = KV_ST_SUPER_MAGIC;
+	s->area.version = KV_ST_SUPER_VERSION;
+	s->area.hdr_size = sizeof(*s);
+	s->area.area_size = s->log_off + C * cfg->log_bytes;
+	s->area.checksum = pm_area_sum(&s->area);
+	return 0;
+}
+
+/* Whether @s is a valid superblock of this group for a region of @len. */
+static int
+super_check(const struct kv_st_super *s, uint64_t len, const struct kv_ix_group *g)
+{
+	int ret = pm_area_check(&s->area, &kv_st_super_type, "kv");
+
+	if (ret != 0)
+		return ret;
+	if (s->n != g->n || memcmp(s->uuid, g->uuid, 16) != 0)
+		return pm_error_set(KV_E_GROUP, "kv: the store region belongs to another cluster");
+	if (s->area.area_size > len || s->max_clients == 0 || s->max_clients > KV_MAX_CLIENTS ||
+		s->tick_ns == 0 || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
+		s->chunk_bytes < 4096 || s->nchunks == 0 ||
+		s->obj_off < s->chunk_off + 8 * s->nchunks ||
+		s->log_off != s->obj_off + s->nchunks * s->chunk_bytes ||
+		s->area.area_size != s->log_off + s->max_clients * s->log_bytes)
+		return pm_error_set(KV_E_GROUP, "kv: store superblock geometry is inconsistent");
+	return 0;
+}
+
+/* The index's key_at: the key stored in the object at @loc. */
+static int
+st_key_at(void *ctx, uint64_t loc, void *buf, size_t cap, size_t *len)
+{
+	return kv__sw_key_read(ctx, loc, buf, cap, len);
+}
+
+static void
+index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, void *ctx,
+	unsigned cid)
+{
+	kv_index_config_init(icfg);
+	icfg->nodes = cfg->nodes;
+	icfg->nnodes = cfg->nnodes;
+	icfg->region = cfg->index_region;
+	icfg->client_id = cid;
+	icfg->timeout_ms = cfg->timeout_ms;
+	icfg->conn = cfg->conn;
+	icfg->key_at = st_key_at;
+	icfg->key_ctx = ctx;
+	icfg->cache_entries = 0; /* the store caches locations itself */
+	if (cfg->max_clients != 0)
+		icfg->max_clients = cfg->max_clients;
+}
+
+static int
+group_open(struct kv_client *c, const struct kv_config *cfg)
+{
+	c->region = cfg->store_region;
+	c->timeout_ms = cfg->timeout_ms;
+	return kv__ix_group_open(&c->g, cfg->nodes, cfg->nnodes, cfg->index_region, &cfg->conn,
+		cfg->timeout_ms, true, 0, KV_ST_SCRATCH);
+}
+
+int
+kv_create(const struct kv_config *cfg)
+{
+	struct kv_index_config icfg;
+	struct kv_index *ix = NULL;
+	struct kv_client *c;
+	uint64_t epoch = now_ns(CLOCK_REALTIME);
+	unsigned mask;
+	int ret;
+
+	pm_error_clear();
+	ret = cfg_check(cfg, true);
+	if (ret != 0)
+		return ret;
+	index_cfg(&icfg, cfg, NULL, 0);
+	ret = kv_index_create(&ix, &icfg);
+	if (ret != 0)
+		return ret;
+	kv_index_close(&ix);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	ret = group_open(c, cfg);
+	if (ret != 0) {
+		free(c);
+		return ret;
+	}
+	mask = kv__ix_round_begin(&c->g);
+	if (mask != (1u << c->g.n) - 1)
+		ret = pm_error_set(KV_E_UNAVAILABLE, "kv_create: every node must be reachable");
+	for (unsigned i = 0; i < c->g.n && ret == 0; i++) {
+		struct kv_ix_member *m = &c->g.m[i];
+		struct kv_st_super s, old;
+		uint64_t len = region_len(m, c->region);
+
+		ret = super_make(&s, len, cfg, c->g.uuid, i, epoch);
+		if (ret != 0) {
+			ret = pm_error_set(ret == -EFBIG ? KV_E_CONFIG : -ENOSPC,
+				"kv_create: store region %u of node %u (%llu bytes) %s", c->region, i,
+				(unsigned long long)len,
+				ret == -EFBIG ? "is larger than 128 GiB" : "is too small");
+			break;
+		}
+		rdma_batch_init(&m->batch);
+		rdma_batch_read(&m->batch, c->region, 0, &old, sizeof(old));
+		ret = rdma_execute(m->conn, &m->batch);
+		if (ret == 0 && old.area.magic != 0)
+			ret = pm_error_set(-EEXIST, "kv_create: node %u already holds a store", i);
+		if (ret != 0)
+			break;
+		/* The words the layout starts with are zero in a new region;
+		 * the superblock goes last. */
+		rdma_batch_init(&m->batch);
+		rdma_batch_write(&m->batch, c->region, 0, &s, sizeof(s));
+		rdma_batch_persist(&m->batch, c->region, 0, sizeof(s));
+		ret = rdma_execute(m->conn, &m->batch);
+	}
+	kv__ix_group_close(&c->g);
+	free(c);
+	return ret;
+}
+
+/* Read the superblock from f+1 members and keep a valid one. */
+static int
+super_load(struct kv_client *c)
+{
+	for (;;) {
+		unsigned mask = kv__ix_round_begin(&c->g), ok;
+		int ret, bad = 0;
+
+		for (unsigned i = 0; i < c->g.n; i++)
+			if ((mask >> i & 1) && rdma_batch_read(&c->g.m[i].batch, c->region, 0,
+				c->g.m[i].buf, sizeof(struct kv_st_super)) != 0)
+				mask &= ~(1u << i);
+		ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
+		for (unsigned i = 0; i < c->g.n; i++) {
+			struct kv_st_super s;
+
+			if (!(ok >> i & 1))
+				continue;
+			memcpy(&s, c->g.m[i].buf, sizeof(s));
+			ret = super_check(&s, region_len(&c->g.m[i], c->region), &c->g);
+			if (ret == 0) {
+				c->sb = s;
+				c->C = s.max_clients;
+				return 0;
+			}
+			bad = ret;
+		}
+		if (bad != 0)
+			return bad;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+/* Take a free client id: claim its word on a majority (kv__ix_claim). */
+static int
+id_claim(struct kv_client *c)
+{
+	uint64_t start;
+	int ret;
+
+	if (getrandom(&c->id_owner, sizeof(c->id_owner), 0) != (ssize_t)sizeof(c->id_owner))
+		return pm_error_set(-errno, "kv_open: getrandom failed");
+	c->id_owner |= 1;
+	start = c->id_owner >> 32;
+	for (unsigned k = 0; k < c->C; k++) {
+		unsigned id = (unsigned)((start + k) % c->C);
+		uint64_t off = c->sb.id_off + 8u * id;
+		bool won;
+
+		ret = kv__ix_claim(&c->g, c->region, off, c->id_owner, c->deadline, &won);
+		if (ret != 0)
+			return ret;
+		if (won) {
+			c->cid = id;
+			return 0;
+		}
+		ret = kv__ix_unclaim(&c->g, c->region, off, c->id_owner, c->deadline);
+		if (ret != 0)
+			return ret;
+	}
+	return pm_error_set(KV_E_UNAVAILABLE, "kv_open: all %u client ids are taken", c->C);
+}
+
+/* Load this client id's marks: allocation resumes above them. */
+static int
+marks_load(struct kv_client *c)
+{
+	uint64_t omark, lmark;
+	int ret;
+
+	ret = kv__ix_word_load(&c->g, c->region, c->sb.omark_off + 8u * c->cid, c->deadline,
+		&omark);
+	if (ret == 0)
+		ret = kv__ix_word_load(&c->g, c->region, c->sb.lmark_off + 8u * c->cid, c->deadline,
+			&lmark);
+	if (ret != 0)
+		return ret;
+	c->chunk = omark >> 32;
+	c->obj_used = c->obj_mark = omark & UINT32_MAX;
+	c->log_used = c->log_mark = lmark;
+	return 0;
+}
+
+int
+kv_open(struct kv_client **out, const struct kv_config *cfg)
+{
+	struct kv_index_config icfg;
+	struct kv_client *c;
+	int ret;
+
+	pm_error_clear();
+	*out = NULL;
+	ret = cfg_check(cfg, false);
+	if (ret != 0)
+		return ret;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->val = malloc(KV_VALUE_MAX);
+	if (cfg->cache_entries != 0) {
+		unsigned n = 1;
+
+		while (n < cfg->cache_entries && n < (1u << 30))
+			n <<= 1;
+		c->cache = calloc(n, sizeof(*c->cache));
+		c->ncache = n;
+	}
+	if (c->val == NULL || (cfg->cache_entries != 0 && c->cache == NULL)) {
+		free(c->val);
+		free(c->cache);
+		free(c);
+		return -ENOMEM;
+	}
+	ret = group_open(c, cfg);
+	if (ret != 0) {
+		free(c->val);
+		free(c->cache);
+		free(c);
+		return ret;
+	}
+	c->deadline = kv__ix_now_ns() + (uint64_t)cfg->timeout_ms * 1000000u;
+	ret = super_load(c);
+	if (ret == 0)
+		ret = id_claim(c);
+	if (ret != 0) {
+		c->id_owner = 0;
+		goto fail;
+	}
+	ret = marks_load(c);
+	if (ret != 0)
+		goto fail;
+	c->skew_ticks = cfg->clock_skew_us * 1000 / (int64_t)c->sb.tick_ns;
+	index_cfg(&icfg, cfg, c, c->cid);
+	ret = kv_index_open(&c->ix, &icfg);
+	if (ret != 0)
+		goto fail;
+	*out = c;
+	return 0;
+
+fail:
+	kv_close(&c);
+	return ret;
+}
+
+int
+kv_close(struct kv_client **cp)
+{
+	struct kv_client *c;
+	int ret = 0;
+
+	if (cp == NULL || *cp == NULL)
+		return 0;
+	c = *cp;
+	kv_index_close(&c->ix);
+	if (c->id_owner != 0) {
+		c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+		/* Settle the marks at what was used, so the next client with
+		 * this id wastes nothing (best effort: a higher mark only
+		 * wastes). */
+		(void)kv__ix_word_store(&c->g, c->region, c->sb.lmark_off + 8u * c->cid,
+			c->log_used, c->deadline);
+		(void)kv__ix_word_store(&c->g, c->region, c->sb.omark_off + 8u * c->cid,
+			c->chunk << 32 | c->obj_used, c->deadline);
+		ret = kv__ix_unclaim(&c->g, c->region, c->sb.id_off + 8u * c->cid, c->id_owner,
+			c->deadline);
+	}
+	kv__ix_group_close(&c->g);
+	free(c->val);
+	free(c->cache);
+	free(c);
+	*cp = NULL;
+	return ret;
+}
+
+void
+kv_stats_read(const struct kv_client *c, struct kv_stats *out)
+{
+	*out = c->st;
+}
+
+/* The clock, in ticks since the store's epoch, with this client's skew
+ * (may be below 1 for a clock set far back). */
+static int64_t
+clock_ticks(const struct kv_client *c)
+{
+	return (int64_t)((now_ns(CLOCK_REALTIME) - c->sb.epoch_ns) / c->sb.tick_ns) +
+		c->skew_ticks;
+}
+
+uint64_t
+kv__st_ts_guess(struct kv_client *c, uint64_t above)
+{
+	int64_t t = clock_ticks(c);
+	uint64_t ts = t > 1 ? (uint64_t)t : 1;
+
+	/* Assumption 1 of App. C: every timestamp a client uses is above all
+	 * its previous ones. */
+	if (ts <= c->last_ts)
+		ts = c->last_ts + 1;
+	if (ts <= above)
+		ts = above + 1;
+	c->last_ts = ts;
+	return ts;
+}
+
+void
+kv__st_ts_resync(struct kv_client *c, uint64_t seen_ts)
+{
+	int64_t now = clock_ticks(c);
+
+	if (seen_ts >= KV_ST_TS_MAX || (int64_t)seen_ts < now)
+		return;
+	c->skew_ticks += (int64_t)seen_ts - now + 1;
+}
+
+uint64_t
+kv__st_log_off(const struct kv_client *c, unsigned w, uint64_t ptr)
+{
+	return c->sb.log_off + (uint64_t)w * c->sb.log_bytes + ptr * KV_ST_BUF_UNIT;
+}
+
+/*
+ * Take @need more of what *@used counts (bytes of the log, 64-byte units of
+ * the object chunk), raising the mark word at @mark_off (which holds @tag |
+ * mark) first when it would pass *@mark: ahead by @step, at most @cap. A
+ * client that restarts resumes above the mark, never below what it used.
+ */
+static int
+mark_take(struct kv_client *c, uint64_t mark_off, uint64_t tag, uint64_t *used, uint64_t *mark,
+	uint64_t need, uint64_t step, uint64_t cap, uint64_t *start)
+{
+	if (*used + need > *mark) {
+		uint64_t m = *used + need + step < cap ? *used + need + step : cap;
+		int ret = kv__ix_word_store(&c->g, c->region, mark_off, tag | m, c->deadline);
+
+		c->st.rounds++;
+		if (ret != 0)
+			return ret;
+		*mark = m;
+	}
+	*start = *used;
+	*used += need;
+	return 0;
+}
+
+int
+kv__st_log_alloc(struct kv_client *c, uint32_t bytes, uint64_t *ptr, uint64_t *off)
+{
+	uint64_t start;
+	int ret;
+
+	if (c->log_used + bytes > c->sb.log_bytes)
+		return pm_error_set(-ENOSPC, "kv: client %u's log (%llu bytes) is full", c->cid,
+			(unsigned long long)c->sb.log_bytes);
+	if (clock_ticks(c) >= (int64_t)KV_ST_TS_MAX - 2 || c->last_ts >= KV_ST_TS_MAX - 2)
+		return pm_error_set(-EOVERFLOW, "kv: the store's timestamps are used up");
+	ret = mark_take(c, c->sb.lmark_off + 8u * c->cid, 0, &c->log_used, &c->log_mark, bytes,
+		KV_ST_LOG_STEP, c->sb.log_bytes, &start);
+	if (ret != 0)
+		return ret;
+	*ptr = start / KV_ST_BUF_UNIT;
+	*off = kv__st_log_off(c, c->cid, *ptr);
+	return 0;
+}
+
+/* A new object of @units 64-byte units: its offset into *@off. Chunks are
+ * claimed on a majority (kv__ix_claim), the use of the current one is
+ * reserved ahead in this client's object mark. */
+static int
+obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
+{
+	uint64_t chunk_units = c->sb.chunk_bytes / KV_ST_UNIT, start;
+	int ret;
+
+	if (units > chunk_units)
+		return pm_error_set(-E2BIG, "kv: an object of %llu bytes exceeds a chunk",
+			(unsigned long long)(units * KV_ST_UNIT));
+	if (c->chunk == 0 || c->obj_used + units > chunk_units) {
+		uint64_t first = (uint64_t)c->cid * 7919u;
+		bool won = false;
+
+		for (uint64_t k = 0; k < c->sb.nchunks && !won; k++) {
+			uint64_t idx = (first + k) % c->sb.nchunks;
+			uint64_t woff = c->sb.chunk_off + 8u * idx;
+
+			ret = kv__ix_claim(&c->g, c->region, woff, c->cid + 1u, c->deadline, &won);
+			c->st.rounds++;
+			if (ret != 0)
+				return ret;
+			if (won) {
+				c->chunk = idx + 1;
+				c->obj_used = c->obj_mark = 0;
+			} else {
+				ret = kv__ix_unclaim(&c->g, c->region, woff, c->cid + 1u, c->deadline);
+				if (ret != 0)
+					return ret;
+			}
+		}
+		if (!won)
+			return pm_error_set(-ENOSPC, "kv: every object chunk is taken");
+	}
+	ret = mark_take(c, c->sb.omark_off + 8u * c->cid, c->chunk << 32, &c->obj_used,
+		&c->obj_mark, units, KV_ST_OBJ_STEP, chunk_units, &start);
+	if (ret != 0)
+		return ret;
+	*off = c->sb.obj_off + (c->chunk - 1) * c->sb.chunk_bytes + start * KV_ST_UNIT;
+	return 0;
+}
+
+static uint64_t
+key_hash(const void *key, size_t klen)
+{
+	uint64_t h = XXH3_64bits(key, klen);
+
+	return h != 0 ? h : 1;
+}
+
+static struct kv_st_cent *
+cache_slot(struct kv_client *c, uint64_t h)
+{
+	return c->ncache == 0 ? NULL : &c->cache[h & (c->ncache - 1)];
+}
+
+static int
+key_check(const void *key, size_t klen)
+{
+	if (key == NULL || klen == 0)
+		return pm_error_set(-EINVAL, "kv: empty key");
+	if (klen > KV_KEY_MAX)
+		return pm_error_set(-E2BIG, "kv: key of %zu bytes (at most %u)", klen, KV_KEY_MAX);
+	return 0;
+}
+
+static int
+val_check(const void *val, size_t vlen)
+{
+	if (val == NULL && vlen != 0)
+		return pm_error_set(-EINVAL, "kv: NULL value");
+	if (vlen > KV_VALUE_MAX)
+		return pm_error_set(-E2BIG, "kv: value of %zu bytes (at most %u)", vlen,
+			KV_VALUE_MAX);
+	return 0;
+}
+
+static int
+kv_args_check(const void *key, size_t klen, const void *val, size_t vlen)
+{
+	int ret = key_check(key, klen);
+
+	return ret != 0 ? ret : val_check(val, vlen);
+}
+
+static void
+op_begin(struct kv_client *c)
+{
+	pm_error_clear();
+	c->st.ops++;
+	c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+}
+
+static int
+op_end(struct kv_client *c, int ret)
+{
+	c->st.unavailable += ret == KV_E_UNAVAILABLE;
+	return ret;
+}
+
+/* An index call, with its round trips counted apart. */
+static void
+index_rounds(struct kv_client *c, const struct kv_index_stats *before)
+{
+	struct kv_index_stats after;
+
+	kv_index_stats_read(c->ix, &after);
+	c->st.index_rounds += after.rounds - before->rounds;
+}
+
+/*
+ * Where @key lives: the cache entry @e, filled from the cache if it holds
+ * the key (*@cached) or from the index. Return: 0; -ENOENT; errors.
+ */
+static int
+locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_st_cent *e,
+	bool *cached)
+{
+	struct kv_st_cent *slot = cache_slot(c, h);
+	struct kv_index_stats before;
+	uint64_t loc;
+	int ret;
+
+	if (slot != NULL && slot->hash == h && slot->klen == klen) {
+		*e = *slot;
+		*cached = true;
+		return 0;
+	}
+	*cached = false;
+	c->st.cache_misses++;
+	kv_index_stats_read(c->ix, &before);
+	ret = kv_index_lookup(c->ix, key, klen, &loc);
+	index_rounds(c, &before);
+	if (ret != 0)
+		return ret;
+	memset(e, 0, sizeof(*e));
+	e->hash = h;
+	e->loc = loc;
+	e->klen = (uint32_t)klen;
+	return 0;
+}
+
+static void
+cache_put(struct kv_client *c, const struct kv_st_cent *e)
+{
+	struct kv_st_cent *slot = cache_slot(c, e->hash);
+
+	if (slot != NULL)
+		*slot = *e;
+}
+
+static void
+cache_drop(struct kv_client *c, uint64_t h)
+{
+	struct kv_st_cent *slot = cache_slot(c, h);
+
+	if (slot != NULL && slot->hash == h)
+		slot->hash = 0;
+}
+
+/* Unmap a deleted object from the index (SWARM-KV sect. 5.3.2-5.3.3: the
+ * deleter unmaps; a client that finds a tombstone still mapped does it for
+ * a deleter that crashed first). */
+static int
+unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc)
+{
+	struct kv_index_stats before;
+	int ret;
+
+	kv_index_stats_read(c->ix, &before);
+	ret = kv_index_remove(c->ix, key, klen, loc);
+	index_rounds(c, &before);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* The in-place class for a first value of @vlen bytes. */
+static unsigned
+ip_class(size_t vlen)
+{
+	if (vlen > KV_ST_IP_MAX)
+		return 0;
+	for (unsigned cls = 1; cls < KV_ST_IP_CLASSES; cls++)
+		if (kv_st_ip_cap(cls) >= vlen)
+			return cls;
+	return 0;
+}
+
+/* Insert a new object for @key; KV_E_EXISTS with the mapped location in
+ * *@existing when @key is present. */
+static int
+do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const void *val,
+	size_t vlen, uint64_t *existing)
+{
+	struct kv_index_stats before;
+	struct kv_st_cent e;
+	struct kv_st_geo geo;
+	uint64_t off;
+	unsigned cls = ip_class(vlen);
+	int ret;
+
+	geo = kv_st_geo_make(0 | cls, (uint32_t)klen, c->C);
+	ret = obj_alloc(c, geo.size / KV_ST_UNIT, &off);
+	if (ret != 0)
+		return ret;
+	geo = kv_st_geo_make((off / KV_ST_UNIT) << 4 | cls, (uint32_t)klen, c->C);
+	memset(&e, 0, sizeof(e));
+	e.hash = h;
+	e.loc = geo.loc;
+	e.klen = (uint32_t)klen;
+	/* SWARM-KV's insert (sect. 5.3.1) writes the value and maps the key
+	 * in parallel; here the object is written first, because the index
+	 * compares keys through key_at() and must find this one. */
+	ret = kv__sw_create(c, &geo, &e, key, val, (uint32_t)vlen);
+	if (ret != 0)
+		return ret;
+	for (;;) {
+		struct kv_st_cent old;
+		char none;
+		struct kv_st_val v = { .buf = &none, .cap = 0 };
+		struct kv_st_geo og;
+
+		kv_index_stats_read(c->ix, &before);
+		ret = kv_index_insert(c->ix, key, klen, geo.loc, existing);
+		index_rounds(c, &before);
+		if (ret == 0) {
+			cache_put(c, &e);
+			return 0;
+		}
+		if (ret != KV_E_EXISTS)
+			return ret;
+		/* A mapping to a deleted object is overwritten (sect. 5.3.1):
+		 * unmap it and try again. */
+		memset(&old, 0, sizeof(old));
+		old.loc = *existing;
+		og = kv_st_geo_make(*existing, (uint32_t)klen, c->C);
+		ret = kv__sw_read(c, &og, &old, &v);
+		if (ret != 0)
+			return ret;
+		if (v.meta != KV_ST_TOMB && v.meta != 0)
+			return KV_E_EXISTS;
+		ret = unmap(c, key, klen, *existing);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+int
+kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	uint64_t existing;
+	int ret;
+
+	op_begin(c);
+	ret = kv_args_check(key, klen, val, vlen);
+	if (ret == 0)
+		ret = do_insert(c, key, klen, key_hash(key, klen), val, vlen, &existing);
+	return op_end(c, ret);
+}
+
+/* Update @key if present: -ENOENT if absent or deleted. */
+static int
+do_update(struct kv_client *c, const void *key, size_t klen, uint64_t h, const void *val,
+	size_t vlen)
+{
+	for (;;) {
+		struct kv_st_cent e;
+		struct kv_st_geo geo;
+		enum kv_sw_result res;
+		bool cached;
+		int ret = locate(c, key, klen, h, &e, &cached);
+
+		if (ret != 0)
+			return ret;
+		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
+		ret = kv__sw_write(c, &geo, &e, val, (uint32_t)vlen, &res);
+		if (ret != 0)
+			return ret;
+		if (res == KV_SW_DONE) {
+			cache_put(c, &e);
+			return 0;
+		}
+		/* Deleted (sect. 5.3.3): drop the cached location, unmap for a
+		 * deleter that may have crashed, and look again. */
+		cache_drop(c, h);
+		ret = unmap(c, key, klen, e.loc);
+		if (ret != 0)
+			return ret;
+		if (!cached)
+			return -ENOENT;
+	}
+}
+
+int
+kv_update(struct kv_client *c, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	int ret;
+
+	op_begin(c);
+	ret = kv_args_check(key, klen, val, vlen);
+	if (ret == 0)
+		ret = do_update(c, key, klen, key_hash(key, klen), val, vlen);
+	return op_end(c, ret);
+}
+
+int
+kv_put(struct kv_client *c, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	uint64_t h = key_hash(key, klen), existing;
+	int ret;
+
+	op_begin(c);
+	ret = kv_args_check(key, klen, val, vlen);
+	while (ret == 0) {
+		ret = do_update(c, key, klen, h, val, vlen);
+		if (ret != -ENOENT)
+			break;
+		ret = do_insert(c, key, klen, h, val, vlen, &existing);
+		if (ret != KV_E_EXISTS)
+			break;
+		ret = 0; /* inserted meanwhile: update it */
+	}
+	return op_end(c, ret);
+}
+
+int
+kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
+{
+	uint64_t h = key_hash(key, klen);
+	int ret;
+
+	op_begin(c);
+	ret = key_check(key, klen);
+	if (ret == 0 && (vlen == NULL || (buf == NULL && cap != 0)))
+		ret = pm_error_set(-EINVAL, "kv_get: no place for the value");
+	while (ret == 0) {
+		struct kv_st_val v = { .buf = buf, .cap = cap };
+		struct kv_st_cent e;
+		struct kv_st_geo geo;
+		bool cached;
+
+		ret = locate(c, key, klen, h, &e, &cached);
+		if (ret != 0)
+			break;
+		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
+		ret = kv__sw_read(c, &geo, &e, &v);
+		if (ret != 0)
+			break;
+		if (v.meta != 0 && v.meta != KV_ST_TOMB) {
+			*vlen = v.vlen;
+			cache_put(c, &e);
+			break;
+		}
+		/* Deleted (sect. 5.3.4), or a crashed insert's empty object:
+		 * if the location was cached, the key may live elsewhere now. */
+		cache_drop(c, h);
+		if (v.meta == KV_ST_TOMB) {
+			ret = unmap(c, key, klen, e.loc);
+			if (ret != 0)
+				break;
+		}
+		ret = cached ? 0 : -ENOENT;
+	}
+	return op_end(c, ret);
+}
+
+int
+kv_delete(struct kv_client *c, const void *key, size_t klen)
+{
+	uint64_t h = key_hash(key, klen);
+	int ret;
+
+	op_begin(c);
+	ret = key_check(key, klen);
+	while (ret == 0) {
+		struct kv_st_cent e;
+		struct kv_st_geo geo;
+		bool cached, absent;
+
+		ret = locate(c, key, klen, h, &e, &cached);
+		if (ret != 0)
+			break;
+		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
+		ret = kv__sw_delete(c, &geo, &e, &absent);
+		if (ret != 0)
+			break;
+		cache_drop(c, h);
+		/* SWARM-KV unmaps in the background (sect. 5.3.2); this
+		 * version unmaps before returning (kv_stats.index_rounds). */
+		ret = unmap(c, key, klen, e.loc);
+		if (ret != 0 || !absent)
+			break;
+		/* The cached object was deleted before: the key may have been
+		 * re-inserted elsewhere. */
+		ret = cached ? 0 : -ENOENT;
+	}
+	return op_end(c, ret);
+}

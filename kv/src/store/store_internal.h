@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/store/store_internal.h -- what the store's source files share
+ * (private to kv/): the client handle, its cache of key locations, and the
+ * replicated-register steps of swarm.c that store.c composes into the
+ * operations of kv/kv.h.
+ */
+#ifndef KV_STORE_INTERNAL_H
+#define KV_STORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kv/index.h>
+#include <kv/kv.h>
+
+#include "kv/src/index/group.h"
+#include "kv/src/store/layout.h"
+
+/* Largest in-place copy: bigger values live out of place only, so an
+ * insert's batch (key, in-place copy, buffer) fits RDMA_BATCH_MAX_BYTES. */
+#define KV_ST_IP_MAX (16u << 10)
+/* Scratch per member: a buffer, an in-place copy, a key and meta words. */
+#define KV_ST_SCRATCH (KV_VALUE_MAX + KV_ST_IP_MAX + KV_KEY_MAX + (8u << 10))
+/* Logs and object chunks are reserved on the nodes this much at a time. */
+#define KV_ST_LOG_STEP (256u << 10)
+#define KV_ST_OBJ_STEP 64u /* units */
+
+/* One cached key: where its object is, and what this client last knew of
+ * its own metadata slot on each node (the expected value of its next CAS;
+ * SWARM-KV caches "the In-n-Out metadata" the same way, sect. 7.1). */
+struct kv_st_cent {
+	uint64_t hash;     /* 0: empty */
+	uint64_t loc;
+	uint32_t klen;
+	uint64_t mine[KV_MAX_NODES];
+};
+
+/* A value fetched for a tuple (kv__sw_read's result). */
+struct kv_st_val {
+	uint64_t meta;     /* the tuple returned, with its writer */
+	unsigned writer;
+	void *buf;
+	size_t cap;
+	size_t vlen;       /* full length, may exceed cap */
+};
+
+struct kv_client {
+	struct kv_ix_group g;      /* value connections (index region anchors membership) */
+	struct kv_index *ix;
+	struct kv_st_super sb;
+	uint32_t region;           /* store region */
+	unsigned cid, C;
+	uint64_t id_owner;         /* this client's claim on its id word */
+	unsigned timeout_ms;
+	uint64_t deadline;         /* current operation's, CLOCK_MONOTONIC ns */
+	/* allocation */
+	uint64_t chunk;            /* current object chunk + 1, 0 = none */
+	uint64_t obj_used, obj_mark; /* units of the chunk used, reserved */
+	uint64_t log_used, log_mark; /* bytes of the client's log used, reserved */
+	/* clock */
+	int64_t skew_ticks;        /* configured skew plus re-synchronisations */
+	uint64_t last_ts;
+	/* cache */
+	struct kv_st_cent *cache;
+	unsigned ncache;           /* a power of two, or 0 */
+	unsigned char *val;        /* a value-sized scratch (write-backs) */
+	struct kv_stats st;
+};
+
+/* The outcome of a register write (kv__sw_write). */
+enum kv_sw_result {
+	KV_SW_DONE,     /* the value is written */
+	KV_SW_DELETED,  /* the register holds a tombstone: the key is gone */
+};
+
+/* kv__st_retry -- between two rounds of one step: KV_E_UNAVAILABLE once
+ * the operation's deadline passed, else 0, after a short pause if the
+ * round reached nobody (@idle), so the reconnect thread can run. */
+int kv__st_retry(struct kv_client *c, bool idle);
+
+/* kv__st_log_alloc -- @bytes (a multiple of 64) of this client's log:
+ * the ptr field for a metadata word into *@ptr and the region offset into
+ * *@off. Return: 0; -ENOSPC when the log is full; KV_E_UNAVAILABLE. */
+int kv__st_log_alloc(struct kv_client *c, uint32_t bytes, uint64_t *ptr, uint64_t *off);
+
+/* kv__st_log_off -- the region offset of writer @w's buffer @ptr. */
+uint64_t kv__st_log_off(const struct kv_client *c, unsigned w, uint64_t ptr);
+
+/* kv__st_ts_guess -- Safe-Guess's guessTs() (S5): this client's clock in
+ * ticks, above every timestamp it used before and above @above (S11's
+ * fresh timestamp: above the larger one it met). */
+uint64_t kv__st_ts_guess(struct kv_client *c, uint64_t above);
+
+/* kv__st_ts_resync -- the clock was behind @seen_ts: move it past (SWARM
+ * sect. 6: re-synchronise on a stale guess). */
+void kv__st_ts_resync(struct kv_client *c, uint64_t seen_ts);
+
+/* kv__sw_vhdr -- fill @h for the write @meta by @writer of @val to @loc. */
+void kv__sw_vhdr(struct kv_st_vhdr *h, uint64_t meta, unsigned writer, uint64_t loc,
+	const void *val, uint32_t vlen);
+
+/* kv__sw_vhdr_ok -- whether @h followed by its value at @val is an intact
+ * copy of the write @meta by @writer to @loc. */
+bool kv__sw_vhdr_ok(const struct kv_st_vhdr *h, const void *val, uint64_t meta,
+	unsigned writer, uint64_t loc);
+
+/* kv__sw_create -- write a new object at @geo for @key with first value
+ * @val by this client on f+1 nodes (it is not yet indexed, so the value is
+ * written VERIFIED at once). Return: 0; KV_E_UNAVAILABLE; -ENOSPC. */
+int kv__sw_create(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	const void *key, const void *val, uint32_t vlen);
+
+/* kv__sw_write -- Safe-Guess WRITE (S4-S11) of @val to the object @geo.
+ * Return: 0 with *@res; KV_E_UNAVAILABLE; -ENOSPC. */
+int kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	const void *val, uint32_t vlen, enum kv_sw_result *res);
+
+/* kv__sw_read -- Safe-Guess READ (R11-R21) of the object @geo into @v.
+ * Return: 0 (v->meta 0: empty; KV_ST_TOMB: deleted); KV_E_UNAVAILABLE. */
+int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct kv_st_val *v);
+
+/* kv__sw_delete -- write the tombstone. *@was_absent: every node read
+ * held a tombstone or nothing before it (kv_delete's -ENOENT).
+ * Return: 0; KV_E_UNAVAILABLE. */
+int kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	bool *was_absent);
+
+/* kv__sw_key_read -- the key stored in the object at @loc (the index's
+ * key_at): read its header from f+1 nodes and take an intact one.
+ * Return: 0; -ENOENT if none holds an object there; KV_E_UNAVAILABLE. */
+int kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t *len);
+
+#endif /* KV_STORE_INTERNAL_H */

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/store/swarm.c -- one key's value as a SWARM register over the 2f+1
+ * nodes of the group, made durable (store_internal.h).
+ *
+ * The listings are those reconstructed in the team's digest of seed 000
+ * (SWARM, notes/swarm.md); labels S*, R*, T*, I*, M* and "App. A" are its
+ * line labels. Per object and node there is one metadata word per writer
+ * (the contention-relief array of sect. 4.4 with one word per client, as the
+ * paper recommends in sect. 7.9) and one timestamp-lock word per writer.
+ * A reliable max register (App. A) is the array on every node: its value on
+ * a node is the largest word of the array in the order kv_st_order().
+ *
+ * Durability (kv/DESIGN.md, "Store: durability"): every batch that changes
+ * a word persists it before the batch completes, and every batch that reads
+ * words a client will count persists the range it read after reading it.
+ * Words only grow, so persisting after the read makes durable a value at
+ * least as large as the one read; a node that counted towards a majority
+ * never goes back below it when it restarts from its pool.
+ */
+#include <errno.h>
+#include <string.h>
+
+/* XXH3_state_t (streaming hash of header and value) */
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <pm/error.h>
+
+#include "kv/src/store/store_internal.h"
+
+/* What one round of reads or installs saw on each member. */
+struct sw_view {
+	unsigned ok;                               /* members that answered */
+	uint64_t meta[KV_MAX_NODES][KV_MAX_CLIENTS]; /* their metadata arrays */
+	uint64_t top;                              /* the largest word seen ... */
+	unsigned top_w;                            /* ... and its writer */
+	int ip_member;                             /* member whose in-place copy is in its buf, or -1 */
+};
+
+static unsigned
+sw_primary(const struct kv_client *c, const struct kv_st_geo *geo)
+{
+	return (unsigned)((geo->loc >> 4) % c->g.n);
+}
+
+/* Post the batches of @mask and wait for all of them (or the deadline):
+ * one round trip. Return: the members that answered. */
+static unsigned
+sw_run(struct kv_client *c, unsigned mask)
+{
+	c->st.rounds++;
+	return kv__ix_round_run(&c->g, mask, (unsigned)__builtin_popcount(mask), c->deadline);
+}
+
+/* The members a round goes to: first the majority starting at the
+ * object's primary (SWARM-KV sect. 6, departure 1), widened to every usable
+ * member when one of them cannot be used. */
+static unsigned
+sw_targets(struct kv_client *c, const struct kv_st_geo *geo, unsigned usable, bool widen)
+{
+	unsigned p = sw_primary(c, geo), set = 0;
+
+	if (widen)
+		return usable;
+	for (unsigned k = 0; k <= c->g.f; k++)
+		set |= 1u << ((p + k) % c->g.n);
+	if ((set & usable) != set) {
+		c->st.fallbacks++;
+		return usable;
+	}
+	return set;
+}
+
+void
+kv__sw_vhdr(struct kv_st_vhdr *h, uint64_t meta, unsigned writer, uint64_t loc,
+	const void *val, uint32_t vlen)
+{
+	XXH3_state_t st;
+	XXH128_hash_t d;
+
+	h->meta = meta & ~KV_ST_VERIFIED;
+	h->loc = loc;
+	h->writer = writer;
+	h->vlen = vlen;
+	XXH3_128bits_reset(&st);
+	XXH3_128bits_update(&st, h, offsetof(struct kv_st_vhdr, hash));
+	XXH3_128bits_update(&st, val, vlen);
+	d = XXH3_128bits_digest(&st);
+	h->hash[0] = d.low64;
+	h->hash[1] = d.high64;
+}
+
+bool
+kv__sw_vhdr_ok(const struct kv_st_vhdr *h, const void *val, uint64_t meta, unsigned writer,
+	uint64_t loc)
+{
+	struct kv_st_vhdr want;
+
+	if (h->meta != (meta & ~KV_ST_VERIFIED) || h->writer != writer || h->loc != loc ||
+		h->vlen > KV_VALUE_MAX)
+		return false;
+	kv__sw_vhdr(&want, meta, writer, loc, val, h->vlen);
+	return want.hash[0] == h->hash[0] && want.hash[1] == h->hash[1];
+}
+
+static uint64_t
+sw_meta_off(const struct kv_st_geo *geo, unsigned w)
+{
+	return geo->off + 8u * w;
+}
+
+static uint64_t
+sw_tsl_off(const struct kv_st_geo *geo, unsigned w)
+{
+	return geo->off + geo->tsl_off + 8u * w;
+}
+
+/* Record member @i's metadata array (at @src) in @v and raise its top. */
+static void
+sw_view_take(struct kv_client *c, struct sw_view *v, unsigned i, const unsigned char *src)
+{
+	memcpy(v->meta[i], src, 8u * c->C);
+	v->ok |= 1u << i;
+	for (unsigned w = 0; w < c->C; w++) {
+		uint64_t o = kv_st_order(v->meta[i][w], w);
+
+		if (o > kv_st_order(v->top, v->top_w)) {
+			v->top = v->meta[i][w];
+			v->top_w = w;
+		}
+	}
+}
+
+/* The members of @v whose slot @w holds @meta or more. */
+static unsigned
+sw_holders(const struct kv_client *c, const struct sw_view *v, unsigned w, uint64_t meta)
+{
+	unsigned h = 0;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		if ((v->ok >> i & 1) && v->meta[i][w] >= (meta & ~KV_ST_VERIFIED))
+			h |= 1u << i;
+	return h;
+}
+
+static unsigned
+popcount(unsigned x)
+{
+	return (unsigned)__builtin_popcount(x);
+}
+
+/*
+ * M.READ's read phase (App. A "read-for-start" .. "cache-max"): read every
+ * target member's metadata array, persisted after the read, until f+1
+ * answered; the primary's read also covers the key and the in-place copy
+ * (I12). Fills @v.
+ */
+static int
+sw_read_round(struct kv_client *c, const struct kv_st_geo *geo, struct sw_view *v)
+{
+	unsigned p = sw_primary(c, geo);
+	bool widen = false;
+
+	memset(v, 0, sizeof(*v));
+	v->ip_member = -1;
+	for (;;) {
+		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~v->ok, ok;
+		int ret;
+
+		for (unsigned i = 0; i < c->g.n; i++) {
+			struct kv_ix_member *m = &c->g.m[i];
+			uint32_t len = i == p ? geo->tsl_off : 8u * c->C;
+
+			if ((mask >> i & 1) &&
+				(rdma_batch_read(&m->batch, c->region, geo->off, m->buf, len) != 0 ||
+					rdma_batch_persist(&m->batch, c->region, geo->off, 8u * c->C) != 0))
+				mask &= ~(1u << i);
+		}
+		ok = sw_run(c, mask);
+		for (unsigned i = 0; i < c->g.n; i++) {
+			if (!(ok >> i & 1))
+				continue;
+			sw_view_take(c, v, i, c->g.m[i].buf);
+			if (i == p)
+				v->ip_member = (int)i;
+		}
+		if (popcount(v->ok) >= c->g.f + 1)
+			return 0;
+		widen = true;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+/*
+ * Install @word in slot @w on f+1 members (M.WRITE / inner_write, App. A,
+ * with MAX by CAS, M1-M7): one ordered batch per member writes the value
+ * copy @h + @val at writer @w's buffer (when @h is not NULL; In-n-Out I5),
+ * persists it, CASes the slot from the expected value (@e->mine for this
+ * client's own slot, the value @v read for another's; I6), persists it, and
+ * with @read also reads and persists the whole array into @v (S6: the read
+ * runs in the same batch as the write). A CAS that meets a smaller word
+ * retries from it (M7); one that meets a word at least as large counts.
+ * @v->ok on entry: members already known to hold @word are skipped.
+ */
+static int
+sw_install(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	unsigned w, uint64_t word, const struct kv_st_vhdr *h, const void *val, bool read,
+	struct sw_view *v, unsigned known)
+{
+	uint64_t exp[KV_MAX_NODES];
+	uint32_t blen = h != NULL ? (uint32_t)(sizeof(*h) + h->vlen) : 0;
+	uint64_t boff = h != NULL ? kv__st_log_off(c, w, kv_st_ptr(word)) : 0;
+	unsigned held = known;
+	bool widen = false;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		exp[i] = w == c->cid ? e->mine[i] : ((v->ok >> i & 1) ? v->meta[i][w] : 0);
+	if (read) {
+		memset(v, 0, sizeof(*v));
+		v->ip_member = -1;
+	}
+	for (;;) {
+		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~held, ok;
+		uint32_t moff = (blen + 63u) & ~63u;
+		int ret;
+
+		for (unsigned i = 0; i < c->g.n; i++) {
+			struct kv_ix_member *m = &c->g.m[i];
+			struct rdma_batch *b = &m->batch;
+			int r = 0;
+
+			if (!(mask >> i & 1))
+				continue;
+			if (h != NULL) {
+				memcpy(m->buf, h, sizeof(*h));
+				memcpy(m->buf + sizeof(*h), val, h->vlen);
+				r |= rdma_batch_write(b, c->region, boff, m->buf, blen);
+				r |= rdma_batch_persist(b, c->region, boff, blen);
+			}
+			r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, w), exp[i], word, &m->old[0]);
+			r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, w), 8);
+			if (read) {
+				r |= rdma_batch_read(b, c->region, geo->off, m->buf + moff, 8u * c->C);
+				r |= rdma_batch_persist(b, c->region, geo->off, 8u * c->C);
+			}
+			if (r != 0)
+				mask &= ~(1u << i);
+		}
+		ok = sw_run(c, mask);
+		for (unsigned i = 0; i < c->g.n; i++) {
+			uint64_t old = c->g.m[i].old[0];
+
+			if (!(ok >> i & 1))
+				continue;
+			if (old == exp[i] || old >= word) {
+				held |= 1u << i;
+				exp[i] = old == exp[i] ? word : old;
+			} else {
+				exp[i] = old; /* M7: retry from the larger word */
+			}
+			if (read && !(v->ok >> i & 1))
+				sw_view_take(c, v, i, c->g.m[i].buf + moff);
+		}
+		if (w == c->cid)
+			for (unsigned i = 0; i < c->g.n; i++)
+				e->mine[i] = exp[i];
+		if (popcount(held) >= c->g.f + 1)
+			return 0;
+		widen = true;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+/* Post "CAS slot @w from @from to @to" to every member of @mask in the
+ * background, and with @ip the in-place copy (@h, @val) to the primary
+ * (I7: the in-place copy is written lazily, once VERIFIED; SWARM-KV sect. 6
+ * departure 2). The members stay busy until a later round drains them. */
+static void
+sw_verify_post(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uint64_t from,
+	uint64_t to, unsigned mask, const struct kv_st_vhdr *h, const void *val)
+{
+	unsigned p = sw_primary(c, geo);
+	unsigned usable = kv__ix_round_begin(&c->g);
+
+	mask &= usable;
+	for (unsigned i = 0; i < c->g.n; i++) {
+		struct kv_ix_member *m = &c->g.m[i];
+
+		if (!(mask >> i & 1))
+			continue;
+		if (rdma_batch_cas(&m->batch, c->region, sw_meta_off(geo, w), from, to,
+			&m->old[0]) != 0) {
+			mask &= ~(1u << i);
+			continue;
+		}
+		if (i == p && h != NULL && h->vlen <= geo->ip_cap) {
+			uint32_t len = (uint32_t)(sizeof(*h) + h->vlen);
+
+			memcpy(m->buf, h, sizeof(*h));
+			memcpy(m->buf + sizeof(*h), val, h->vlen);
+			(void)rdma_batch_write(&m->batch, c->region, geo->off + geo->ip_off, m->buf, len);
+		}
+	}
+	kv__ix_round_post(&c->g, mask);
+}
+
+/*
+ * The value of tuple @meta by writer @w into @out: from the in-place copy
+ * the view holds if it is intact and belongs to that write (I13-I14), else
+ * from the write's out-of-place buffer on a member that holds it (I15).
+ */
+static int
+sw_fetch(struct kv_client *c, const struct kv_st_geo *geo, const struct sw_view *v,
+	uint64_t meta, unsigned w, struct kv_st_val *out)
+{
+	uint64_t off = kv__st_log_off(c, w, kv_st_ptr(meta));
+	uint64_t end = c->sb.log_off + (uint64_t)c->C * c->sb.log_bytes;
+	uint32_t want = (uint32_t)sizeof(struct kv_st_vhdr) + 4096u;
+	unsigned tried = 0;
+
+	out->meta = meta;
+	out->writer = w;
+	if (v->ip_member >= 0 && geo->ip_cap > 0) {
+		const unsigned char *ip = c->g.m[v->ip_member].buf + geo->ip_off;
+		struct kv_st_vhdr h;
+
+		memcpy(&h, ip, sizeof(h));
+		if (h.vlen <= geo->ip_cap && kv__sw_vhdr_ok(&h, ip + sizeof(h), meta, w, geo->loc)) {
+			out->vlen = h.vlen;
+			memcpy(out->buf, ip + sizeof(h), h.vlen < out->cap ? h.vlen : out->cap);
+			return 0;
+		}
+	}
+	c->st.oop_reads++;
+	for (;;) {
+		unsigned hold = sw_holders(c, v, w, meta), usable = kv__ix_round_begin(&c->g), ok;
+		unsigned mask = hold & usable & ~tried;
+		int ret;
+
+		if (mask == 0)
+			mask = usable & ~tried;
+		if (mask == 0) {
+			tried = 0;
+			mask = usable;
+		}
+		if (off + want > end)
+			want = (uint32_t)(end - off);
+		/* One member is enough: the buffer is immutable once published. */
+		mask &= ~(mask - 1);
+		tried |= mask;
+		if (mask != 0) {
+			unsigned i = (unsigned)__builtin_ctz(mask);
+			struct kv_ix_member *m = &c->g.m[i];
+
+			if (rdma_batch_read(&m->batch, c->region, off, m->buf, want) != 0)
+				mask = 0;
+		}
+		ok = sw_run(c, mask);
+		if (ok != 0) {
+			struct kv_ix_member *m = &c->g.m[__builtin_ctz(ok)];
+			struct kv_st_vhdr h;
+
+			memcpy(&h, m->buf, sizeof(h));
+			if (h.meta == (meta & ~KV_ST_VERIFIED) && h.vlen <= KV_VALUE_MAX &&
+				sizeof(h) + h.vlen > want) {
+				/* A long value: read the rest. */
+				want = (uint32_t)sizeof(h) + h.vlen;
+				continue;
+			}
+			if (kv__sw_vhdr_ok(&h, m->buf + sizeof(h), meta, w, geo->loc)) {
+				out->vlen = h.vlen;
+				memcpy(out->buf, m->buf + sizeof(h), h.vlen < out->cap ? h.vlen : out->cap);
+				return 0;
+			}
+			/* Not there (a member that lacks the write): try
+			 * another. */
+		}
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+/*
+ * inner_write(v) of a read (App. A "invoke-inner-write"): if fewer than f+1
+ * answered members hold the top word @v->top, copy it -- value and word --
+ * into its writer's slot and buffer on the others (SWARM-KV's write-back
+ * into the original writer's slot, digest sect. 4), until f+1 hold it.
+ */
+static int
+sw_write_back(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct sw_view *v)
+{
+	struct kv_st_val val = { .buf = c->val, .cap = KV_VALUE_MAX };
+	struct kv_st_vhdr h;
+	unsigned w = v->top_w;
+	uint64_t top = v->top;
+	int ret;
+
+	if (top == 0 || popcount(sw_holders(c, v, w, top)) >= c->g.f + 1)
+		return 0;
+	c->st.write_backs++;
+	if (top == KV_ST_TOMB) {
+		return sw_install(c, geo, e, w, top, NULL, NULL, false, v,
+			sw_holders(c, v, w, top));
+	}
+	ret = sw_fetch(c, geo, v, top, w, &val);
+	if (ret != 0)
+		return ret;
+	kv__sw_vhdr(&h, top, w, geo->loc, val.buf, (uint32_t)val.vlen);
+	return sw_install(c, geo, e, w, top, &h, val.buf, false, v, sw_holders(c, v, w, top));
+}
+
+/*
+ * TRYLOCK(ts, mode) on writer @w's timestamp lock (T3-T12): per member,
+ * CAS the lock word up to (ts, mode) while it holds bottom or a smaller ts
+ * (T6-T8), each CAS persisted in its batch, until f+1 members left their
+ * loops (T9); fail if any member showed a larger ts (T10) or this ts in
+ * the other mode (T11).
+ */
+static int
+sw_trylock(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uint64_t ts,
+	uint64_t mode, bool *locked)
+{
+	uint64_t want = ts << 1 | mode, seen[KV_MAX_NODES] = { 0 };
+	unsigned done = 0;
+
+	c->st.lock_calls++;
+	while (popcount(done) < c->g.f + 1) {
+		unsigned mask = kv__ix_round_begin(&c->g) & ~done, ok;
+		int ret;
+
+		for (unsigned i = 0; i < c->g.n; i++)
+			if ((mask >> i & 1) &&
+				(rdma_batch_cas(&c->g.m[i].batch, c->region, sw_tsl_off(geo, w), seen[i],
+					want, &c->g.m[i].old[0]) != 0 ||
+					rdma_batch_persist(&c->g.m[i].batch, c->region, sw_tsl_off(geo, w),
+						8) != 0))
+				mask &= ~(1u << i);
+		ok = sw_run(c, mask);
+		for (unsigned i = 0; i < c->g.n; i++) {
+			uint64_t old = c->g.m[i].old[0];
+
+			if (!(ok >> i & 1))
+				continue;
+			seen[i] = old == seen[i] ? want : old;
+			/* T6: the loop ends once the word holds ts or more. */
+			if ((seen[i] >> 1) >= ts)
+				done |= 1u << i;
+		}
+		if (popcount(done) >= c->g.f + 1)
+			break;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+	*locked = true;
+	for (unsigned i = 0; i < c->g.n; i++) {
+		if ((seen[i] >> 1) > ts)
+			*locked = false;                  /* T10 */
+		if ((seen[i] >> 1) == ts && seen[i] != want)
+			*locked = false;                  /* T11 */
+	}
+	return 0;
+}
+
+int
+kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	const void *val, uint32_t vlen, enum kv_sw_result *res)
+{
+	uint32_t blen = ((uint32_t)sizeof(struct kv_st_vhdr) + vlen + KV_ST_BUF_UNIT - 1) &
+		~(KV_ST_BUF_UNIT - 1);
+	struct kv_st_vhdr h;
+	struct sw_view v;
+	uint64_t ptr, off, ts, word;
+	bool locked;
+	int ret;
+
+	/* S5: guess a timestamp; the buffer is this write's own (I3). */
+	ret = kv__st_log_alloc(c, blen, &ptr, &off);
+	if (ret != 0)
+		return ret;
+	ts = kv__st_ts_guess(c, 0);
+	word = kv_st_meta(ts, ptr, 0);
+	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
+	/* S6: M.WRITE(w) and M.READ in one batch per member. */
+	v.ok = 0;
+	ret = sw_install(c, geo, e, c->cid, word, &h, val, true, &v, 0);
+	if (ret != 0)
+		return ret;
+	*res = KV_SW_DONE;
+	if (v.top == KV_ST_TOMB) {
+		*res = KV_SW_DELETED;
+		return 0;
+	}
+	/* S7-S8: the guess was fresh; VERIFY in the background (digest
+	 * sect. 2.4: "m <= w | VERIFIED" also accepts a reader's VERIFY). */
+	if (kv_st_order(v.top, v.top_w) <= kv_st_order(word | KV_ST_VERIFIED, c->cid)) {
+		unsigned hold = sw_holders(c, &v, c->cid, word);
+
+		sw_verify_post(c, geo, c->cid, word, word | KV_ST_VERIFIED, hold, &h, val);
+		for (unsigned i = 0; i < c->g.n; i++)
+			if (hold >> i & 1)
+				e->mine[i] = word | KV_ST_VERIFIED;
+		return 0;
+	}
+	/* S9-S11: m > w; write m back to a majority first (the read half of
+	 * S6 is a full M.READ), then lock readers out of w.ts. */
+	c->st.slow_writes++;
+	kv__st_ts_resync(c, kv_st_ts(v.top));
+	ret = sw_write_back(c, geo, e, &v);
+	if (ret != 0)
+		return ret;
+	ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked);
+	if (ret != 0 || !locked)
+		return ret; /* a reader locked w.ts in READ mode: w stands */
+	/* S11: re-execute with a fresh timestamp, VERIFIED. */
+	ret = kv__st_log_alloc(c, blen, &ptr, &off);
+	if (ret != 0)
+		return ret;
+	ts = kv__st_ts_guess(c, kv_st_ts(v.top));
+	word = kv_st_meta(ts, ptr, 1);
+	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
+	v.ok = 0;
+	ret = sw_install(c, geo, e, c->cid, word, &h, val, true, &v, 0);
+	if (ret != 0)
+		return ret;
+	if (v.top == KV_ST_TOMB)
+		*res = KV_SW_DELETED;
+	else
+		sw_verify_post(c, geo, c->cid, word, word, 1u << sw_primary(c, geo), &h, val);
+	return 0;
+}
+
+int
+kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct kv_st_val *out)
+{
+	uint64_t seen[KV_MAX_CLIENTS] = { 0 }; /* R11 */
+	struct sw_view v;
+	int ret;
+
+	for (unsigned iter = 0;; iter++) {
+		uint64_t m;
+		unsigned w;
+
+		c->st.read_iters += iter > 0;
+		/* R13: m := M.READ() -- the read phase, then inner_write(m). */
+		ret = sw_read_round(c, geo, &v);
+		if (ret == 0)
+			ret = sw_write_back(c, geo, e, &v);
+		if (ret != 0)
+			return ret;
+		m = v.top;
+		w = v.top_w;
+		/* R14 */
+		if (m == 0 || m == KV_ST_TOMB) {
+			out->meta = m;
+			out->vlen = 0;
+			return 0;
+		}
+		if (m & KV_ST_VERIFIED)
+			return sw_fetch(c, geo, &v, m, w, out);
+		if (seen[w] == m) {
+			bool locked;
+
+			/* R15-R18: read twice in sequence: w's ts was fresh. */
+			ret = sw_trylock(c, geo, w, kv_st_ts(m), 0, &locked);
+			if (ret != 0)
+				return ret;
+			if (locked) {
+				ret = sw_fetch(c, geo, &v, m, w, out);
+				if (ret == 0)
+					sw_verify_post(c, geo, w, m, m | KV_ST_VERIFIED,
+						sw_holders(c, &v, w, m), NULL, NULL);
+				return ret;
+			}
+		} else if (seen[w] != 0) {
+			/* R19-R20: w began a second write, so its first one
+			 * completed: return that one. */
+			return sw_fetch(c, geo, &v, seen[w], w, out);
+		}
+		seen[w] = m; /* R21 */
+		ret = kv__st_retry(c, false);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+int
+kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	bool *was_absent)
+{
+	unsigned held = 0, answered = 0;
+	bool absent = true, widen = false;
+
+	/* The tombstone is a write of the maximal tuple (SWARM-KV sect. 5.3.2):
+	 * no timestamp to guess, nothing can outrank it. Each batch reads the
+	 * array before its CAS, so "was absent" means: every member read held
+	 * nothing or a tombstone before this one landed there. */
+	for (;;) {
+		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~held, ok;
+		int ret;
+
+		for (unsigned i = 0; i < c->g.n; i++) {
+			struct kv_ix_member *m = &c->g.m[i];
+			int r = 0;
+
+			if (!(mask >> i & 1))
+				continue;
+			r |= rdma_batch_read(&m->batch, c->region, geo->off, m->buf, 8u * c->C);
+			r |= rdma_batch_cas(&m->batch, c->region, sw_meta_off(geo, c->cid), e->mine[i],
+				KV_ST_TOMB, &m->old[0]);
+			r |= rdma_batch_persist(&m->batch, c->region, geo->off, 8u * c->C);
+			if (r != 0)
+				mask &= ~(1u << i);
+		}
+		ok = sw_run(c, mask);
+		for (unsigned i = 0; i < c->g.n; i++) {
+			uint64_t old = c->g.m[i].old[0];
+
+			if (!(ok >> i & 1))
+				continue;
+			if (!(answered >> i & 1)) {
+				const uint64_t *a = (const uint64_t *)c->g.m[i].buf;
+
+				answered |= 1u << i;
+				for (unsigned w = 0; w < c->C; w++)
+					if (a[w] != 0 && a[w] != KV_ST_TOMB)
+						absent = false;
+			}
+			if (old == e->mine[i] || old == KV_ST_TOMB) {
+				held |= 1u << i;
+				e->mine[i] = KV_ST_TOMB;
+			} else {
+				e->mine[i] = old;
+			}
+		}
+		if (popcount(held) >= c->g.f + 1) {
+			*was_absent = absent;
+			return 0;
+		}
+		widen = true;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+int
+kv__sw_create(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	const void *key, const void *val, uint32_t vlen)
+{
+	uint32_t blen = ((uint32_t)sizeof(struct kv_st_vhdr) + vlen + KV_ST_BUF_UNIT - 1) &
+		~(KV_ST_BUF_UNIT - 1);
+	uint32_t olen = geo->tsl_off - geo->ohdr_off;
+	struct kv_st_ohdr oh = { KV_ST_OBJ_MAGIC, geo->klen, geo->ip_cap, geo->loc, 0 };
+	struct kv_st_vhdr h;
+	uint64_t ptr, boff, word;
+	unsigned held = 0;
+	int ret;
+
+	ret = kv__st_log_alloc(c, blen, &ptr, &boff);
+	if (ret != 0)
+		return ret;
+	word = kv_st_meta(kv__st_ts_guess(c, 0), ptr, 1);
+	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
+	oh.sum = XXH3_64bits_withSeed(key, geo->klen,
+		XXH3_64bits(&oh, offsetof(struct kv_st_ohdr, sum)));
+	for (unsigned i = 0; i < c->g.n; i++)
+		e->mine[i] = 0;
+	/* Nobody can know the object before the index maps it, so its first
+	 * value is VERIFIED at once and goes to every member (the in-place
+	 * copy included): one batch per member, header, key and value first,
+	 * then the word. */
+	for (;;) {
+		unsigned mask = kv__ix_round_begin(&c->g) & ~held, ok;
+
+		for (unsigned i = 0; i < c->g.n; i++) {
+			struct kv_ix_member *m = &c->g.m[i];
+			struct rdma_batch *b = &m->batch;
+			unsigned char *o = m->buf, *bb = m->buf + ((olen + 63u) & ~63u);
+			int r = 0;
+
+			if (!(mask >> i & 1))
+				continue;
+			memset(o, 0, olen);
+			memcpy(o, &oh, sizeof(oh));
+			memcpy(o + sizeof(oh), key, geo->klen);
+			if (vlen <= geo->ip_cap) {
+				memcpy(o + (geo->ip_off - geo->ohdr_off), &h, sizeof(h));
+				memcpy(o + (geo->ip_off - geo->ohdr_off) + sizeof(h), val, vlen);
+			}
+			memcpy(bb, &h, sizeof(h));
+			memcpy(bb + sizeof(h), val, vlen);
+			r |= rdma_batch_write(b, c->region, geo->off + geo->ohdr_off, o, olen);
+			r |= rdma_batch_persist(b, c->region, geo->off + geo->ohdr_off, olen);
+			r |= rdma_batch_write(b, c->region, boff, bb, (uint32_t)sizeof(h) + vlen);
+			r |= rdma_batch_persist(b, c->region, boff, (uint32_t)sizeof(h) + vlen);
+			r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, c->cid), 0, word, &m->old[0]);
+			r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, c->cid), 8);
+			if (r != 0)
+				mask &= ~(1u << i);
+		}
+		ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
+		c->st.rounds++;
+		for (unsigned i = 0; i < c->g.n; i++) {
+			if ((ok >> i & 1) && c->g.m[i].old[0] == 0) {
+				held |= 1u << i;
+				e->mine[i] = word;
+			}
+		}
+		if (popcount(held) >= c->g.f + 1)
+			return 0;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+int
+kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t *len)
+{
+	uint64_t off = (loc >> 4) * KV_ST_UNIT + 8u * c->C;
+	uint32_t want = (uint32_t)sizeof(struct kv_st_ohdr) + KV_KEY_MAX;
+	unsigned answered = 0;
+
+	if (off + want > c->sb.log_off)
+		want = off < c->sb.log_off ? (uint32_t)(c->sb.log_off - off) : 0;
+	if (want < sizeof(struct kv_st_ohdr))
+		return -ENOENT;
+	/* The header and key are written once, on f+1 members, before the
+	 * index can name the object: f+1 replies include an intact one. */
+	for (;;) {
+		unsigned mask = kv__ix_round_begin(&c->g) & ~answered, ok;
+		int ret;
+
+		for (unsigned i = 0; i < c->g.n; i++)
+			if ((mask >> i & 1) &&
+				rdma_batch_read(&c->g.m[i].batch, c->region, off, c->g.m[i].buf, want) != 0)
+				mask &= ~(1u << i);
+		ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
+		c->st.index_rounds++;
+		for (unsigned i = 0; i < c->g.n; i++) {
+			const unsigned char *p = c->g.m[i].buf;
+			struct kv_st_ohdr oh;
+
+			if (!(ok >> i & 1))
+				continue;
+			answered |= 1u << i;
+			memcpy(&oh, p, sizeof(oh));
+			if (oh.magic != KV_ST_OBJ_MAGIC || oh.loc != loc || oh.klen == 0 ||
+				oh.klen > KV_KEY_MAX || sizeof(oh) + oh.klen > want ||
+				oh.sum != XXH3_64bits_withSeed(p + sizeof(oh), oh.klen,
+					XXH3_64bits(&oh, offsetof(struct kv_st_ohdr, sum))))
+				continue;
+			*len = oh.klen;
+			memcpy(buf, p + sizeof(oh), oh.klen < cap ? oh.klen : cap);
+			return 0;
+		}
+		if (popcount(answered) >= c->g.f + 1)
+			return -ENOENT;
+		ret = kv__st_retry(c, ok == 0);
+		if (ret != 0)
+			return ret;
+	}
+}

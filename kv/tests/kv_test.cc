@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kv/tests/kv_test.cc -- the store (kv/kv.h) on three in-process memory
+// nodes: semantics, exact round trips from the counters, several clients,
+// large values, bad input.
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kv/kv.h>
+
+#include "kv/tests/node_group.h"
+
+namespace {
+
+constexpr uint64_t kDataRegion = 64u << 20;
+
+class KvTest : public ::testing::Test {
+protected:
+	explicit KvTest(unsigned n = 3) : group_(n, "kv", kvtest::kIndexRegion, kDataRegion)
+	{
+		uris_ = group_.Uris();
+		for (const auto &u : uris_)
+			ptrs_.push_back(u.c_str());
+		kv_config_init(&cfg_);
+		cfg_.nodes = ptrs_.data();
+		cfg_.nnodes = n;
+		cfg_.max_clients = 8;
+		cfg_.log_bytes = 4u << 20;
+		cfg_.chunk_bytes = 1u << 20;
+		cfg_.timeout_ms = 3000;
+	}
+	void SetUp() override
+	{
+		ASSERT_EQ(kv_create(&cfg_), 0) << pm_errormsg();
+		ASSERT_EQ(kv_open(&c_, &cfg_), 0) << pm_errormsg();
+	}
+	void TearDown() override { EXPECT_EQ(kv_close(&c_), 0); }
+
+	std::string Get(kv_client *c, const std::string &k, int *ret = nullptr)
+	{
+		std::string v(KV_VALUE_MAX, '\0');
+		size_t len = 0;
+		int r = kv_get(c, k.data(), k.size(), v.data(), v.size(), &len);
+		if (ret != nullptr)
+			*ret = r;
+		if (r != 0)
+			return "<" + std::string(kv_strerror(r)) + ">";
+		v.resize(len);
+		return v;
+	}
+	static int Put(kv_client *c, const std::string &k, const std::string &v)
+	{
+		return kv_put(c, k.data(), k.size(), v.data(), v.size());
+	}
+	static int Insert(kv_client *c, const std::string &k, const std::string &v)
+	{
+		return kv_insert(c, k.data(), k.size(), v.data(), v.size());
+	}
+	static int Update(kv_client *c, const std::string &k, const std::string &v)
+	{
+		return kv_update(c, k.data(), k.size(), v.data(), v.size());
+	}
+	static int Delete(kv_client *c, const std::string &k) { return kv_delete(c, k.data(), k.size()); }
+	static kv_stats Stats(kv_client *c)
+	{
+		kv_stats s;
+		kv_stats_read(c, &s);
+		return s;
+	}
+
+	kvtest::LocalGroup group_;
+	std::vector<std::string> uris_;
+	std::vector<const char *> ptrs_;
+	kv_config cfg_;
+	kv_client *c_ = nullptr;
+};
+
+TEST_F(KvTest, InsertGetUpdateDeleteReinsert)
+{
+	int ret;
+
+	EXPECT_EQ(Get(c_, "k", &ret), "<" + std::string(kv_strerror(-ENOENT)) + ">");
+	EXPECT_EQ(ret, -ENOENT);
+	EXPECT_EQ(Update(c_, "k", "v0"), -ENOENT);
+	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
+	ASSERT_EQ(Insert(c_, "k", "v1"), 0) << pm_errormsg();
+	EXPECT_EQ(Get(c_, "k"), "v1");
+	EXPECT_EQ(Insert(c_, "k", "v2"), KV_E_EXISTS);
+	EXPECT_EQ(Get(c_, "k"), "v1");
+	ASSERT_EQ(Update(c_, "k", "v3"), 0) << pm_errormsg();
+	EXPECT_EQ(Get(c_, "k"), "v3");
+	ASSERT_EQ(Put(c_, "k", "v4"), 0);
+	EXPECT_EQ(Get(c_, "k"), "v4");
+	ASSERT_EQ(Delete(c_, "k"), 0) << pm_errormsg();
+	EXPECT_EQ(Get(c_, "k", &ret), "<" + std::string(kv_strerror(-ENOENT)) + ">");
+	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
+	EXPECT_EQ(Update(c_, "k", "v5"), -ENOENT);
+	ASSERT_EQ(Insert(c_, "k", "v6"), 0) << pm_errormsg();
+	EXPECT_EQ(Get(c_, "k"), "v6");
+	ASSERT_EQ(Put(c_, "other", ""), 0);
+	EXPECT_EQ(Get(c_, "other"), "");
+	EXPECT_EQ(Get(c_, "k"), "v6");
+}
+
+TEST_F(KvTest, ManyKeysSurviveReopen)
+{
+	for (int i = 0; i < 500; i++)
+		ASSERT_EQ(Put(c_, "key" + std::to_string(i), "value" + std::to_string(i)), 0)
+			<< i << pm_errormsg();
+	for (int i = 0; i < 500; i += 2)
+		ASSERT_EQ(Update(c_, "key" + std::to_string(i), "again" + std::to_string(i)), 0);
+	ASSERT_EQ(kv_close(&c_), 0);
+	ASSERT_EQ(kv_open(&c_, &cfg_), 0);
+	for (int i = 0; i < 500; i++)
+		EXPECT_EQ(Get(c_, "key" + std::to_string(i)),
+			(i % 2 ? "value" : "again") + std::to_string(i));
+}
+
+// With no contention and no failure, a cached get, update and delete take
+// one round trip on the values; an insert one for the object plus the
+// index's two.
+TEST_F(KvTest, RoundTripsOnTheCounters)
+{
+	ASSERT_EQ(Insert(c_, "rt", "v0"), 0);
+	kv_stats a = Stats(c_);
+	ASSERT_EQ(Update(c_, "rt", "v1"), 0);
+	kv_stats b = Stats(c_);
+	EXPECT_EQ(b.rounds - a.rounds, 1u);
+	EXPECT_EQ(b.index_rounds - a.index_rounds, 0u);
+	EXPECT_EQ(b.slow_writes, 0u);
+	EXPECT_EQ(Get(c_, "rt"), "v1");
+	kv_stats d = Stats(c_);
+	EXPECT_EQ(d.rounds - b.rounds, 1u);
+	EXPECT_EQ(d.index_rounds - b.index_rounds, 0u);
+	EXPECT_EQ(d.oop_reads - b.oop_reads, 0u);
+	ASSERT_EQ(Insert(c_, "rt2", "w"), 0);
+	kv_stats e = Stats(c_);
+	EXPECT_EQ(e.rounds - d.rounds, 1u);
+	EXPECT_EQ(e.index_rounds - d.index_rounds, 2u);
+	ASSERT_EQ(Delete(c_, "rt2"), 0);
+	kv_stats f = Stats(c_);
+	EXPECT_EQ(f.rounds - e.rounds, 1u);
+}
+
+TEST_F(KvTest, LargeValuesAndOutOfPlaceReads)
+{
+	std::string big(KV_VALUE_MAX, 'x'), mid(20000, 'm'), small(100, 's');
+	for (size_t i = 0; i < big.size(); i++)
+		big[i] = static_cast<char>(i * 7 + 3);
+	ASSERT_EQ(Insert(c_, "big", big), 0) << pm_errormsg();
+	EXPECT_EQ(Get(c_, "big"), big);
+	// Values larger than the in-place copy are read out of place: one
+	// more round trip, two for values above 4 KiB (their length is only
+	// known from the buffer's header).
+	std::string medium(3000, 'q');
+	ASSERT_EQ(Insert(c_, "grow", small), 0);
+	ASSERT_EQ(Update(c_, "grow", medium), 0);
+	kv_stats a = Stats(c_);
+	EXPECT_EQ(Get(c_, "grow"), medium);
+	kv_stats b = Stats(c_);
+	EXPECT_EQ(b.oop_reads - a.oop_reads, 1u);
+	EXPECT_EQ(b.rounds - a.rounds, 2u);
+	ASSERT_EQ(Update(c_, "grow", mid), 0);
+	EXPECT_EQ(Get(c_, "grow"), mid);
+	kv_stats d = Stats(c_);
+	EXPECT_EQ(d.rounds - b.rounds, 1u + 3u);
+	ASSERT_EQ(Update(c_, "grow", small), 0);
+	EXPECT_EQ(Get(c_, "grow"), small);
+	std::string key(KV_KEY_MAX, 'k');
+	ASSERT_EQ(Insert(c_, key, "long key"), 0);
+	EXPECT_EQ(Get(c_, key), "long key");
+}
+
+TEST_F(KvTest, BadInputIsRejected)
+{
+	std::string toolong(KV_KEY_MAX + 1, 'k'), big(KV_VALUE_MAX + 1, 'v');
+	size_t len;
+	char buf[8];
+
+	EXPECT_EQ(kv_insert(c_, "", 0, "v", 1), -EINVAL);
+	EXPECT_EQ(kv_get(c_, nullptr, 0, buf, sizeof(buf), &len), -EINVAL);
+	EXPECT_EQ(Insert(c_, toolong, "v"), -E2BIG);
+	EXPECT_EQ(Insert(c_, "k", big), -E2BIG);
+	EXPECT_EQ(Put(c_, "k", big), -E2BIG);
+	EXPECT_EQ(kv_get(c_, "k", 1, buf, sizeof(buf), nullptr), -EINVAL);
+	// A value longer than the buffer is cut, and its length reported.
+	ASSERT_EQ(Insert(c_, "k", "0123456789"), 0);
+	ASSERT_EQ(kv_get(c_, "k", 1, buf, sizeof(buf), &len), 0);
+	EXPECT_EQ(len, 10u);
+	EXPECT_EQ(std::string(buf, 8), "01234567");
+
+	kv_config bad = cfg_;
+	const char *dup[3] = { ptrs_[0], ptrs_[1], ptrs_[0] };
+	bad.nodes = dup;
+	EXPECT_EQ(kv_create(&bad), KV_E_CONFIG);
+	EXPECT_NE(std::string(pm_errormsg()).find("listed twice"), std::string::npos);
+	bad = cfg_;
+	bad.nnodes = 2;
+	EXPECT_EQ(kv_create(&bad), KV_E_CONFIG);
+	bad = cfg_;
+	bad.max_clients = 0;
+	EXPECT_EQ(kv_create(&bad), KV_E_CONFIG);
+	bad = cfg_;
+	bad.log_bytes = 12345;
+	EXPECT_EQ(kv_create(&bad), KV_E_CONFIG);
+	EXPECT_EQ(kv_create(&cfg_), -EEXIST);
+	bad = cfg_;
+	bad.conn.token = "wrong";
+	kv_client *x = nullptr;
+	EXPECT_NE(kv_open(&x, &bad), 0);
+	EXPECT_EQ(x, nullptr);
+}
+
+// Every client id is taken through the nodes; a closed client gives its id
+// back.
+TEST_F(KvTest, ClientIdsAreClaimedAndReturned)
+{
+	std::vector<kv_client *> cs;
+	for (unsigned i = 1; i < cfg_.max_clients; i++) {
+		kv_client *x = nullptr;
+		ASSERT_EQ(kv_open(&x, &cfg_), 0) << i << pm_errormsg();
+		cs.push_back(x);
+	}
+	kv_client *extra = nullptr;
+	EXPECT_EQ(kv_open(&extra, &cfg_), KV_E_UNAVAILABLE);
+	EXPECT_NE(std::string(pm_errormsg()).find("taken"), std::string::npos);
+	ASSERT_EQ(kv_close(&cs.back()), 0);
+	cs.pop_back();
+	ASSERT_EQ(kv_open(&extra, &cfg_), 0);
+	cs.push_back(extra);
+	for (auto &x : cs)
+		EXPECT_EQ(kv_close(&x), 0);
+}
+
+// Clients racing to insert one key: exactly one wins, the others see it.
+TEST_F(KvTest, ConcurrentInsertsOfOneKeyHaveOneWinner)
+{
+	constexpr int kThreads = 4, kRounds = 20;
+	for (int r = 0; r < kRounds; r++) {
+		std::string key = "race" + std::to_string(r);
+		std::atomic<int> wins{0}, exists{0}, other{0};
+		std::vector<std::string> val(kThreads);
+		std::vector<std::thread> ts;
+		std::vector<kv_client *> cs(kThreads);
+		for (int t = 0; t < kThreads; t++)
+			ASSERT_EQ(kv_open(&cs[t], &cfg_), 0);
+		for (int t = 0; t < kThreads; t++)
+			ts.emplace_back([&, t] {
+				int ret = Insert(cs[t], key, "from" + std::to_string(t));
+				if (ret == 0)
+					wins++;
+				else if (ret == KV_E_EXISTS)
+					exists++;
+				else
+					other = ret;
+			});
+		for (auto &t : ts)
+			t.join();
+		EXPECT_EQ(wins.load(), 1);
+		EXPECT_EQ(exists.load(), kThreads - 1) << kv_strerror(other.load());
+		std::string v = Get(c_, key);
+		for (int t = 0; t < kThreads; t++)
+			EXPECT_EQ(Get(cs[t], key), v);
+		for (auto &x : cs)
+			kv_close(&x);
+	}
+}
+
+// A location cached by one client stays usable after another deletes the
+// key and inserts it again elsewhere: the tombstone sends it to the index.
+TEST_F(KvTest, StaleCachedLocationAfterDeleteAndReinsert)
+{
+	kv_client *d = nullptr;
+	ASSERT_EQ(kv_open(&d, &cfg_), 0);
+	ASSERT_EQ(Insert(c_, "k", "old"), 0);
+	EXPECT_EQ(Get(c_, "k"), "old");     // cached now
+	ASSERT_EQ(Delete(d, "k"), 0);
+	ASSERT_EQ(Insert(d, "k", "new"), 0);
+	EXPECT_EQ(Get(c_, "k"), "new");
+	ASSERT_EQ(Update(c_, "k", "newer"), 0);
+	EXPECT_EQ(Get(d, "k"), "newer");
+	ASSERT_EQ(Delete(d, "k"), 0);
+	EXPECT_EQ(Update(c_, "k", "x"), -ENOENT);
+	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
+	kv_close(&d);
+}
+
+// A writer whose clock runs behind guesses stale timestamps: its writes
+// take the slow path (timestamp lock, fresh timestamp) and still win over
+// the values written before them.
+TEST_F(KvTest, SkewedClockTakesTheSlowPathAndStaysOrdered)
+{
+	kv_config lag = cfg_;
+	lag.clock_skew_us = -2000000;  // two seconds behind
+	kv_client *slow = nullptr;
+	ASSERT_EQ(kv_open(&slow, &lag), 0);
+	ASSERT_EQ(Insert(c_, "k", "fast"), 0);
+	ASSERT_EQ(Update(slow, "k", "slow1"), 0);
+	EXPECT_EQ(Get(c_, "k"), "slow1");
+	EXPECT_EQ(Get(slow, "k"), "slow1");
+	kv_stats s = Stats(slow);
+	EXPECT_EQ(s.slow_writes, 1u);
+	EXPECT_GE(s.lock_calls, 1u);
+	// Re-synchronised: the next write guesses right.
+	ASSERT_EQ(Update(slow, "k", "slow2"), 0);
+	EXPECT_EQ(Stats(slow).slow_writes, 1u);
+	EXPECT_EQ(Get(c_, "k"), "slow2");
+	kv_close(&slow);
+}
+
+}  // namespace
