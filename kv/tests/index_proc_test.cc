@@ -7,7 +7,8 @@
 //     connection failing; node 0 cut off from two clients of four; one of
 //     four SIGKILLed inside a random op; a writer SIGKILLed inside an insert
 //     (half the time inside its split) six times, a fresh client finishing
-//     after each;
+//     after each; fresh clients' lookups while a writer cut off from node 0
+//     has a classic freeze under way;
 //   - ofi+tcp to three dmkv-node daemons: one SIGKILLed and restarted from
 //     its pool, one SIGSTOPped and continued (//kv:index_proc_ofi_test);
 //     two SIGKILLed (f + 1: KV_E_UNAVAILABLE, never an answer, then success
@@ -29,12 +30,14 @@
 // than at wall-clock guesses, which on two busy cores mean little.
 //
 // UncommittedFastValueCanStillBeRemovedAndSplit makes one index bug found
-// here deterministic (fixed in kv__ix_resolve). Seen now and then besides, on two busy cores: ops that hang for the whole
-// op timeout with every node up, over ofi+tcp after a node was stopped,
-// killed or restarted (some keys then stay unavailable for every client);
-// and once, in LocalClientsWithOneMemberFailing, a lookup that answered
-// ABSENT for a key whose insert had returned 2 ms before (not
-// linearizable).
+// here deterministic (fixed in kv__ix_resolve);
+// LookupsDuringClassicFreezeFindEveryKey reproduces a second every run
+// (fixed by e8a009f): a classic round hiding a key's mapping from readers,
+// which made LocalClientsWithOneMemberFailing answer ABSENT, once, for a key
+// whose insert had returned 2 ms before (not linearizable). Seen now and
+// then besides, on two busy cores: ops that hang for the whole op timeout
+// with every node up, over ofi+tcp after a node was stopped, killed or
+// restarted (some keys then stay unavailable for every client).
 //
 // KV_IXPROC_SEED=<n> replays a run's random choices (kill points, keys,
 // ops); each test prints the seed it used. The interleavings are the
@@ -717,6 +720,35 @@ struct BucketWords {
 		return found;
 	}
 
+	// Whether nodes @regions show a classic round under way at stage 2 or
+	// above (a freeze, or a removal) of some slot: P words on nodes 1 and 2
+	// both. Walks the tree as node 1 shows it.
+	bool Classic(const std::vector<const uint8_t *> &regions) const
+	{
+		unsigned gen = kv_ixw_gen(Load(regions[1], base + stride + 8));
+		std::vector<uint64_t> todo = {1};
+		while (!todo.empty()) {
+			uint64_t b = todo.back();
+			todo.pop_back();
+			uint64_t h1 = Load(regions[1], base + b * stride + 8);
+			if (!kv_ixw_valid(h1, gen))
+				continue;
+			if (kv_ixw_stage(h1) >= 1) {
+				todo.push_back(2 * b);
+				todo.push_back(2 * b + 1);
+			}
+			for (unsigned w = 2; w < 16; w++) {
+				uint64_t x1 = Load(regions[1], base + b * stride + w * 8);
+				uint64_t x2 = Load(regions[2], base + b * stride + w * 8);
+				if (kv_ixw_valid(x1, gen) && kv_ixw_valid(x2, gen) &&
+					kv_ixw_tag(x1) == KV_IXW_P && kv_ixw_tag(x2) == KV_IXW_P &&
+					kv_ixw_stage(x1) >= 2 && kv_ixw_stage(x2) >= 2)
+					return true;
+			}
+		}
+		return false;
+	}
+
 	// Whether client @cid has a round of its own unfinished at the top of
 	// a slot of nodes @regions: a word of the slot's highest stage that is
 	// its fast-round word (F, not frozen, of one of its locations) or its
@@ -837,6 +869,71 @@ TEST_F(IndexProcTest, LocalNodeCutOffFromSomeClients)
 	ReapAll(pids);
 	ReapAll(more);
 	FinalLookups(group.Uris(), 5, w.keys, w);
+	ExpectLinearizable(History());
+}
+
+// A classic round at stage 2 (the freeze of a split, a removal) replaces
+// the committed stage-1 words (LIVE: the key's fingerprint and location) of
+// the members it promises on with P words. Before e8a009f ("a promise record
+// without an acceptance carries the value of the stage below, and readers
+// take it") those P words did not carry that value and the promise records
+// held only the stage-2 acceptance (none). If the other members lag below
+// stage 1 (the key was inserted without them: cut off, or down and
+// restarted from an older pool), nothing a reader saw showed the key's
+// mapping until the round's accept. A lookup of the key then either retried
+// until its deadline (KV_E_UNAVAILABLE with every node up) or, where the
+// records showed no acceptance, skipped the slot: ABSENT for a mapped key
+// (not linearizable; seen in LocalClientsWithOneMemberFailing and
+// LocalNodeCutOffFromSomeClients now and then). This reproduces it: a writer
+// cut off from node 0 (so node 0 never gets its keys and its rounds are
+// classic) inserts keys into a growing index; whenever it is stopped with a
+// classic round at stage 2 under way on nodes 1 and 2, a fresh client that
+// reaches every node looks up every key inserted so far, with a 1 s limit.
+// A freeze keeps the keys mapped: each must be found. Failed every run
+// before e8a009f (lookups timing out, often one answering ABSENT).
+TEST_F(IndexProcTest, LookupsDuringClassicFreezeFindEveryKey)
+{
+	LocalGroup group(3, "freeze");
+	ASSERT_EQ(CreateIndex(group.Uris()), kExitOk);
+	BucketWords words;
+	ASSERT_TRUE(words.Learn(group.Uris()));
+	Workload w;
+	w.mix = Mix::kInsert;
+	w.cid = 1;
+	w.ops = 300;
+	w.timeout_ms = 10000;
+	w.conn_timeout_ms = 300;
+	w.fail_member = 0;
+	w.pause_at = 1;
+	pid_t writer = StartClient(group.Uris(), w, "writer");
+	Board::Client &c = board_->client[1];
+	ASSERT_TRUE(WaitFor([&] { return c.paused.load() != 0; }, 60000));
+	c.resume.store(1);
+	// The readers reach every node and never pause.
+	Workload rw = w;
+	rw.timeout_ms = 1000;
+	rw.fail_member = -1;
+	rw.pause_at = 0;
+	unsigned readers = 0, looks = 0, last = ~0u;
+	for (;;) {
+		int st = 0;
+		pid_t r = waitpid(writer, &st, WUNTRACED);
+		if (r != writer || !WIFSTOPPED(st)) {
+			running_.erase(std::find(running_.begin(), running_.end(), writer));
+			EXPECT_EQ(r == writer ? ExitCode(st) : -1, kExitOk);
+			break;
+		}
+		looks++;
+		// One reader per writer op: the writer's op has 10 s.
+		if (readers < 8 && c.in_op.load() != 0 && Done(1) != last &&
+			words.Classic(Regions(group))) {
+			last = Done(1);
+			FinalLookups(group.Uris(), 2 + readers++, Done(1), rw);
+		}
+		kill(writer, SIGCONT);
+	}
+	printf("%u looks, %u readers during classic rounds\n", looks, readers);
+	EXPECT_GT(readers, 0u);
 	ExpectLinearizable(History());
 }
 
