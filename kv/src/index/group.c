@@ -104,7 +104,7 @@ member_check(struct kv_ix_group *g, unsigned i, bool require_super)
 		s.max_clients == g->super.max_clients &&
 		s.recs_per_client == g->super.recs_per_client;
 	pthread_mutex_unlock(&g->lock);
-	return ok;
+	return ok && (g->admit == NULL || g->admit(g->admit_ctx, g, i));
 }
 
 /* One attempt to bring member @i back (reconnect thread). */
@@ -177,8 +177,10 @@ usable_members(const struct kv_ix_group *g)
 int
 kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
-	bool require_super, unsigned blank, size_t scratch)
+	const struct kv_ix_group_opts *opts)
 {
+	bool require_super = opts->require_super;
+	size_t scratch = opts->scratch;
 	struct kv_ix_thread_arg *arg;
 	uint64_t deadline, quorum_at = 0;
 	int ret;
@@ -193,7 +195,9 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	g->f = n / 2;
 	g->scratch = scratch;
 	g->region = region;
-	g->blank = blank;
+	g->blank = opts->blank;
+	g->admit = opts->admit;
+	g->admit_ctx = opts->admit_ctx;
 	g->timeout_ms = timeout_ms;
 	g->grace_min_ns = 200u * 1000u;
 	if (cfg != NULL)

@@ -50,6 +50,17 @@ enum kv_ix_member_state {
 	KV_IX_M_CLOSED, /* group closing */
 };
 
+struct kv_ix_group;
+
+/*
+ * kv_ix_admit_fn -- a further test of a member whose index superblock names
+ * the group, run by the reconnect thread with the member's connection
+ * before it is used (the store checks its own superblock there: a node
+ * whose index was rebuilt but whose values were not must not count).
+ * Return: true to admit the member.
+ */
+typedef bool (*kv_ix_admit_fn)(void *ctx, struct kv_ix_group *g, unsigned i);
+
 struct kv_ix_member {
 	int state;                  /* enum kv_ix_member_state, atomic */
 	struct rdma_conn *conn;
@@ -79,6 +90,8 @@ struct kv_ix_group {
 	struct rdma_conn_config conn_cfg;
 	char token[RDMA_TOKEN_MAX + 1];
 	unsigned blank;             /* members used without a superblock (rebuild) */
+	kv_ix_admit_fn admit;       /* kv_ix_group_opts */
+	void *admit_ctx;
 	uint8_t uuid[16];           /* the group's id, from the superblocks */
 	bool uuid_known;
 	pthread_t thread;           /* reconnects DOWN members */
@@ -88,17 +101,25 @@ struct kv_ix_group {
 	struct kv_ix_member m[KV_IX_MAX_N];
 };
 
+/* How kv__ix_group_open() opens a group. */
+struct kv_ix_group_opts {
+	bool require_super;    /* false for kv_index_create, which formats the
+	                        * nodes: every connected node is usable and no
+	                        * superblock is read */
+	unsigned blank;        /* members usable without a superblock (the node
+	                        * a rebuild restores); they do not name the group */
+	size_t scratch;        /* bytes of each member's buf, >= KV_IX_SCRATCH */
+	kv_ix_admit_fn admit;  /* NULL: the index superblock is enough */
+	void *admit_ctx;
+};
+
 /**
  * kv__ix_group_open -- connect to @n node URIs (n odd, 1..KV_IX_MAX_N) and
  * learn the group from their superblocks in @region; wait (at most
  * @timeout_ms) until f+1 members are usable, and then at most the
  * connection timeout more for the others.
  * @g: caller-owned storage, initialised here; kv__ix_group_close() releases.
- * @require_super: false for kv_index_create, which formats the nodes: then
- *                 every connected node is usable and no superblock is read.
- * @blank:         members usable without a superblock (the node a rebuild
- *                 restores); they do not name the group.
- * @scratch:       bytes of each member's buf (at least KV_IX_SCRATCH).
+ * @opts: as above; copied.
  * Return: 0; -EINVAL for a bad argument; KV_E_UNAVAILABLE if fewer than
  * f+1 members could be reached in time; KV_E_GROUP if the reachable nodes
  * name different groups; errors of pthread_create.
@@ -106,7 +127,7 @@ struct kv_ix_group {
  */
 int kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	uint32_t region, const struct rdma_conn_config *cfg, unsigned timeout_ms,
-	bool require_super, unsigned blank, size_t scratch);
+	const struct kv_ix_group_opts *opts);
 
 /**
  * kv__ix_group_close -- stop the reconnect thread and close every

@@ -132,6 +132,7 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 	unsigned blank)
 {
 	struct kv_index *ix = calloc(1, sizeof(*ix));
+	struct kv_ix_group_opts opts = { require_super, blank, KV_IX_SCRATCH, NULL, NULL };
 	int ret;
 
 	if (ix == NULL)
@@ -152,7 +153,7 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 		}
 	}
 	ret = kv__ix_group_open(&ix->g, cfg->nodes, cfg->nnodes, cfg->region, &cfg->conn,
-		cfg->timeout_ms, require_super, blank, KV_IX_SCRATCH);
+		cfg->timeout_ms, &opts);
 	if (ret != 0) {
 		free(ix->hints);
 		free(ix);

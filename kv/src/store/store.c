@@ -215,13 +215,37 @@ index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, void *ctx,
 		icfg->max_clients = cfg->max_clients;
 }
 
-static int
-group_open(struct kv_client *c, const struct kv_config *cfg)
+/* The group's admission test (kv_ix_admit_fn): the node's store region
+ * holds this cluster's superblock. A node whose pool was lost and whose
+ * index was rebuilt has none, so its value words -- which went back to
+ * zero -- never count towards a majority (kv/DESIGN.md, "Store:
+ * durability"). */
+static bool
+store_admit(void *ctx, struct kv_ix_group *g, unsigned i)
 {
+	struct kv_client *c = ctx;
+	struct kv_ix_member *m = &g->m[i];
+	struct kv_st_super s;
+	struct rdma_batch b;
+
+	rdma_batch_init(&b);
+	if (rdma_batch_read(&b, c->region, 0, &s, sizeof(s)) != 0 ||
+		rdma_execute(m->conn, &b) != 0)
+		return false;
+	return super_check(&s, region_len(m, c->region), g) == 0 && s.member == i;
+}
+
+/* Open the value connections; @create: the store regions are not
+ * formatted yet (kv_create), so admit on the index superblock alone. */
+static int
+group_open(struct kv_client *c, const struct kv_config *cfg, bool create)
+{
+	struct kv_ix_group_opts opts = { true, 0, KV_ST_SCRATCH, create ? NULL : store_admit, c };
+
 	c->region = cfg->store_region;
 	c->timeout_ms = cfg->timeout_ms;
 	return kv__ix_group_open(&c->g, cfg->nodes, cfg->nnodes, cfg->index_region, &cfg->conn,
-		cfg->timeout_ms, true, 0, KV_ST_SCRATCH);
+		cfg->timeout_ms, &opts);
 }
 
 int
@@ -246,7 +270,7 @@ kv_create(const struct kv_config *cfg)
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
-	ret = group_open(c, cfg);
+	ret = group_open(c, cfg, true);
 	if (ret != 0) {
 		free(c);
 		return ret;
@@ -401,7 +425,7 @@ kv_open(struct kv_client **out, const struct kv_config *cfg)
 		free(c);
 		return -ENOMEM;
 	}
-	ret = group_open(c, cfg);
+	ret = group_open(c, cfg, false);
 	if (ret != 0) {
 		free(c->val);
 		free(c->cache);
