@@ -21,7 +21,8 @@ constexpr uint64_t kDataRegion = 64u << 20;
 
 class KvTest : public ::testing::Test {
 protected:
-	explicit KvTest(unsigned n = 3) : group_(n, "kv", kvtest::kIndexRegion, kDataRegion)
+	explicit KvTest(unsigned n = 3, kv_replication repl = KV_REPL_SWARM)
+		: group_(n, "kv" + std::to_string(repl), kvtest::kIndexRegion, kDataRegion)
 	{
 		uris_ = group_.Uris();
 		for (const auto &u : uris_)
@@ -33,6 +34,7 @@ protected:
 		cfg_.log_bytes = 4u << 20;
 		cfg_.chunk_bytes = 1u << 20;
 		cfg_.timeout_ms = 3000;
+		cfg_.repl = repl;
 	}
 	void SetUp() override
 	{
@@ -41,6 +43,7 @@ protected:
 	}
 	void TearDown() override { EXPECT_EQ(kv_close(&c_), 0); }
 
+public:
 	std::string Get(kv_client *c, const std::string &k, int *ret = nullptr)
 	{
 		std::string v(KV_VALUE_MAX, '\0');
@@ -73,6 +76,7 @@ protected:
 		return s;
 	}
 
+protected:
 	kvtest::LocalGroup group_;
 	std::vector<std::string> uris_;
 	std::vector<const char *> ptrs_;
@@ -311,6 +315,54 @@ TEST_F(KvTest, SkewedClockTakesTheSlowPathAndStaysOrdered)
 	EXPECT_EQ(Stats(slow).slow_writes, 1u);
 	EXPECT_EQ(Get(c_, "k"), "slow2");
 	kv_close(&slow);
+}
+
+// The baselines share the layout and the API; their round trips are the
+// paper's: DM-ABD 2 per get and update, RAW 1.
+class KvAbdTest : public KvTest {
+protected:
+	KvAbdTest() : KvTest(3, KV_REPL_ABD) {}
+};
+
+class KvRawTest : public KvTest {
+protected:
+	KvRawTest() : KvTest(3, KV_REPL_RAW) {}
+};
+
+void BaselineRun(KvTest *t, kv_client *c, uint64_t rounds_per_op)
+{
+	ASSERT_EQ(KvTest::Insert(c, "k", "v0"), 0) << pm_errormsg();
+	kv_stats a = KvTest::Stats(c);
+	ASSERT_EQ(KvTest::Update(c, "k", "v1"), 0) << pm_errormsg();
+	kv_stats b = KvTest::Stats(c);
+	EXPECT_EQ(t->Get(c, "k"), "v1");
+	kv_stats d = KvTest::Stats(c);
+	EXPECT_EQ(b.rounds - a.rounds, rounds_per_op);
+	EXPECT_EQ(d.rounds - b.rounds, rounds_per_op);
+	EXPECT_EQ(KvTest::Insert(c, "k", "v2"), KV_E_EXISTS);
+	ASSERT_EQ(KvTest::Delete(c, "k"), 0);
+	int ret;
+	t->Get(c, "k", &ret);
+	EXPECT_EQ(ret, -ENOENT);
+	EXPECT_EQ(KvTest::Delete(c, "k"), -ENOENT);
+	ASSERT_EQ(KvTest::Insert(c, "k", "v3"), 0);
+	EXPECT_EQ(t->Get(c, "k"), "v3");
+	for (int i = 0; i < 50; i++)
+		ASSERT_EQ(KvTest::Put(c, "p" + std::to_string(i % 7), std::to_string(i)), 0);
+	for (int i = 43; i < 50; i++)
+		EXPECT_EQ(t->Get(c, "p" + std::to_string(i % 7)), std::to_string(i));
+}
+
+TEST_F(KvAbdTest, SemanticsAndTwoRoundTrips)
+{
+	BaselineRun(this, c_, 2);
+}
+
+TEST_F(KvRawTest, SemanticsAndOneRoundTrip)
+{
+	BaselineRun(this, c_, 1);
+	std::string big(KV_VALUE_MAX, 'b');
+	EXPECT_EQ(Insert(c_, "big", big), -E2BIG);
 }
 
 }  // namespace

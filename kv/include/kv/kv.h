@@ -52,6 +52,19 @@ extern "C" {
 /* Most client ids (writers) a store can be created for. */
 #define KV_MAX_CLIENTS 127
 
+/* How values are replicated (kv_config.repl, chosen at kv_create): SWARM,
+ * or a baseline for benchmarks, in the same code and layout. */
+enum kv_replication {
+	KV_REPL_SWARM = 0, /* Safe-Guess over In-n-Out replicas on 2f+1 nodes */
+	KV_REPL_ABD = 1,   /* DM-ABD (the paper's baseline): read the metadata
+	                    * of a majority, then write the value out of place
+	                    * or read it through the pointer: 2 round trips */
+	KV_REPL_RAW = 2,   /* one in-place copy on node 0, no concurrency
+	                    * control (an update may resurrect a key deleted
+	                    * concurrently; values must fit the in-place copy
+	                    * chosen at insert): the latency floor */
+};
+
 struct kv_config {
 	const char *const *nodes; /* URIs of the memory nodes, in cluster order */
 	unsigned nnodes;          /* 2f+1: 1, 3, 5 or 7 */
@@ -68,6 +81,7 @@ struct kv_config {
 	uint64_t chunk_bytes;     /* object chunk; default 1 MiB */
 	unsigned tick_ns;         /* timestamp tick; default 10000: 2^42 ticks
 	                           * (1.4 years) of timestamps per store */
+	enum kv_replication repl; /* default KV_REPL_SWARM */
 };
 
 /**

@@ -85,6 +85,8 @@ cfg_check(const struct kv_config *cfg, bool create)
 		return cfg_error("kv: %s", "chunk_bytes must be a multiple of 4 KiB, 4 KiB..4 GiB");
 	if (cfg->tick_ns == 0)
 		return cfg_error("kv: %s", "tick_ns is 0");
+	if (cfg->repl != KV_REPL_SWARM && cfg->repl != KV_REPL_ABD && cfg->repl != KV_REPL_RAW)
+		return cfg_error("kv: %s", "repl is not a kv_replication");
 	return 0;
 }
 
@@ -150,6 +152,7 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	s->chunk_off = s->lmark_off + 8 * C;
 	s->chunk_bytes = cfg->chunk_bytes;
 	s->log_bytes = cfg->log_bytes;
+	s->repl = cfg->repl;
 	fixed = s->chunk_off + 2 * 4096 + C * cfg->log_bytes;
 	if (len <= fixed)
 		return -ENOSPC;
@@ -181,7 +184,7 @@ super_check(const struct kv_st_super *s, uint64_t len, const struct kv_ix_group 
 	if (s->n != g->n || memcmp(s->uuid, g->uuid, 16) != 0)
 		return pm_error_set(KV_E_GROUP, "kv: the store region belongs to another cluster");
 	if (s->area.area_size > len || s->max_clients == 0 || s->max_clients > KV_MAX_CLIENTS ||
-		s->tick_ns == 0 || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
+		s->tick_ns == 0 || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
 		s->chunk_bytes < 4096 || s->nchunks == 0 ||
 		s->obj_off < s->chunk_off + 8 * s->nchunks ||
 		s->log_off != s->obj_off + s->nchunks * s->chunk_bytes ||

@@ -469,6 +469,136 @@ sw_trylock(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uint64_
 	return 0;
 }
 
+/*
+ * DM-ABD, the baseline of SWARM's evaluation (sect. 7): ABD with
+ * out-of-place values over the same majority and the same words, written
+ * VERIFIED only (no guess, no lock). A write reads the metadata of a
+ * majority for a timestamp above every completed write (1 round trip),
+ * then installs its buffer and word (1); a read reads the metadata (1),
+ * writes the largest word back if fewer than f+1 hold it, and reads the
+ * value through the pointer (1): there is no in-place copy.
+ */
+static int
+abd_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	const void *val, uint32_t vlen, enum kv_sw_result *res)
+{
+	uint32_t blen = ((uint32_t)sizeof(struct kv_st_vhdr) + vlen + KV_ST_BUF_UNIT - 1) &
+		~(KV_ST_BUF_UNIT - 1);
+	struct kv_st_vhdr h;
+	struct sw_view v;
+	uint64_t ptr, off, word;
+	int ret;
+
+	ret = sw_read_round(c, geo, &v);
+	if (ret != 0)
+		return ret;
+	*res = v.top == KV_ST_TOMB ? KV_SW_DELETED : KV_SW_DONE;
+	if (*res == KV_SW_DELETED)
+		return 0;
+	ret = kv__st_log_alloc(c, blen, &ptr, &off);
+	if (ret != 0)
+		return ret;
+	word = kv_st_meta(kv__st_ts_guess(c, kv_st_ts(v.top)), ptr, 1);
+	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
+	return sw_install(c, geo, e, c->cid, word, &h, val, false, &v, 0);
+}
+
+static int
+abd_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct kv_st_val *out)
+{
+	struct sw_view v;
+	int ret = sw_read_round(c, geo, &v);
+
+	if (ret == 0)
+		ret = sw_write_back(c, geo, e, &v);
+	if (ret != 0)
+		return ret;
+	out->meta = v.top;
+	out->vlen = 0;
+	if (v.top == 0 || v.top == KV_ST_TOMB)
+		return 0;
+	v.ip_member = -1;
+	return sw_fetch(c, geo, &v, v.top, v.top_w, out);
+}
+
+/*
+ * RAW, the latency floor of SWARM's evaluation: one copy, the in-place one
+ * on node 0, written and read with one batch and no concurrency control;
+ * the copy's own header and hash detect a torn read, which is retried.
+ */
+static int
+raw_round(struct kv_client *c, const struct kv_st_geo *geo, const struct kv_st_vhdr *h,
+	const void *val)
+{
+	for (;;) {
+		unsigned mask = kv__ix_round_begin(&c->g) & 1u, ok;
+		struct kv_ix_member *m = &c->g.m[0];
+		uint64_t off = geo->off + geo->ip_off;
+		uint32_t len = (uint32_t)sizeof(*h) + (h != NULL ? h->vlen : geo->ip_cap);
+		int ret;
+
+		if (mask != 0) {
+			int r = 0;
+
+			if (h != NULL) {
+				memcpy(m->buf, h, sizeof(*h));
+				memcpy(m->buf + sizeof(*h), val, h->vlen);
+				r |= rdma_batch_write(&m->batch, c->region, off, m->buf, len);
+				r |= rdma_batch_persist(&m->batch, c->region, off, len);
+			} else {
+				r |= rdma_batch_read(&m->batch, c->region, off, m->buf, len);
+			}
+			if (r != 0)
+				mask = 0;
+		}
+		ok = sw_run(c, mask);
+		if (ok != 0)
+			return 0;
+		ret = kv__st_retry(c, true);
+		if (ret != 0)
+			return ret;
+	}
+}
+
+static int
+raw_write(struct kv_client *c, const struct kv_st_geo *geo, uint64_t word, const void *val,
+	uint32_t vlen)
+{
+	struct kv_st_vhdr h;
+
+	if (vlen > geo->ip_cap)
+		return pm_error_set(-E2BIG, "kv: RAW keeps values in place: %u bytes, room for %u",
+			vlen, geo->ip_cap);
+	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
+	return raw_round(c, geo, &h, val);
+}
+
+static int
+raw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_val *out)
+{
+	for (;;) {
+		const unsigned char *p = c->g.m[0].buf;
+		struct kv_st_vhdr h;
+		int ret = raw_round(c, geo, NULL, NULL);
+
+		if (ret != 0)
+			return ret;
+		memcpy(&h, p, sizeof(h));
+		if (h.vlen <= geo->ip_cap &&
+			kv__sw_vhdr_ok(&h, p + sizeof(h), h.meta, h.writer, geo->loc)) {
+			out->meta = h.meta == (KV_ST_TOMB & ~KV_ST_VERIFIED) ? KV_ST_TOMB : h.meta | 1;
+			out->writer = h.writer;
+			out->vlen = h.vlen;
+			memcpy(out->buf, p + sizeof(h), h.vlen < out->cap ? h.vlen : out->cap);
+			return 0;
+		}
+		ret = kv__st_retry(c, false); /* torn by a concurrent write */
+		if (ret != 0)
+			return ret;
+	}
+}
+
 int
 kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	const void *val, uint32_t vlen, enum kv_sw_result *res)
@@ -481,6 +611,11 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	bool locked;
 	int ret;
 
+	if (c->sb.repl == KV_REPL_ABD)
+		return abd_write(c, geo, e, val, vlen, res);
+	*res = KV_SW_DONE;
+	if (c->sb.repl == KV_REPL_RAW)
+		return raw_write(c, geo, kv_st_meta(kv__st_ts_guess(c, 0), 0, 1), val, vlen);
 	/* S5: guess a timestamp; the buffer is this write's own (I3). */
 	ret = kv__st_log_alloc(c, blen, &ptr, &off);
 	if (ret != 0)
@@ -545,6 +680,11 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 	struct sw_view v;
 	int ret;
 
+	if (c->sb.repl == KV_REPL_ABD)
+		return abd_read(c, geo, e, out);
+	if (c->sb.repl == KV_REPL_RAW)
+		return raw_read(c, geo, out);
+
 	for (unsigned iter = 0;; iter++) {
 		uint64_t m;
 		unsigned w;
@@ -598,6 +738,14 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 {
 	unsigned held = 0, answered = 0;
 	bool absent = true, widen = false;
+
+	if (c->sb.repl == KV_REPL_RAW) {
+		struct kv_st_val v = { .buf = c->val, .cap = KV_VALUE_MAX };
+		int ret = raw_read(c, geo, &v);
+
+		*was_absent = v.meta == KV_ST_TOMB;
+		return ret != 0 ? ret : raw_write(c, geo, KV_ST_TOMB, "", 0);
+	}
 
 	/* The tombstone is a write of the maximal tuple (SWARM-KV sect. 5.3.2):
 	 * no timestamp to guess, nothing can outrank it. Each batch reads the
@@ -665,6 +813,9 @@ kv__sw_create(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 	unsigned held = 0;
 	int ret;
 
+	if (c->sb.repl == KV_REPL_RAW && vlen > geo->ip_cap)
+		return pm_error_set(-E2BIG, "kv: RAW keeps values in place: at most %u bytes",
+			KV_ST_IP_MAX);
 	ret = kv__st_log_alloc(c, blen, &ptr, &boff);
 	if (ret != 0)
 		return ret;
