@@ -90,6 +90,68 @@ struct kv_config {
  */
 void kv_config_init(struct kv_config *cfg);
 
+/*
+ * Cluster config files (kv_config_load()): INI text, LF or CRLF line ends,
+ * for example
+ *
+ *   # a comment; ';' starts one too, and either starts a comment after
+ *   # a blank on any line
+ *   [cluster]
+ *   nodes = local:/dev/shm/n0.pool, local:/dev/shm/n1.pool, local:/dev/shm/n2.pool
+ *   f = 1                    ; optional; must equal (number of nodes - 1) / 2
+ *   token = secret           ; conn.token, at most RDMA_TOKEN_MAX bytes
+ *   timeout_ms = 5000        ; 1..UINT_MAX
+ *   connect_timeout_ms = 1000  ; conn.timeout_ms, 1..UINT_MAX
+ *   cache_entries = 65536    ; 0..UINT_MAX
+ *   index_region = 0
+ *   store_region = 1
+ *   [create]                 ; read by kv_create() only
+ *   max_clients = 16         ; 1..KV_MAX_CLIENTS
+ *   log_bytes = 16M          ; 1M..256M; sizes take K, M or G (x 1024^n)
+ *   chunk_bytes = 1M         ; 4K..4G
+ *   tick_ns = 10000          ; 1..UINT_MAX
+ *
+ * Instead of (or after) `nodes`, nodes may be given one per `node = URI`
+ * line; both take comma-separated lists and append in file order, which
+ * is the cluster order: 1, 3, 5 or 7 nodes, no URI twice. Every other key
+ * may be given once; absent keys keep the value @cfg had. Sections may
+ * repeat. Keys and section names are lower case. Numbers are decimal.
+ * Values are not quoted: leading and trailing blanks are dropped, and a
+ * value cannot hold ';' or '#' after a blank, nor a control character.
+ */
+
+/* Owns the strings of a loaded config (node URIs, token). */
+struct kv_config_file;
+
+/**
+ * kv_config_load -- update @cfg from the cluster config file at @path.
+ * @cfg:  kv_config_init()ed (and perhaps changed) by the caller; on success
+ *        nodes, nnodes and the keys the file gives are set, on failure it
+ *        is left untouched.
+ * @path: the file; read whole (at most 1 MiB), not kept open.
+ * @out:  receives the object owning the strings @cfg now points to; owned
+ *        by the caller, who releases it with kv_config_file_delete() once
+ *        @cfg (and any copy of it) is no longer used. NULL on failure.
+ * Return: 0; KV_E_CONFIG for a malformed or inconsistent file, with
+ * pm_errormsg() "kv_config_load: PATH:LINE: problem" (unknown section or
+ * key, key given twice, key before a section, missing '=', bad or
+ * out-of-range number, no nodes, more than KV_MAX_NODES, an even number,
+ * a URI given twice, f not (nodes-1)/2, token longer than RDMA_TOKEN_MAX,
+ * control characters) -- only the first problem is reported; -errno when
+ * the file cannot be opened or read (-ENOENT, -EACCES, -EISDIR, ...);
+ * -ENOMEM; -EINVAL for a NULL argument.
+ * Thread-safety: any thread; writes only @cfg and *@out.
+ */
+int kv_config_load(struct kv_config *cfg, const char *path, struct kv_config_file **out);
+
+/**
+ * kv_config_file_delete -- release *@fp (from kv_config_load()) and set it
+ * to NULL; the config it was loaded into must no longer be used.
+ * Return: 0 (also for NULL or *@fp NULL).
+ * Thread-safety: the caller's object; any thread.
+ */
+int kv_config_file_delete(struct kv_config_file **fp);
+
 /**
  * kv_create -- format a new, empty store (index and value regions) on
  * every node of the cluster; all must be reachable and hold no store.
