@@ -92,7 +92,8 @@ TEST_F(KvConfigTest, FullFile)
 		       "max_clients = 32\n"
 		       "log_bytes = 32M\n"
 		       "chunk_bytes = 2M\n"
-		       "tick_ns = 20000\n"),
+		       "tick_ns = 20000\n"
+		       "repl = abd\n"),
 		0) << pm_errormsg();
 	ASSERT_NE(file_, nullptr);
 	ASSERT_EQ(cfg_.nnodes, 3u);
@@ -109,6 +110,7 @@ TEST_F(KvConfigTest, FullFile)
 	EXPECT_EQ(cfg_.log_bytes, 32u << 20);
 	EXPECT_EQ(cfg_.chunk_bytes, 2u << 20);
 	EXPECT_EQ(cfg_.tick_ns, 20000u);
+	EXPECT_EQ(cfg_.repl, KV_REPL_ABD);
 	EXPECT_STREQ(pm_errormsg(), "");
 }
 

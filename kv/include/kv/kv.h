@@ -110,6 +110,7 @@ void kv_config_init(struct kv_config *cfg);
  *   log_bytes = 16M          ; 1M..256M; sizes take K, M or G (x 1024^n)
  *   chunk_bytes = 1M         ; 4K..4G
  *   tick_ns = 10000          ; 1..UINT_MAX
+ *   repl = swarm             ; swarm, abd or raw (kv_replication)
  *
  * Instead of (or after) `nodes`, nodes may be given one per `node = URI`
  * line; both take comma-separated lists and append in file order, which
@@ -188,13 +189,16 @@ int kv_close(struct kv_client **cp);
  * Persistence: on 0 key and value are durable on a majority.
  * Return: 0; KV_E_EXISTS; -E2BIG; -EINVAL (empty key); -ENOSPC;
  * KV_E_UNAVAILABLE (may or may not have taken effect).
+ * Thread-safety: the handle's thread.
  */
 int kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val,
 	size_t vlen);
 
 /**
  * kv_update -- replace the value of @key if @key is present.
+ * Persistence: on 0 the value is durable on a majority.
  * Return: 0; -ENOENT; -E2BIG; -EINVAL; -ENOSPC; KV_E_UNAVAILABLE.
+ * Thread-safety: the handle's thread.
  */
 int kv_update(struct kv_client *c, const void *key, size_t klen, const void *val,
 	size_t vlen);
@@ -202,6 +206,7 @@ int kv_update(struct kv_client *c, const void *key, size_t klen, const void *val
 /**
  * kv_put -- store @val under @key, present or not (insert, else update).
  * Return: as kv_insert() and kv_update(), never KV_E_EXISTS or -ENOENT.
+ * Thread-safety: the handle's thread.
  */
 int kv_put(struct kv_client *c, const void *key, size_t klen, const void *val,
 	size_t vlen);
@@ -212,6 +217,7 @@ int kv_put(struct kv_client *c, const void *key, size_t klen, const void *val,
  * is). Writes nothing to the nodes unless it meets a write that another
  * client left unfinished or unreplicated, which it completes first.
  * Return: 0; -ENOENT; -EINVAL; KV_E_UNAVAILABLE.
+ * Thread-safety: the handle's thread.
  */
 int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 	size_t *vlen);
@@ -221,6 +227,8 @@ int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t 
  * Return: 0 if @key was present when the call began, or was removed by a
  * delete overlapping this one (two overlapping deletes may both return 0);
  * -ENOENT if @key was absent; -EINVAL; KV_E_UNAVAILABLE.
+ * Persistence: on 0 the removal is durable on a majority.
+ * Thread-safety: the handle's thread.
  */
 int kv_delete(struct kv_client *c, const void *key, size_t klen);
 
@@ -248,6 +256,7 @@ void kv_stats_read(const struct kv_client *c, struct kv_stats *out);
 
 /**
  * kv_strerror -- a static description of @err (any code above).
+ * Return: the description; never NULL.
  * Thread-safety: any thread.
  */
 const char *kv_strerror(int err);

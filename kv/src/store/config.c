@@ -58,6 +58,7 @@ enum kv_cfg_key_id {
 	KV_CFG_LOG_BYTES,
 	KV_CFG_CHUNK_BYTES,
 	KV_CFG_TICK_NS,
+	KV_CFG_REPL,
 	KV_CFG_NKEYS
 };
 
@@ -94,6 +95,7 @@ static const struct kv_cfg_key kv_cfg_keys[KV_CFG_NKEYS] = {
 	[KV_CFG_CHUNK_BYTES] = { "chunk_bytes", KV_CFG_CREATE, KV_CFG_SIZE, false, 4096,
 		UINT64_C(1) << 32 },
 	[KV_CFG_TICK_NS] = { "tick_ns", KV_CFG_CREATE, KV_CFG_NUMBER, false, 1, UINT_MAX },
+	[KV_CFG_REPL] = { "repl", KV_CFG_CREATE, KV_CFG_STRING, false, 0, 0 },
 };
 
 /* The parse of one file; the caller's cfg is written only at the end, on
@@ -290,8 +292,19 @@ kv_cfg_set(struct kv_cfg_parse *p, enum kv_cfg_key_id id, char *v)
 
 	if (k->kind == KV_CFG_LIST)
 		return kv_cfg_nodes(p, k, v);
+	if (id == KV_CFG_REPL) {
+		static const char *const names[] = { [KV_REPL_SWARM] = "swarm",
+			[KV_REPL_ABD] = "abd", [KV_REPL_RAW] = "raw" };
+
+		for (unsigned r = 0; r < sizeof(names) / sizeof(names[0]); r++)
+			if (strcmp(v, names[r]) == 0) {
+				cfg->repl = (enum kv_replication)r;
+				return 0;
+			}
+		return kv_cfg_fail(p, "repl is \"%s\", not swarm, abd or raw", v);
+	}
 	if (k->kind == KV_CFG_STRING) {
-		/* the token is the only string key */
+		/* the token is the only other string key */
 		size_t len = strlen(v);
 
 		if (len > RDMA_TOKEN_MAX)
