@@ -15,7 +15,7 @@
 //     once they are back), all three SIGKILLed and restarted
 //     (//kv:index_proc_outage_test).
 // Every client writes its ops to its own record file
-// (tests/lincheck/index_records.h); the parent reads them all into one
+// (tests/lincheck/records.h); the parent reads them all into one
 // history and checks it against lincheck::IndexModel. Each scenario ends
 // with a fresh client's lookup of every key, recorded in the same history,
 // so what survived the faults is checked by the same linearizability check.
@@ -72,9 +72,9 @@
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
 #include "rdma/tests/node_proc.h"
-#include "tests/lincheck/index_records.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/models.h"
+#include "tests/lincheck/records.h"
 
 extern "C" {
 #include "kv/src/index/word.h"
@@ -86,7 +86,7 @@ using kvtest::IndexConfig;
 using kvtest::KeyStore;
 using kvtest::LocalGroup;
 using lincheck::IndexOp;
-using lincheck::IndexRecordStatus;
+using lincheck::RecordStatus;
 
 constexpr unsigned kMaxClients = 16; // IndexConfig's max_clients
 
@@ -551,7 +551,7 @@ protected:
 	{
 		lincheck::IndexHistory h;
 		std::string why;
-		int ret = lincheck::read_index_history(records_, &h, &why);
+		int ret = lincheck::read_history(records_, &h, &why);
 		EXPECT_EQ(ret, 0) << why;
 		return h;
 	}
@@ -562,8 +562,8 @@ protected:
 	{
 		unsigned pending = 0, unavailable = 0;
 		for (const auto &r : h.records) {
-			pending += r.status == static_cast<uint8_t>(IndexRecordStatus::kInvoked);
-			unavailable += r.status == static_cast<uint8_t>(IndexRecordStatus::kUnavailable);
+			pending += r.status == static_cast<uint8_t>(RecordStatus::kInvoked);
+			unavailable += r.status == static_cast<uint8_t>(RecordStatus::kUnavailable);
 		}
 		kv_index_stats sum{};
 		for (const auto &c : board_->client) {
@@ -589,20 +589,19 @@ protected:
 	// invoked at or after @from and returned (or marked unavailable)
 	// before @to.
 	static unsigned Count(const lincheck::IndexHistory &h, unsigned cid,
-		std::initializer_list<IndexRecordStatus> statuses, uint64_t from, uint64_t to)
+		std::initializer_list<RecordStatus> statuses, uint64_t from, uint64_t to)
 	{
 		unsigned n = 0;
 		for (const auto &r : h.records)
-			for (IndexRecordStatus st : statuses)
+			for (RecordStatus st : statuses)
 				n += r.process == cid && r.status == static_cast<uint8_t>(st) &&
 					r.call >= from && r.ret < to;
 		return n;
 	}
 
 	// The statuses of an op that returned an answer.
-	static constexpr std::initializer_list<IndexRecordStatus> kAnswered = {
-		IndexRecordStatus::kOk, IndexRecordStatus::kExists, IndexRecordStatus::kAbsent,
-		IndexRecordStatus::kFound};
+	static constexpr std::initializer_list<RecordStatus> kAnswered = {
+		RecordStatus::kOk, RecordStatus::kExists, RecordStatus::kAbsent, RecordStatus::kFound};
 
 	unsigned Done(unsigned cid) const { return board_->client[cid].done.load(); }
 
@@ -1020,11 +1019,11 @@ TEST_F(IndexProcTest, WriterKilledMidInsert)
 		// record file.
 		lincheck::IndexHistory mine;
 		std::string why;
-		ASSERT_EQ(lincheck::read_index_history({records_.back()}, &mine, &why), 0) << why;
+		ASSERT_EQ(lincheck::read_history({records_.back()}, &mine, &why), 0) << why;
 		std::map<uint64_t, uint64_t> inserted; // key -> loc
 		for (const auto &r : mine.records)
-			if (r.status == static_cast<uint8_t>(IndexRecordStatus::kOk))
-				inserted[r.key] = r.loc;
+			if (r.status == static_cast<uint8_t>(RecordStatus::kOk))
+				inserted[r.key] = r.arg;
 		printf("round %u: writer killed after %zu inserts, inside the next%s\n", round,
 			inserted.size(), mid_split ? ", during its split" : "");
 
@@ -1035,15 +1034,15 @@ TEST_F(IndexProcTest, WriterKilledMidInsert)
 		ASSERT_EQ(Reap(StartClient(group.Uris(), f, "finisher" + std::to_string(round))), kExitOk)
 			<< round;
 		lincheck::IndexHistory fin;
-		ASSERT_EQ(lincheck::read_index_history({records_.back()}, &fin, &why), 0) << why;
+		ASSERT_EQ(lincheck::read_history({records_.back()}, &fin, &why), 0) << why;
 		unsigned found = 0;
 		for (const auto &r : fin.records) {
 			auto it = inserted.find(r.key);
 			if (it == inserted.end())
 				continue;
-			EXPECT_EQ(r.status, static_cast<uint8_t>(IndexRecordStatus::kExists))
+			EXPECT_EQ(r.status, static_cast<uint8_t>(RecordStatus::kExists))
 				<< "round " << round << ": key " << r.key << " inserted by the writer";
-			EXPECT_EQ(r.found, it->second) << "round " << round << ": key " << r.key;
+			EXPECT_EQ(r.out, it->second) << "round " << round << ": key " << r.key;
 			found++;
 		}
 		EXPECT_EQ(found, inserted.size()) << round;
@@ -1356,7 +1355,7 @@ TEST_F(IndexOfiTest, FPlusOneKilledThenRestarted)
 	lincheck::IndexHistory h = History();
 	for (unsigned c = 1; c <= kOfiClients; c++) {
 		if (!done_before[c]) {
-			EXPECT_GT(Count(h, c, {IndexRecordStatus::kUnavailable}, down, up), 0u)
+			EXPECT_GT(Count(h, c, {RecordStatus::kUnavailable}, down, up), 0u)
 				<< "client " << c;
 		}
 		EXPECT_EQ(Count(h, c, kAnswered, down, up), 0u) << "client " << c << " answered in the outage";
@@ -1398,7 +1397,7 @@ TEST_F(IndexOfiTest, AllKilledThenRestarted)
 		EXPECT_EQ(Count(h, c, kAnswered, down, up), 0u) << "client " << c << " answered in the outage";
 	// Not vacuous: the fresh client found mappings that outlived the
 	// restart (the history check says they are the right ones).
-	EXPECT_GT(Count(h, 1 + kOfiClients, {IndexRecordStatus::kFound}, 0, UINT64_MAX), 0u);
+	EXPECT_GT(Count(h, 1 + kOfiClients, {RecordStatus::kFound}, 0, UINT64_MAX), 0u);
 	ExpectLinearizable(h);
 }
 

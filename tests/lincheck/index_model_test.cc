@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // tests/lincheck/index_model_test.cc -- IndexModel (kv/'s key index as its
 // clients see it) on histories that must pass or fail, each failing one a
-// bug a replicated index can have; the record files of index_records.h,
+// bug a replicated index can have; the record files of records.h,
 // written by threads and by client processes that die mid-op; random
 // sequential runs with one result corrupted.
 #include <gtest/gtest.h>
@@ -24,21 +24,22 @@
 #include <thread>
 #include <vector>
 
-#include "tests/lincheck/index_records.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/lincheck_test_util.h"
 #include "tests/lincheck/models.h"
+#include "tests/lincheck/records.h"
 
 namespace {
 
 using lincheck::IndexModel;
 using lincheck::IndexOp;
-using lincheck::IndexRecordStatus;
+using lincheck::RecordStatus;
 using lincheck::IndexRecordWriter;
 using lincheck::kPending;
 using lincheck::Operation;
 using lincheck_test::At;
 using lincheck_test::BruteForce;
+using lincheck_test::FreshPath;
 using lincheck_test::Spread;
 
 using History = std::vector<Operation<IndexOp>>;
@@ -272,14 +273,6 @@ TEST(Index, PartitionChecksEachKeyAlone)
 
 // ---- record files ----
 
-// A path in the test's scratch directory with nothing at it.
-std::string FreshPath(const std::string &name)
-{
-	std::string path = testing::TempDir() + "/" + name;
-	unlink(path.c_str());
-	return path;
-}
-
 // Record @invoked by @w as @thread and end it as @ended: complete() with it
 // when it has outputs, else unavailable().
 void Record(IndexRecordWriter &w, uint32_t thread, const IndexOp &invoked, const IndexOp &ended)
@@ -293,7 +286,7 @@ lincheck::IndexHistory Read(const std::vector<std::string> &paths)
 {
 	lincheck::IndexHistory h;
 	std::string why;
-	EXPECT_EQ(lincheck::read_index_history(paths, &h, &why), 0) << why;
+	EXPECT_EQ(lincheck::read_history(paths, &h, &why), 0) << why;
 	EXPECT_EQ(h.ops.size(), h.records.size());
 	return h;
 }
@@ -337,10 +330,10 @@ TEST(IndexRecords, RoundTripFromTwoWriters)
 	}
 	EXPECT_LT(h.ops[1].ret, h.ops[0].ret);  // completed in the other order
 	EXPECT_EQ(h.ops[3].ret, kPending);
-	EXPECT_EQ(h.records[3].status, static_cast<uint8_t>(IndexRecordStatus::kUnavailable));
+	EXPECT_EQ(h.records[3].status, static_cast<uint8_t>(RecordStatus::kUnavailable));
 	EXPECT_LT(h.records[3].ret, h.ops[4].call);
 	EXPECT_EQ(h.ops[5].ret, kPending);
-	EXPECT_EQ(h.records[5].status, static_cast<uint8_t>(IndexRecordStatus::kInvoked));
+	EXPECT_EQ(h.records[5].status, static_cast<uint8_t>(RecordStatus::kInvoked));
 	EXPECT_EQ(h.records[5].ret, UINT64_MAX);
 
 	lincheck::Result r = lincheck::check(model, h.ops);
@@ -392,12 +385,12 @@ TEST(IndexRecords, DamagedFilesAreRejectedAndHolesSkipped)
 
 	lincheck::IndexHistory h;
 	std::string why;
-	EXPECT_EQ(lincheck::read_index_history({FreshPath("missing")}, &h, &why), -ENOENT);
+	EXPECT_EQ(lincheck::read_history({FreshPath("missing")}, &h, &why), -ENOENT);
 
 	// A thread that died between taking slot 0 and writing it leaves zeros.
 	int fd = open(path.c_str(), O_RDWR);
 	ASSERT_GE(fd, 0);
-	lincheck::IndexRecord zeros{};
+	lincheck::Record zeros{};
 	ASSERT_EQ(pwrite(fd, &zeros, sizeof(zeros), 0), static_cast<ssize_t>(sizeof(zeros)));
 	h = Read({path});
 	ASSERT_EQ(h.ops.size(), 1u);
@@ -405,11 +398,11 @@ TEST(IndexRecords, DamagedFilesAreRejectedAndHolesSkipped)
 
 	char byte = 0x7f;  // in record 1's found field
 	ASSERT_EQ(pwrite(fd, &byte, 1, 64 + 48), 1);
-	EXPECT_EQ(lincheck::read_index_history({path}, &h, &why), -EBADMSG);
+	EXPECT_EQ(lincheck::read_history({path}, &h, &why), -EBADMSG);
 	EXPECT_NE(why.find("record 1: bad checksum"), std::string::npos) << why;
 
 	ASSERT_EQ(ftruncate(fd, 64 + 32), 0);
-	EXPECT_EQ(lincheck::read_index_history({path}, &h, &why), -EBADMSG);
+	EXPECT_EQ(lincheck::read_history({path}, &h, &why), -EBADMSG);
 	EXPECT_NE(why.find("ends inside record 1"), std::string::npos) << why;
 	close(fd);
 }
@@ -582,8 +575,8 @@ TEST(IndexRecords, ClientProcessesThatDieMidOpPass)
 	lincheck::IndexHistory h = RunClients("clients", false);
 	size_t pending = 0, unavailable = 0;
 	for (size_t i = 0; i < h.ops.size(); i++) {
-		pending += h.records[i].status == static_cast<uint8_t>(IndexRecordStatus::kInvoked);
-		unavailable += h.records[i].status == static_cast<uint8_t>(IndexRecordStatus::kUnavailable);
+		pending += h.records[i].status == static_cast<uint8_t>(RecordStatus::kInvoked);
+		unavailable += h.records[i].status == static_cast<uint8_t>(RecordStatus::kUnavailable);
 	}
 	EXPECT_EQ(h.ops.size(), 2u * 2u * 150u + 4u);
 	EXPECT_EQ(pending, 2u);

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * tests/lincheck/lincheck_test_util.h -- what the checker's own tests share:
- * building history entries, random linearizable intervals and the
- * brute-force oracle.
+ * building history entries, random linearizable intervals, the brute-force
+ * oracle, and scratch paths for record files.
  */
 #ifndef TESTS_LINCHECK_LINCHECK_TEST_UTIL_H
 #define TESTS_LINCHECK_LINCHECK_TEST_UTIL_H
+
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -80,6 +84,14 @@ bool BruteForce(const Model &model, const std::vector<lincheck::Operation<typena
 		return false;
 	};
 	return dfs(model.init());
+}
+
+/* FreshPath -- a path in the test's scratch directory with nothing at it */
+inline std::string FreshPath(const std::string &name)
+{
+	std::string path = testing::TempDir() + "/" + name;
+	unlink(path.c_str());
+	return path;
 }
 
 }  // namespace lincheck_test

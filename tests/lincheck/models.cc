@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * tests/lincheck/models.cc -- the word-array, set, counter, queue, map and index models.
+ * tests/lincheck/models.cc -- the word-array, set, counter, queue, map, index and
+ * store models.
  */
 #include "tests/lincheck/models.h"
 
@@ -48,6 +49,19 @@ std::string result(bool returned, bool r)
 std::string found_value(bool returned, bool found, uint64_t v, const char *none)
 {
 	return output(returned, found ? std::to_string(v) : none);
+}
+
+/* status_text -- "OK", "EXISTS", "ABSENT" or "FOUND", then "(@found)" if
+ * @names_found: the outputs of IndexOp and KvOp, whose Status enums list
+ * them in this order */
+template <class Status>
+std::string status_text(Status status, bool names_found, uint64_t found)
+{
+	static const char *const names[] = {"OK", "EXISTS", "ABSENT", "FOUND"};
+	std::string out = names[static_cast<int>(status)];
+	if (names_found)
+		out += "(" + std::to_string(found) + ")";
+	return out;
 }
 
 /* partition_by_key -- the indices of @history's ops grouped by op.key, in
@@ -397,15 +411,13 @@ size_t IndexModel::hash(const State &s) const
 
 std::string IndexModel::describe(const Op &op) const
 {
-	static const char *const status[] = {"OK", "EXISTS", "ABSENT", "FOUND"};
 	std::string in = std::to_string(op.key);
 	if (op.kind != IndexOp::Kind::kLookup)
 		in += ", " + std::to_string(op.loc);
-	std::string out = status[static_cast<int>(op.status)];
-	if (op.status == IndexOp::Status::kExists || op.status == IndexOp::Status::kFound)
-		out += "(" + std::to_string(op.found) + ")";
 	static const char *const names[] = {"insert", "remove", "lookup"};
-	return std::string(names[static_cast<int>(op.kind)]) + "(" + in + ")" + output(op.returned, out);
+	return std::string(names[static_cast<int>(op.kind)]) + "(" + in + ")" +
+		output(op.returned, status_text(op.status,
+			op.status == IndexOp::Status::kExists || op.status == IndexOp::Status::kFound, op.found));
 }
 
 std::string IndexModel::describe_state(const State &s) const
@@ -414,6 +426,97 @@ std::string IndexModel::describe_state(const State &s) const
 }
 
 std::vector<std::vector<size_t>> IndexModel::partition(const std::vector<Operation<Op>> &history) const
+{
+	return partition_by_key(history);
+}
+
+KvModel::KvModel(std::vector<std::pair<uint64_t, uint64_t>> initial)
+{
+	for (const auto &kv : sorted_pairs(initial))
+		initial_.push_back({kv.first, kv.second, true});
+}
+
+bool KvModel::step(const State &s, const Op &op, State *next) const
+{
+	using Status = KvOp::Status;
+	auto it = std::lower_bound(s.begin(), s.end(), op.key,
+		[](const KvEntry &e, uint64_t k) { return e.key < k; });
+	bool has = it != s.end() && it->key == op.key;
+	bool present = has && it->present;
+	bool write = false;   // the key then holds op.value
+	bool remove = false;  // the key then is absent, emptied by a delete OK
+	Status status = Status::kAbsent;
+	switch (op.kind) {
+	case KvOp::Kind::kInsert:
+		write = !present;
+		status = present ? Status::kExists : Status::kOk;
+		break;
+	case KvOp::Kind::kUpdate:
+		write = present;
+		status = present ? Status::kOk : Status::kAbsent;
+		break;
+	case KvOp::Kind::kPut:
+		write = true;
+		status = Status::kOk;
+		break;
+	case KvOp::Kind::kGet:
+		status = present ? Status::kFound : Status::kAbsent;
+		break;
+	case KvOp::Kind::kDelete:
+		remove = present;
+		status = present ? Status::kOk : Status::kAbsent;
+		// The leniency: after a delete OK, another delete may also say OK
+		// (kv_delete); either answer leaves the state as it is.
+		if (has && !present && op.returned && op.status == Status::kOk)
+			status = Status::kOk;
+		break;
+	}
+	if (op.returned && (op.status != status || (status == Status::kFound && op.found != it->value)))
+		return false;
+	*next = s;
+	auto pos = next->begin() + (it - s.begin());
+	KvEntry after{op.key, write ? op.value : 0, write};
+	if (!write && !remove)
+		return true;
+	if (has)
+		*pos = after;
+	else
+		next->insert(pos, after);
+	return true;
+}
+
+size_t KvModel::hash(const State &s) const
+{
+	std::vector<uint64_t> flat;
+	flat.reserve(3 * s.size());
+	for (const KvEntry &e : s) {
+		flat.push_back(e.key);
+		flat.push_back(e.value);
+		flat.push_back(e.present);
+	}
+	return hash_words(flat);
+}
+
+std::string KvModel::describe(const Op &op) const
+{
+	std::string in = std::to_string(op.key);
+	if (op.kind == KvOp::Kind::kInsert || op.kind == KvOp::Kind::kUpdate || op.kind == KvOp::Kind::kPut)
+		in += ", " + std::to_string(op.value);
+	static const char *const names[] = {"insert", "update", "put", "get", "delete"};
+	return std::string(names[static_cast<int>(op.kind)]) + "(" + in + ")" +
+		output(op.returned, status_text(op.status, op.status == KvOp::Status::kFound, op.found));
+}
+
+std::string KvModel::describe_state(const State &s) const
+{
+	std::string out;
+	for (size_t i = 0; i < s.size(); i++)
+		out += (i ? ", " : "") + std::to_string(s[i].key) + ": " +
+			(s[i].present ? std::to_string(s[i].value) : "deleted");
+	return "{" + out + "}";
+}
+
+std::vector<std::vector<size_t>> KvModel::partition(const std::vector<Operation<Op>> &history) const
 {
 	return partition_by_key(history);
 }

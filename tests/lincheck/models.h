@@ -6,8 +6,9 @@
  * 64-bit words, plus plain reads and writes); RegisterModel is its one-word
  * case; SetModel specifies the set-like structures in ds/. CounterModel,
  * QueueModel and MapModel specify the objects of onll/objects.h. IndexModel
- * specifies kv/'s replicated key index as its clients see it (histories from
- * several processes: index_records.h).
+ * specifies kv/'s replicated key index as its clients see it, KvModel the
+ * store (kv/kv.h) as its clients see it (histories from several processes:
+ * records.h).
  *
  * Every op type is built by static functions: the form without outputs is
  * what a thread passes to Recorder::Handle::invoke() (and what a pending op
@@ -347,10 +348,10 @@ private:
  * reported it may still take effect later (another client's recovery can
  * finish its proposal). So it is recorded as a pending op: the invoked form,
  * with ret = kPending (Recorder: never call complete() for it; the record
- * reader of index_records.h does this itself).
+ * reader of records.h does this itself).
  */
 struct IndexOp {
-	enum class Kind : uint8_t { kInsert = 0, kRemove = 1, kLookup = 2 };  /* index_records.h stores these */
+	enum class Kind : uint8_t { kInsert = 0, kRemove = 1, kLookup = 2 };  /* records.h stores these */
 	/* What a returned op reported: insert OK or EXISTS(found); remove OK or
 	 * ABSENT; lookup FOUND(found) or ABSENT. */
 	enum class Status : uint8_t { kOk, kExists, kAbsent, kFound };
@@ -406,7 +407,7 @@ struct IndexOp {
  * hashes the state at every step it tries: with ids a state is a flat array
  * of words (one splitmix pass, as MapModel's) instead of strings to allocate
  * and hash, and a history record stays fixed-size, so it can be rewritten in
- * place when its op returns (index_records.h). A workload derives its key
+ * place when its op returns (records.h). A workload derives its key
  * bytes from the id (so every process agrees on the mapping without talking);
  * the model needs no fingerprints, so keys chosen to collide in the index's
  * 16-bit fingerprint are simply different ids.
@@ -423,6 +424,118 @@ public:
 	/* The index starts with the mappings in @initial (any order; for a
 	 * repeated key the last pair wins). */
 	explicit IndexModel(std::vector<std::pair<uint64_t, uint64_t>> initial = {});
+
+	/* The model interface: see the top of lincheck.h. */
+	State init() const { return initial_; }
+	bool step(const State &s, const Op &op, State *next) const;
+	size_t hash(const State &s) const;
+	std::string describe(const Op &op) const;
+	std::string describe_state(const State &s) const;
+	/* partition -- one group per key, in key order. */
+	std::vector<std::vector<size_t>> partition(const std::vector<Operation<Op>> &history) const;
+
+private:
+	State initial_;
+};
+
+/*
+ * An operation on the store (kv/kv.h). Keys and values are 64-bit ids (see
+ * IndexModel on why not bytes): a workload derives a key's bytes and a
+ * value's bytes from their ids, and maps a value read back to its id.
+ * UNAVAILABLE is recorded as a pending op, as IndexOp's.
+ */
+struct KvOp {
+	enum class Kind : uint8_t { kInsert = 0, kUpdate = 1, kPut = 2, kGet = 3, kDelete = 4 };  /* records.h stores these */
+	/* What a returned op reported: insert OK or EXISTS; update OK or
+	 * ABSENT; put OK; get FOUND(found) or ABSENT; delete OK or ABSENT. The
+	 * order is IndexOp::Status's (records.h relies on it). */
+	enum class Status : uint8_t { kOk, kExists, kAbsent, kFound };
+	Kind kind = Kind::kGet;
+	bool returned = false;          /* status and found were recorded */
+	uint64_t key = 0;
+	uint64_t value = 0;             /* insert, update, put: the value given; else 0 */
+	Status status = Status::kAbsent;
+	uint64_t found = 0;             /* FOUND: the value returned; else 0 */
+
+	/* insert -- insert(k, v), invoked. */
+	static KvOp insert(uint64_t k, uint64_t v) { return {Kind::kInsert, false, k, v, Status::kOk, 0}; }
+	/* insert_ok -- insert(k, v) that returned OK: @k now holds @v. */
+	static KvOp insert_ok(uint64_t k, uint64_t v) { return {Kind::kInsert, true, k, v, Status::kOk, 0}; }
+	/* insert_exists -- insert(k, v) that returned EXISTS (KV_E_EXISTS). */
+	static KvOp insert_exists(uint64_t k, uint64_t v) { return {Kind::kInsert, true, k, v, Status::kExists, 0}; }
+	/* update -- update(k, v), invoked. */
+	static KvOp update(uint64_t k, uint64_t v) { return {Kind::kUpdate, false, k, v, Status::kOk, 0}; }
+	/* update_ok -- update(k, v) that returned OK: @k now holds @v. */
+	static KvOp update_ok(uint64_t k, uint64_t v) { return {Kind::kUpdate, true, k, v, Status::kOk, 0}; }
+	/* update_absent -- update(k, v) that returned ABSENT (-ENOENT). */
+	static KvOp update_absent(uint64_t k, uint64_t v) { return {Kind::kUpdate, true, k, v, Status::kAbsent, 0}; }
+	/* put -- put(k, v), invoked. */
+	static KvOp put(uint64_t k, uint64_t v) { return {Kind::kPut, false, k, v, Status::kOk, 0}; }
+	/* put_ok -- put(k, v) that returned OK: @k now holds @v. */
+	static KvOp put_ok(uint64_t k, uint64_t v) { return {Kind::kPut, true, k, v, Status::kOk, 0}; }
+	/* get -- get(k), invoked. */
+	static KvOp get(uint64_t k) { return {Kind::kGet, false, k, 0, Status::kAbsent, 0}; }
+	/* get_found -- get(k) that returned FOUND(@v). */
+	static KvOp get_found(uint64_t k, uint64_t v) { return {Kind::kGet, true, k, 0, Status::kFound, v}; }
+	/* get_absent -- get(k) that returned ABSENT (-ENOENT). */
+	static KvOp get_absent(uint64_t k) { return {Kind::kGet, true, k, 0, Status::kAbsent, 0}; }
+	/* del -- delete(k), invoked (delete is a keyword). */
+	static KvOp del(uint64_t k) { return {Kind::kDelete, false, k, 0, Status::kOk, 0}; }
+	/* del_ok -- delete(k) that returned OK (0). */
+	static KvOp del_ok(uint64_t k) { return {Kind::kDelete, true, k, 0, Status::kOk, 0}; }
+	/* del_absent -- delete(k) that returned ABSENT (-ENOENT). */
+	static KvOp del_absent(uint64_t k) { return {Kind::kDelete, true, k, 0, Status::kAbsent, 0}; }
+};
+
+/* One key of a KvModel state: it holds @value, or (!@present) it is absent
+ * and was emptied by a delete that returned OK with no insert, update or
+ * put succeeding on it since (the delete leniency of KvModel). A key absent
+ * otherwise has no entry. */
+struct KvEntry {
+	uint64_t key;
+	uint64_t value;  /* 0 when !present */
+	bool present;
+
+	bool operator==(const KvEntry &o) const
+	{
+		return key == o.key && value == o.value && present == o.present;
+	}
+};
+
+/*
+ * KvModel -- the store (kv/kv.h) as a client sees it: a map from keys to
+ * values with insert-if-absent, update-if-present, put, get and delete.
+ *
+ *	insert(k, v): absent -> holds v, OK; present -> unchanged, EXISTS
+ *	update(k, v): present -> holds v, OK; absent -> unchanged, ABSENT
+ *	put(k, v):    holds v, OK
+ *	get(k):       FOUND(k's value) or ABSENT
+ *	delete(k):    present -> absent, OK; absent -> ABSENT -- or OK if a
+ *	              delete that returned OK emptied k and no insert, update
+ *	              or put has succeeded on k since
+ *
+ * The delete leniency is kv_delete's documented contract: "0 if @key was
+ * present when the call began, or was removed by a delete overlapping this
+ * one (two overlapping deletes may both return 0)". Two overlapping deletes
+ * can linearize one after the other, so the model lets the second return OK
+ * from the state the first left. A sequential model cannot tell overlap, so
+ * it also accepts a second delete OK that started after the first returned,
+ * which the contract forbids: tests that want that caught must check it
+ * otherwise (e.g. count delete OKs per key between successful writes in the
+ * real-time order).
+ *
+ * Every op names one key and ops on different keys commute, so partition()
+ * checks each key's ops on their own (as MapModel). The state is the
+ * entries (KvEntry) in increasing key order.
+ */
+class KvModel {
+public:
+	using Op = KvOp;
+	using State = std::vector<KvEntry>;
+
+	/* The store starts with the (key, value) pairs in @initial (any order;
+	 * for a repeated key the last pair wins). */
+	explicit KvModel(std::vector<std::pair<uint64_t, uint64_t>> initial = {});
 
 	/* The model interface: see the top of lincheck.h. */
 	State init() const { return initial_; }
