@@ -71,6 +71,7 @@
 
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
+#include "kv/tests/proc_util.h"
 #include "rdma/tests/node_proc.h"
 #include "tests/lincheck/lincheck.h"
 #include "tests/lincheck/models.h"
@@ -82,6 +83,13 @@ extern "C" {
 
 namespace {
 
+using kvtest::Daemon;
+using kvtest::ExitCode;
+using kvtest::Fork;
+using kvtest::NowNs;
+using kvtest::SleepUs;
+using kvtest::WaitChild;
+using kvtest::WaitFor;
 using kvtest::IndexConfig;
 using kvtest::KeyStore;
 using kvtest::LocalGroup;
@@ -98,7 +106,7 @@ enum ClientExit {
 	kExitWrong = 4,      // a result the API does not allow for the op
 	kExitKeys = 5,       // the key store lost a key block we need
 	kExitGate = 6,       // the start gate never opened
-	kExitException = 7,
+	// kvtest::kExitException (7): the client threw
 };
 
 // ---------------------------------------------------------------------------
@@ -120,80 +128,6 @@ struct Board {
 	} client[kMaxClients];
 };
 static_assert(std::atomic<unsigned>::is_always_lock_free, "address-free atomics");
-
-uint64_t NowNs()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void SleepUs(unsigned us)
-{
-	struct timespec ts = {static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-// Fork -- run @fn in a child process; return its pid (or -1). The child ends
-// with _exit(fn()): it never returns into gtest and never runs the parent's
-// destructors (a LocalGroup would close nodes and unlink their pools, a
-// NodeProcess would kill its daemon).
-pid_t Fork(const std::function<int()> &fn)
-{
-	fflush(nullptr); // nothing buffered is written twice
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	int code = kExitException;
-	try {
-		code = fn();
-	} catch (...) {
-	}
-	fflush(nullptr);
-	_exit(code);
-}
-
-// The exit code of a wait status: the code, 128 + signal, or -1.
-int ExitCode(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
-}
-
-// WaitChild -- wait at most @timeout_ms for @pid: its exit code, 128 +
-// signal, or -1 if it overran (it is then SIGKILLed and reaped).
-int WaitChild(pid_t pid, int timeout_ms)
-{
-	int status = 0;
-	for (int waited = 0;; waited += 5) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (waited >= timeout_ms) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		SleepUs(5000);
-	}
-	return ExitCode(status);
-}
-
-// Wait (polling, at most @timeout_ms) until @cond() holds; false on timeout.
-bool WaitFor(const std::function<bool()> &cond, int timeout_ms)
-{
-	uint64_t until = NowNs() + static_cast<uint64_t>(timeout_ms) * 1000000u;
-	while (!cond()) {
-		if (NowNs() >= until)
-			return false;
-		SleepUs(2000);
-	}
-	return true;
-}
 
 // Key bytes of key id @id: every process derives the same ones.
 std::string Key(uint64_t id)
@@ -1145,53 +1079,6 @@ TEST_F(IndexProcTest, UncommittedFastValueCanStillBeRemovedAndSplit)
 }
 
 // --- ofi+tcp to dmkv-node daemons --------------------------------------------
-
-// A dmkv-node daemon that can be killed and restarted from its pool on the
-// same port: the index's group is a fixed list of URIs.
-class Daemon {
-public:
-	explicit Daemon(std::string name) : name_(std::move(name)) {}
-
-	bool Start(std::string *err)
-	{
-		proc_ = std::make_unique<rdmatest::NodeProcess>(Options(0));
-		if (!proc_->Start(err))
-			return false;
-		port_ = proc_->Port();
-		return true;
-	}
-
-	// Start again on the pool (after Kill(SIGKILL)), at the same port,
-	// which may linger a moment after the old process died.
-	bool Restart(std::string *err)
-	{
-		proc_ = std::make_unique<rdmatest::NodeProcess>(Options(port_));
-		for (int i = 0; i < 40; i++) {
-			if (proc_->Start(err))
-				return true;
-			SleepUs(250000);
-		}
-		return false;
-	}
-
-	int Kill(int sig) { return proc_->Kill(sig); }
-	std::string Uri() const { return "ofi+tcp://127.0.0.1:" + std::to_string(port_); }
-
-private:
-	rdmatest::NodeOptions Options(int port) const
-	{
-		rdmatest::NodeOptions o;
-		o.name = name_;
-		o.regions = {"8M", "8M"}; // the index, the keys (index_env.h)
-		o.backends = "tcp";
-		o.extra = {"--durability", "msync", "--port", std::to_string(port)};
-		return o;
-	}
-
-	std::string name_;
-	int port_ = 0;
-	std::unique_ptr<rdmatest::NodeProcess> proc_;
-};
 
 constexpr unsigned kOfiClients = 3, kOfiOps = 120, kOfiKeys = 32;
 

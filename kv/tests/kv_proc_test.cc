@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kv/tests/kv_proc_test.cc -- the store (kv/kv.h) with its clients as
+// separate processes, whose histories are checked for linearizability
+// (lincheck::KvModel over the record files of tests/lincheck/records.h):
+//   - local pools (//kv:kv_proc_test): clients with skewed clocks (stale
+//     guesses: the timestamp lock and the slow path run), one SIGKILLed
+//     in the middle of its ops;
+//   - ofi+tcp to three dmkv-node daemons (//kv:kv_proc_ofi_test): one
+//     daemon SIGKILLed and restarted from its pool, one SIGSTOPped and
+//     continued, a client SIGKILLed, then every daemon SIGKILLed and
+//     restarted: a fresh client reads every key, in the same history, so
+//     an acknowledged write lost by the crashes fails the check; then two
+//     daemons down (beyond f): operations report unavailable, never a
+//     wrong value, and succeed once the daemons are back.
+// The parent prints the acknowledged writes and what the final reads found.
+//
+// KV_PROC_SEED=<n> replays a run's random choices.
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kv/kv.h>
+
+#include "kv/tests/node_group.h"
+#include "kv/tests/proc_util.h"
+#include "tests/lincheck/lincheck.h"
+#include "tests/lincheck/models.h"
+#include "tests/lincheck/records.h"
+
+namespace {
+
+using kvtest::Daemon;
+using kvtest::Fork;
+using kvtest::NowNs;
+using kvtest::SleepUs;
+using kvtest::WaitChild;
+using kvtest::WaitFor;
+using lincheck::KvOp;
+using lincheck::RecordStatus;
+
+constexpr unsigned kMaxProcs = 16;
+
+enum ClientExit {
+	kExitOk = 0,
+	kExitOpen = 2,   // kv_open or kv_create failed
+	kExitRecord = 3, // the record file could not be written
+	kExitWrong = 4,  // a result the API does not allow for the op
+};
+
+// Shared with the forked clients (one anonymous MAP_SHARED mapping).
+struct Board {
+	std::atomic<unsigned> go{0};
+	struct Client {
+		std::atomic<unsigned> done{0};
+		std::atomic<unsigned> finished{0};
+		kv_stats stats;
+	} client[kMaxProcs];
+};
+
+std::string Key(uint64_t id)
+{
+	return "key-" + std::to_string(id);
+}
+
+// Value bytes of value id @v: every process reads them back into the id.
+std::string Value(uint64_t v)
+{
+	return "value-" + std::to_string(v) + std::string(v % 97, '.');
+}
+
+bool ParseValue(const std::string &s, uint64_t *v)
+{
+	if (s.compare(0, 6, "value-") != 0)
+		return false;
+	char *end = nullptr;
+	*v = strtoull(s.c_str() + 6, &end, 10);
+	return end != s.c_str() + 6 && s == Value(*v);
+}
+
+struct Workload {
+	unsigned id = 1;            // the history's process id
+	unsigned ops = 200;
+	unsigned keys = 8;
+	uint64_t seed = 1;
+	int64_t skew_us = 0;        // kv_config.clock_skew_us
+	unsigned timeout_ms = 3000;
+	unsigned conn_timeout_ms = 1000;
+	bool read_all = false;      // instead: one get of every key
+	std::string record;
+};
+
+// One op, recorded; false if the store answered something kv.h does not
+// allow (the op then stays pending in the record).
+int DoOp(kv_client *c, lincheck::KvRecordWriter &rec, unsigned id, const KvOp &op,
+	bool *wrong)
+{
+	const std::string k = Key(op.key), v = Value(op.value);
+	lincheck::KvRecordWriter::Ticket t;
+	if (rec.invoke(id, op, &t) != 0)
+		return kExitRecord;
+	KvOp done;
+	bool legal = false;
+	int ret = 0;
+	switch (op.kind) {
+	case KvOp::Kind::kInsert:
+		ret = kv_insert(c, k.data(), k.size(), v.data(), v.size());
+		legal = ret == 0 || ret == KV_E_EXISTS;
+		done = ret == 0 ? KvOp::insert_ok(op.key, op.value) : KvOp::insert_exists(op.key, op.value);
+		break;
+	case KvOp::Kind::kUpdate:
+		ret = kv_update(c, k.data(), k.size(), v.data(), v.size());
+		legal = ret == 0 || ret == -ENOENT;
+		done = ret == 0 ? KvOp::update_ok(op.key, op.value) : KvOp::update_absent(op.key, op.value);
+		break;
+	case KvOp::Kind::kPut:
+		ret = kv_put(c, k.data(), k.size(), v.data(), v.size());
+		legal = ret == 0;
+		done = KvOp::put_ok(op.key, op.value);
+		break;
+	case KvOp::Kind::kGet: {
+		std::string buf(4096, '\0');
+		size_t len = 0;
+		uint64_t got = 0;
+		ret = kv_get(c, k.data(), k.size(), buf.data(), buf.size(), &len);
+		if (ret == 0) {
+			buf.resize(len);
+			legal = ParseValue(buf, &got);
+		} else {
+			legal = ret == -ENOENT;
+		}
+		done = ret == 0 ? KvOp::get_found(op.key, got) : KvOp::get_absent(op.key);
+		break;
+	}
+	case KvOp::Kind::kDelete:
+		ret = kv_delete(c, k.data(), k.size());
+		legal = ret == 0 || ret == -ENOENT;
+		done = ret == 0 ? KvOp::del_ok(op.key) : KvOp::del_absent(op.key);
+		break;
+	}
+	if (legal)
+		return rec.complete(t, done) != 0 ? kExitRecord : kExitOk;
+	if (ret == KV_E_UNAVAILABLE)
+		return rec.unavailable(t) != 0 ? kExitRecord : kExitOk;
+	fprintf(stderr, "[client %u] op %d on key %" PRIu64 ": %s (%s)\n", id,
+		static_cast<int>(op.kind), op.key, kv_strerror(ret), pm_errormsg());
+	*wrong = true;
+	return kExitOk;
+}
+
+int RunClient(const std::vector<std::string> &uris, const Workload &w, Board *board)
+{
+	std::vector<const char *> nodes;
+	for (const auto &u : uris)
+		nodes.push_back(u.c_str());
+	kv_config cfg;
+	kv_config_init(&cfg);
+	cfg.nodes = nodes.data();
+	cfg.nnodes = static_cast<unsigned>(nodes.size());
+	cfg.timeout_ms = w.timeout_ms;
+	cfg.conn.timeout_ms = w.conn_timeout_ms;
+	cfg.clock_skew_us = w.skew_us;
+	lincheck::KvRecordWriter rec;
+	if (rec.open(w.record, w.id) != 0)
+		return kExitRecord;
+	kv_client *c = nullptr;
+	int ret = kv_open(&c, &cfg);
+	if (ret != 0) {
+		fprintf(stderr, "[client %u] kv_open: %s\n", w.id, pm_errormsg());
+		return kExitOpen;
+	}
+	WaitFor([&] { return board->go.load() != 0; }, 60000);
+	std::mt19937_64 rng(w.seed);
+	bool wrong = false;
+	unsigned n = w.read_all ? w.keys : w.ops;
+	for (unsigned i = 0; i < n && ret == kExitOk; i++) {
+		uint64_t key = w.read_all ? i : rng() % w.keys;
+		uint64_t val = static_cast<uint64_t>(w.id) << 32 | i;
+		unsigned dice = static_cast<unsigned>(rng() % 100);
+		KvOp op = w.read_all ? KvOp::get(key) :
+			dice < 15 ? KvOp::insert(key, val) :
+			dice < 35 ? KvOp::update(key, val) :
+			dice < 55 ? KvOp::put(key, val) :
+			dice < 90 ? KvOp::get(key) : KvOp::del(key);
+		ret = DoOp(c, rec, w.id, op, &wrong);
+		board->client[w.id].done++;
+	}
+	kv_stats_read(c, &board->client[w.id].stats);
+	board->client[w.id].finished = 1;
+	kv_close(&c);
+	if (ret != kExitOk)
+		return ret;
+	return wrong ? kExitWrong : kExitOk;
+}
+
+int CreateStore(const std::vector<std::string> &uris)
+{
+	std::vector<const char *> nodes;
+	for (const auto &u : uris)
+		nodes.push_back(u.c_str());
+	kv_config cfg;
+	kv_config_init(&cfg);
+	cfg.nodes = nodes.data();
+	cfg.nnodes = static_cast<unsigned>(nodes.size());
+	cfg.max_clients = 8;
+	cfg.log_bytes = 2u << 20;
+	cfg.chunk_bytes = 256u << 10;
+	cfg.timeout_ms = 20000;
+	int ret = kv_create(&cfg);
+	if (ret != 0)
+		fprintf(stderr, "kv_create: %s\n", pm_errormsg());
+	return ret == 0 ? kExitOk : kExitOpen;
+}
+
+class KvProcTest : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		const char *s = getenv("KV_PROC_SEED");
+		seed_ = s != nullptr ? strtoull(s, nullptr, 10) : static_cast<uint64_t>(NowNs());
+		printf("KV_PROC_SEED=%" PRIu64 "\n", seed_);
+		rng_.seed(seed_);
+		dir_ = (access("/dev/shm", W_OK) == 0 ? std::string("/dev/shm") : rdmatest::TempDir()) +
+			"/kvproc-" + std::to_string(getpid());
+		ASSERT_EQ(system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str()), 0);
+		void *p = mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			-1, 0);
+		ASSERT_NE(p, MAP_FAILED);
+		board_ = new (p) Board();
+	}
+	void TearDown() override
+	{
+		for (pid_t pid : clients_) {
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, nullptr, 0);
+			}
+		}
+		munmap(board_, sizeof(Board));
+		(void)!system(("rm -rf " + dir_).c_str());
+	}
+
+	pid_t Start(const std::vector<std::string> &uris, Workload w)
+	{
+		w.record = dir_ + "/client" + std::to_string(w.id) + ".rec";
+		records_.push_back(w.record);
+		pid_t pid = Fork([&] { return RunClient(uris, w, board_); });
+		clients_.push_back(pid);
+		return pid;
+	}
+	int Reap(pid_t pid, int timeout_ms = 120000)
+	{
+		int code = WaitChild(pid, timeout_ms);
+		for (auto &p : clients_)
+			if (p == pid)
+				p = -1;
+		return code;
+	}
+	unsigned Done(unsigned id) const { return board_->client[id].done.load(); }
+
+	// Check every record file; return the history.
+	lincheck::KvHistory Check()
+	{
+		lincheck::KvHistory h;
+		std::string why;
+		EXPECT_EQ(lincheck::read_history(records_, &h, &why), 0) << why;
+		unsigned pending = 0, unavailable = 0, acked = 0;
+		for (const auto &r : h.records) {
+			pending += r.status == static_cast<uint8_t>(RecordStatus::kInvoked);
+			unavailable += r.status == static_cast<uint8_t>(RecordStatus::kUnavailable);
+			acked += r.status == static_cast<uint8_t>(RecordStatus::kOk) &&
+				r.kind != static_cast<uint8_t>(KvOp::Kind::kGet);
+		}
+		kv_stats sum{};
+		for (const auto &c : board_->client) {
+			sum.slow_writes += c.stats.slow_writes;
+			sum.lock_calls += c.stats.lock_calls;
+			sum.write_backs += c.stats.write_backs;
+			sum.read_iters += c.stats.read_iters;
+			sum.oop_reads += c.stats.oop_reads;
+			sum.fallbacks += c.stats.fallbacks;
+		}
+		slow_ = sum.slow_writes;
+		lincheck::Options opt;
+		opt.timeout = std::chrono::seconds(60);
+		uint64_t t0 = NowNs();
+		auto result = lincheck::check(lincheck::KvModel(), h.ops, opt);
+		printf("history: %zu ops, %u acknowledged writes, %u pending, %u unavailable; "
+		       "slow writes %" PRIu64 ", locks %" PRIu64 ", write-backs %" PRIu64
+		       ", read iterations %" PRIu64 ", out-of-place reads %" PRIu64
+		       ", widened rounds %" PRIu64 "; check %.1f ms: %s\n",
+			h.ops.size(), acked, pending, unavailable, sum.slow_writes, sum.lock_calls,
+			sum.write_backs, sum.read_iters, sum.oop_reads, sum.fallbacks,
+			(NowNs() - t0) / 1e6, result.ok ? "linearizable" : "NOT linearizable");
+		EXPECT_TRUE(result.ok) << result.explanation;
+		return h;
+	}
+
+	uint64_t seed_ = 0;
+	std::mt19937_64 rng_;
+	std::string dir_;
+	Board *board_ = nullptr;
+	std::vector<pid_t> clients_;
+	std::vector<std::string> records_;
+	uint64_t slow_ = 0;
+};
+
+// Four clients on eight keys, clocks skewed by 0, +1 ms, -1 ms and -30 ms
+// (the last guesses stale timestamps), one SIGKILLed mid-run; a fresh
+// client reads every key at the end.
+TEST_F(KvProcTest, LocalClientsWithSkewedClocksAreLinearizable)
+{
+	kvtest::LocalGroup group(3, "kvproc", 8u << 20, 32u << 20);
+	std::vector<std::string> uris = group.Uris();
+	ASSERT_EQ(WaitChild(Fork([&] { return CreateStore(uris); }), 60000), kExitOk);
+	const int64_t skew[] = { 0, 1000, -1000, -30000 };
+	std::vector<pid_t> pids;
+	for (unsigned i = 0; i < 4; i++) {
+		Workload w;
+		w.id = i + 1;
+		w.seed = seed_ + i;
+		w.skew_us = skew[i];
+		pids.push_back(Start(uris, w));
+	}
+	board_->go = 1;
+	unsigned victim = 1 + static_cast<unsigned>(rng_() % 4);
+	unsigned at = 20 + static_cast<unsigned>(rng_() % 100);
+	ASSERT_TRUE(WaitFor([&] { return Done(victim) >= at || board_->client[victim].finished; },
+		60000));
+	kill(pids[victim - 1], SIGKILL);
+	for (unsigned i = 0; i < 4; i++) {
+		int code = Reap(pids[i]);
+		if (i + 1 != victim) {
+			EXPECT_EQ(code, kExitOk) << "client " << i + 1;
+		}
+	}
+	Workload reader;
+	reader.id = 9;
+	reader.read_all = true;
+	EXPECT_EQ(Reap(Start(uris, reader)), kExitOk);
+	Check();
+	EXPECT_GT(slow_, 0u) << "the client 30 ms behind never took the slow path";
+}
+
+}  // namespace
