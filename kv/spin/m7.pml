@@ -39,13 +39,18 @@
    client, per node, per slot, kept across operations, updated only from
    completed replies.
 
-   Bound: writer 0 does W0 writes, writer 1 W1 writes (default 1 each), the
-   reader NRD reads (default 2, in sequence, the background VERIFY of a read
-   between them). A guessed clock is last+1 or last+2 (clock skew: stale
-   guesses happen); ts' = max(m.clock, last) + 1. One client visits the
-   nodes of a phase one batch at a time, starting at any node (rotation;
-   -DFIXORD: node 0 first), and may move on as soon as it has its majority;
-   a batch it did not send is dropped (not landed late). At most one node
+   Bound: writer 0 does W0 writes, writer 1 W1 writes (default 1 each), NRP
+   reader clients (default 2) NRD reads each (default 1; in sequence, the
+   background VERIFY of a read between them). -DGUESS1: writer 1 always
+   guesses last+1. A guessed clock is last+1 or last+2 (clock skew: stale
+   guesses happen); ts' = max(m.clock, last) + 1. A client visits the nodes
+   of each phase one batch at a time (batches of one client do not overlap),
+   in the rotation order it picks per operation (-DFIXORD: reader 0's first
+   read starts at node 0, nodes being symmetric), and moves on as soon as it
+   has its majority: the third node is visited only if one failed, and a
+   batch it did not send is dropped, not landed late. -DSNAP: a batch's
+   reads of the two slots (and the writer's CAS with its read of the other
+   slot) are one step, an atomic snapshot; otherwise word by word. At most one node
    crash and restart per run (-DNOCRASH: none). A client crash is a process
    that is never scheduled again: every prefix is explored, so it needs no
    step of its own, and no process ever waits for another client.
@@ -61,8 +66,12 @@
    never decrease (asserted at every PERSIST, vis >= dur); termination: a
    read returns within MAXIT iterations (Lemma C.5: 2 * writers + 1) and no
    wait blocks forever (Spin's invalid end states).
+   Ghost rule check (off with -DOBS): every word of a read reply the reader
+   counts is durable on that node when counted.
    Planted bugs (must fail): MUT_READNOPERSIST (the read batch has no
-   PERSIST), MUT_LOSTJOIN (a node restarts with every word zeroed and counts
+   PERSIST; caught by the ghost rule check: its observable effect, a second
+   reader missing a value a first one returned after a node crash, needs two
+   reader clients, beyond the exhaustive bound), MUT_LOSTJOIN (a node restarts with every word zeroed and counts
    at once), MUT_SINGLEREAD (a reader returns a GUESSED tuple seen once),
    MUT_NOLOCK (the slow-path rewrite without TRYLOCK). */
 #define N 3
@@ -332,7 +341,11 @@ proctype Reader(byte id) {
 #endif
            d_step {                                         /* update-cache-r */
              if
-             :: ok -> cache[c * 2] = MX(cache[c * 2], r0); cache[c * 2 + 1] = MX(cache[c * 2 + 1], r1);
+             :: ok ->
+#ifndef OBS
+                assert(md[c * 2] >= r0 && md[c * 2 + 1] >= r1);   /* ghost: a counted reply is durable */
+#endif
+                cache[c * 2] = MX(cache[c * 2], r0); cache[c * 2 + 1] = MX(cache[c * 2 + 1], r1);
                 mask = mask | (1 << c)
              :: else -> skip
              fi;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's Spin models (m1..m6.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's and SWARM's Spin models (m1..m7.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -83,6 +83,16 @@ CHECKS=(
 "ci|m6_mut_readnopersist|m6.pml|-DNOCOMMIT -DOBS -DMUT_READNOPERSIST|exh||60|fail|-m400000 -w24|mutant: rule iii without PERSIST (observable checks only)"
 "ci|m6_mut_countearly|m6.pml|-DNOCOMMIT -DOBS -DMUT_COUNTEARLY|exh||60|fail|-m400000 -w24|mutant: CAS counted before its PERSIST (observable checks only)"
 "full|m6|m6.pml||exh||300|pass|-m400000 -w27|as m6_nocommit + background commits (54 M states, 3.1 GB)"
+# --- M7: SWARM values (Safe-Guess, max register, TRYLOCK) on durable MNs, one MN crash + restart
+"ci|m7_1w|m7.pml|-DW1=0 -DNRP=1 -DNRD=2 -DFIXORD|exh||60|pass|-m400000 -w24|3 MNs; writer 0 (1 write, guess 1-2), 1 reader x 2 reads, 1 MN crash + restart, word-by-word reads"
+"ci|m7_2w_bit|m7.pml|-DNRP=1 -DNRD=1 -DFIXORD -DSNAP -DGUESS1|bit:28||30|pass|-m400000|2 writers (stale guesses), 1 reader, 1 MN crash + restart, snapshot reads; cut at 30 s"
+"ci|m7_mut_readnopersist|m7.pml|-DW1=0 -DNRP=1 -DNRD=2 -DFIXORD -DMUT_READNOPERSIST|exh||30|fail|-m400000 -w24|mutant: READ batch without PERSIST (ghost: counted reply durable)"
+"ci|m7_mut_lostjoin|m7.pml|-DW1=0 -DNRP=1 -DNRD=2 -DFIXORD -DOBS -DMUT_LOSTJOIN|exh||30|fail|-m400000 -w24|mutant: MN restarts zeroed and counts at once (observable checks only)"
+"ci|m7_mut_singleread|m7.pml|-DNRP=1 -DNRD=1 -DFIXORD -DSNAP -DGUESS1 -DMUT_SINGLEREAD|exh||30|fail|-m400000 -w24|mutant: reader returns a GUESSED tuple seen once"
+"ci|m7_mut_nolock|m7.pml|-DNRP=1 -DNRD=1 -DFIXORD -DSNAP -DGUESS1 -DMUT_NOLOCK|exh||30|fail|-m400000 -w24|mutant: slow-path rewrite without TRYLOCK"
+"full|m7_2w_nocrash|m7.pml|-DNOCRASH -DNRP=1 -DNRD=1 -DFIXORD -DSNAP -DGUESS1|exh||300|pass|-m400000 -w27|2 writers, 1 reader, no MN crash, snapshot reads"
+"full|m7_2w_bit_long|m7.pml|-DNRP=1 -DNRD=1 -DFIXORD|bit:33||600|pass|-m400000|2 writers (both guesses free), 1 reader, 1 MN crash, word-by-word reads"
+"full|m7_2r_bit|m7.pml|-DW1=0 -DNRP=2 -DNRD=1 -DFIXORD|bit:33||600|pass|-m400000|writer 0, 2 reader clients, 1 MN crash, word-by-word reads"
 )
 
 usage() {
@@ -94,7 +104,7 @@ prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
 
-  --ci     the checks that fit CI (5.5-6.5 minutes on one core here, more
+  --ci     the checks that fit CI (7-8 minutes on one core here, more
            on a loaded machine; a third of it gcc compiling pan.c; each
            exhaustive run under 1.5 GB); the default
   --full   the --ci checks and the design study's larger runs (tens of minutes,
