@@ -349,4 +349,137 @@ TEST_F(KvProcTest, LocalClientsWithSkewedClocksAreLinearizable)
 	EXPECT_GT(slow_, 0u) << "the client 30 ms behind never took the slow path";
 }
 
+// --- ofi+tcp to dmkv-node daemons ------------------------------------------
+
+class KvOfiTest : public KvProcTest {
+protected:
+	void SetUp() override
+	{
+		KvProcTest::SetUp();
+		if (HasFatalFailure())
+			return;
+		// NodeProcess keeps pools and logs in TempDir(): this test's
+		// directory on tmpfs.
+		const char *old = getenv("TEST_TMPDIR");
+		if (old != nullptr)
+			old_tmpdir_ = old;
+		setenv("TEST_TMPDIR", dir_.c_str(), 1);
+		for (unsigned i = 0; i < 3; i++) {
+			daemons_.push_back(std::make_unique<Daemon>("node" + std::to_string(i),
+				std::vector<std::string>{"8M", "32M"}));
+			std::string err;
+			ASSERT_TRUE(daemons_[i]->Start(&err)) << err;
+			uris_.push_back(daemons_[i]->Uri());
+		}
+		// From a child: the parent never touches libfabric (proc_util.h).
+		ASSERT_EQ(WaitChild(Fork([&] { return CreateStore(uris_); }), 60000), kExitOk);
+	}
+	void TearDown() override
+	{
+		daemons_.clear();
+		KvProcTest::TearDown();
+		if (old_tmpdir_.empty())
+			unsetenv("TEST_TMPDIR");
+		else
+			setenv("TEST_TMPDIR", old_tmpdir_.c_str(), 1);
+	}
+	void Restart(unsigned i)
+	{
+		std::string err;
+		ASSERT_TRUE(daemons_[i]->Restart(&err)) << err;
+	}
+	bool AllDone(unsigned from, unsigned to, unsigned n)
+	{
+		return WaitFor([&] {
+			for (unsigned c = from; c <= to; c++)
+				if (Done(c) < n && board_->client[c].finished.load() == 0)
+					return false;
+			return true;
+		}, 120000);
+	}
+	Workload Base(unsigned id)
+	{
+		Workload w;
+		w.id = id;
+		w.ops = 150;
+		w.keys = 16;
+		w.seed = seed_ + id;
+		w.skew_us = (static_cast<int64_t>(id) - 2) * 500;
+		w.timeout_ms = 4000;
+		w.conn_timeout_ms = 300;
+		return w;
+	}
+
+	std::vector<std::unique_ptr<Daemon>> daemons_;
+	std::vector<std::string> uris_;
+	std::string old_tmpdir_;
+};
+
+// f = 1 faults under load, then every daemon SIGKILLed and restarted from
+// its pool: the fresh client's reads, checked in the same history, find
+// every acknowledged write.
+TEST_F(KvOfiTest, DaemonsKilledStoppedAndRestartedLoseNothing)
+{
+	std::vector<pid_t> pids;
+	for (unsigned id = 1; id <= 3; id++)
+		pids.push_back(Start(uris_, Base(id)));
+	board_->go = 1;
+	ASSERT_TRUE(AllDone(1, 3, 30));
+	ASSERT_EQ(daemons_[1]->Kill(SIGKILL), 128 + SIGKILL);
+	ASSERT_TRUE(AllDone(1, 3, 60));
+	Restart(1);
+	ASSERT_TRUE(AllDone(1, 3, 80));
+	unsigned victim = 1 + static_cast<unsigned>(rng_() % 3);
+	kill(pids[victim - 1], SIGKILL);
+	board_->client[victim].finished = 1; /* for AllDone() */
+	daemons_[2]->Kill(SIGSTOP);
+	ASSERT_TRUE(AllDone(1, 3, 110));
+	daemons_[2]->Kill(SIGCONT);
+	for (unsigned i = 0; i < 3; i++) {
+		int code = Reap(pids[i]);
+		if (i + 1 != victim) {
+			EXPECT_EQ(code, kExitOk) << "client " << i + 1;
+		}
+	}
+	for (unsigned i = 0; i < 3; i++)
+		daemons_[i]->Kill(SIGKILL);
+	for (unsigned i = 0; i < 3; i++)
+		Restart(i);
+	Workload reader = Base(9);
+	reader.read_all = true;
+	reader.timeout_ms = 10000;
+	EXPECT_EQ(Reap(Start(uris_, reader)), kExitOk);
+	Check();
+}
+
+// Two daemons of three down: operations report unavailable within their
+// timeout, never a wrong value; back up, they succeed again.
+TEST_F(KvOfiTest, BeyondFIsUnavailableThenBack)
+{
+	Workload w = Base(1);
+	w.ops = 60;
+	pid_t pid = Start(uris_, w);
+	board_->go = 1;
+	ASSERT_TRUE(AllDone(1, 1, 20));
+	daemons_[0]->Kill(SIGKILL);
+	daemons_[2]->Kill(SIGKILL);
+	ASSERT_TRUE(AllDone(1, 1, 30));
+	Restart(0);
+	Restart(2);
+	EXPECT_EQ(Reap(pid), kExitOk);
+	Workload reader = Base(9);
+	reader.read_all = true;
+	reader.timeout_ms = 10000;
+	EXPECT_EQ(Reap(Start(uris_, reader)), kExitOk);
+	lincheck::KvHistory h = Check();
+	unsigned unavailable = 0, after = 0;
+	for (const auto &r : h.records) {
+		unavailable += r.status == static_cast<uint8_t>(RecordStatus::kUnavailable);
+		after += r.process == 9 && r.status != static_cast<uint8_t>(RecordStatus::kUnavailable) &&
+			r.status != static_cast<uint8_t>(RecordStatus::kInvoked);
+	}
+	EXPECT_GT(unavailable, 0u) << "with two of three daemons down, nothing was unavailable";
+	EXPECT_EQ(after, 16u) << "every key answered once a majority was back";
+}
+
 }  // namespace
