@@ -13,6 +13,7 @@
 
 #include <kv/kv.h>
 
+#include "kv/src/store/testing.h"
 #include "kv/tests/node_group.h"
 
 namespace {
@@ -291,6 +292,17 @@ TEST_F(KvTest, StaleCachedLocationAfterDeleteAndReinsert)
 	ASSERT_EQ(Delete(d, "k"), 0);
 	EXPECT_EQ(Update(c_, "k", "x"), -ENOENT);
 	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
+	// A delete through a stale cached location deletes the key's current
+	// incarnation, not only the dead one it cached.
+	ASSERT_EQ(Insert(c_, "k2", "a"), 0);
+	EXPECT_EQ(Get(c_, "k2"), "a");
+	ASSERT_EQ(Delete(d, "k2"), 0);
+	ASSERT_EQ(Insert(d, "k2", "b"), 0);
+	ASSERT_EQ(Delete(c_, "k2"), 0);
+	int ret;
+	Get(d, "k2", &ret);
+	EXPECT_EQ(ret, -ENOENT);
+	EXPECT_EQ(Update(d, "k2", "c"), -ENOENT);
 	kv_close(&d);
 }
 
@@ -315,6 +327,39 @@ TEST_F(KvTest, SkewedClockTakesTheSlowPathAndStaysOrdered)
 	EXPECT_EQ(Stats(slow).slow_writes, 1u);
 	EXPECT_EQ(Get(c_, "k"), "slow2");
 	kv_close(&slow);
+}
+
+// A writer that leaves its tuple GUESSED (as if it crashed right after
+// writing it): a reader reads it twice, locks its timestamp in READ mode,
+// returns it and VERIFIES it, so the next reader needs one round trip.
+TEST_F(KvTest, ReadersCompleteAGuessedWrite)
+{
+	kv_client *w = nullptr, *r = nullptr;
+	ASSERT_EQ(kv_open(&w, &cfg_), 0);
+	ASSERT_EQ(kv_open(&r, &cfg_), 0);
+	ASSERT_EQ(Insert(w, "g", "v0"), 0);
+	kv__st_test_no_verify(w, true);
+	ASSERT_EQ(Update(w, "g", "guessed"), 0);
+	kv_stats a = Stats(r);
+	EXPECT_EQ(Get(r, "g"), "guessed");
+	kv_stats b = Stats(r);
+	EXPECT_EQ(b.read_iters - a.read_iters, 1u) << "the double read";
+	EXPECT_EQ(b.lock_calls - a.lock_calls, 1u) << "the READ lock";
+	EXPECT_EQ(b.oop_reads - a.oop_reads, 1u) << "no in-place copy of a GUESSED write";
+	kv_stats c0 = Stats(c_);
+	EXPECT_EQ(Get(c_, "g"), "guessed");
+	kv_stats c1 = Stats(c_);
+	EXPECT_EQ(c1.lock_calls - c0.lock_calls, 0u) << "VERIFIED by the first reader";
+	EXPECT_EQ(c1.read_iters - c0.read_iters, 0u);
+	// A second GUESSED write of the same writer: still one value.
+	ASSERT_EQ(Update(w, "g", "guessed2"), 0);
+	EXPECT_EQ(Get(r, "g"), "guessed2");
+	EXPECT_EQ(Get(c_, "g"), "guessed2");
+	kv__st_test_no_verify(w, false);
+	ASSERT_EQ(Update(w, "g", "verified"), 0);
+	EXPECT_EQ(Get(r, "g"), "verified");
+	kv_close(&w);
+	kv_close(&r);
 }
 
 // The baselines share the layout and the API; their round trips are the

@@ -495,6 +495,16 @@ kv_stats_read(const struct kv_client *c, struct kv_stats *out)
 	*out = c->st;
 }
 
+#ifdef KV_ST_TESTING
+#include "kv/src/store/testing.h"
+
+void
+kv__st_test_no_verify(struct kv_client *c, bool on)
+{
+	c->test_no_verify = on;
+}
+#endif
+
 /* The clock, in ticks since the store's epoch, with this client's skew
  * (may be below 1 for a clock set far back). */
 static int64_t

@@ -66,6 +66,9 @@ struct kv_client {
 	unsigned ncache;           /* a power of two, or 0 */
 	unsigned char *val;        /* a value-sized scratch (write-backs) */
 	struct kv_stats st;
+#ifdef KV_ST_TESTING
+	bool test_no_verify;       /* kv__st_test_no_verify() */
+#endif
 };
 
 /* The outcome of a register write (kv__sw_write). */
