@@ -127,8 +127,8 @@ TEST_F(KvTest, ManyKeysSurviveReopen)
 }
 
 // With no contention and no failure, a cached get, update and delete take
-// one round trip on the values; an insert one for the object plus the
-// index's two.
+// one round trip on the values; an insert the index's two, the object's
+// write running beside the first.
 TEST_F(KvTest, RoundTripsOnTheCounters)
 {
 	ASSERT_EQ(Insert(c_, "rt", "v0"), 0);
@@ -143,9 +143,10 @@ TEST_F(KvTest, RoundTripsOnTheCounters)
 	EXPECT_EQ(d.rounds - b.rounds, 1u);
 	EXPECT_EQ(d.index_rounds - b.index_rounds, 0u);
 	EXPECT_EQ(d.oop_reads - b.oop_reads, 0u);
+	// The object is written beside the index's first round.
 	ASSERT_EQ(Insert(c_, "rt2", "w"), 0);
 	kv_stats e = Stats(c_);
-	EXPECT_EQ(e.rounds - d.rounds, 1u);
+	EXPECT_EQ(e.rounds - d.rounds, 0u);
 	EXPECT_EQ(e.index_rounds - d.index_rounds, 2u);
 	ASSERT_EQ(Delete(c_, "rt2"), 0);
 	kv_stats f = Stats(c_);

@@ -65,6 +65,15 @@ extern "C" {
 typedef int (*kv_index_key_fn)(void *ctx, uint64_t loc, void *buf, size_t cap,
 	size_t *len);
 
+/*
+ * publish -- kv_index_insert() calls it once, before the first round that can
+ * make @loc visible to another client, so a caller may write the key (what
+ * key_at() answers for @loc) in parallel with the insert's first round and
+ * finish that write here. Return: 0, or a negative code to fail the insert
+ * with it (nothing was published).
+ */
+typedef int (*kv_index_publish_fn)(void *ctx, uint64_t loc);
+
 struct kv_index_config {
 	const char *const *nodes; /* URIs of the group's nodes, in group order */
 	unsigned nnodes;          /* 2f+1: 1, 3, 5 or 7 */
@@ -73,7 +82,8 @@ struct kv_index_config {
 	unsigned timeout_ms;      /* an operation's limit; default 5000 */
 	struct rdma_conn_config conn; /* token, connection timeout (default 1000 ms) */
 	kv_index_key_fn key_at;   /* required */
-	void *key_ctx;            /* passed to key_at */
+	void *key_ctx;            /* passed to key_at and publish */
+	kv_index_publish_fn publish; /* NULL: the key is stored before the insert */
 	unsigned cache_entries;   /* per-key hint cache entries; default 4096; 0 = none */
 	/* kv_index_create only: */
 	unsigned max_clients;     /* client ids; default 64, at most 1024 */
@@ -143,7 +153,8 @@ int kv_index_hint(struct kv_index *ix, const void *key, size_t len, uint64_t *lo
 
 /**
  * kv_index_insert -- map @key to @loc if @key is absent (insert-if-absent).
- * The caller stores @key at @loc first (key_at must answer it).
+ * The caller stores @key at @loc first (key_at must answer it), or by the
+ * time the config's publish() returns.
  * @existing: if not NULL, receives the present location on KV_E_EXISTS.
  * Persistence: on 0 the mapping is durable on a majority of the nodes.
  * Return: 0; KV_E_EXISTS; -EINVAL for a bad key or @loc; -ENOSPC if the

@@ -365,64 +365,77 @@ kv__ix_round_post(struct kv_ix_group *g, unsigned mask)
 			g->m[i].background = true;
 }
 
-unsigned
-kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
-	uint64_t deadline_ns)
+void
+kv__ix_round_start(struct kv_ix_group *g, unsigned mask, struct kv_ix_round *r)
 {
-	uint64_t start = kv__ix_now_ns(), quorum_at = 0;
-	uint64_t stuck_ns = (uint64_t)g->conn_cfg.timeout_ms * 1000000u;
-	unsigned pending = 0, ok = 0;
-
+	r->start = kv__ix_now_ns();
+	r->pending = 0;
+	r->ok = 0;
 	for (unsigned i = 0; i < g->n; i++) {
 		if (!(mask >> i & 1))
 			continue;
 		if (g->m[i].batch.n == 0) {
-			ok |= 1u << i; /* nothing to do counts as done */
+			r->ok |= 1u << i; /* nothing to do counts as done */
 			continue;
 		}
 		if (member_post(g, i)) {
 			g->m[i].in_round = true;
-			pending |= 1u << i;
+			r->pending |= 1u << i;
 		}
 	}
-	while (pending != 0) {
+}
+
+/* Collect the members of @r whose batches completed. */
+static void
+round_poll(struct kv_ix_group *g, struct kv_ix_round *r)
+{
+	for (unsigned i = 0; i < g->n; i++) {
+		struct kv_ix_member *m = &g->m[i];
+		int rc;
+
+		if (!(r->pending >> i & 1))
+			continue;
+		rc = rdma_poll(m->conn);
+		if (rc == -EINPROGRESS)
+			continue;
+		r->pending &= ~(1u << i);
+		m->in_round = false;
+		m->rc = rc;
+		if (rc != 0) {
+			member_down(g, m);
+			continue;
+		}
+		__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELAXED);
+		r->ok |= 1u << i;
+	}
+}
+
+unsigned
+kv__ix_round_wait(struct kv_ix_group *g, struct kv_ix_round *r, unsigned need,
+	uint64_t deadline_ns)
+{
+	uint64_t stuck_ns = (uint64_t)g->conn_cfg.timeout_ms * 1000000u, quorum_at = 0;
+
+	while (r->pending != 0) {
 		uint64_t now;
 
-		for (unsigned i = 0; i < g->n; i++) {
-			struct kv_ix_member *m = &g->m[i];
-			int rc;
-
-			if (!(pending >> i & 1))
-				continue;
-			rc = rdma_poll(m->conn);
-			if (rc == -EINPROGRESS)
-				continue;
-			pending &= ~(1u << i);
-			m->in_round = false;
-			m->rc = rc;
-			if (rc != 0) {
-				member_down(g, m);
-				continue;
-			}
-			__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELAXED);
-			ok |= 1u << i;
-		}
-		if (pending == 0)
+		round_poll(g, r);
+		if (r->pending == 0)
 			break;
 		now = kv__ix_now_ns();
 		if (now >= deadline_ns)
 			break;
-		if (now - start > stuck_ns) {
+		if (now - r->start > stuck_ns) {
 			/* Silent past the connection timeout (cut off,
 			 * stopped): hand them over, and let the caller try a
 			 * new round with the members that came back. */
 			for (unsigned i = 0; i < g->n; i++)
-				if (pending >> i & 1)
+				if (r->pending >> i & 1)
 					member_down(g, &g->m[i]);
-			pending = 0;
+			r->pending = 0;
 			break;
 		}
-		if ((unsigned)__builtin_popcount(ok) >= need) {
+		if ((unsigned)__builtin_popcount(r->ok) >= need) {
 			/* Wait for stragglers as long again as the quorum
 			 * took, at least grace_min_ns: a healthy node
 			 * answers in about the same time, a dead one never. */
@@ -430,7 +443,7 @@ kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 
 			if (quorum_at == 0)
 				quorum_at = now;
-			grace = quorum_at - start;
+			grace = quorum_at - r->start;
 			if (grace < g->grace_min_ns)
 				grace = g->grace_min_ns;
 			if (now - quorum_at >= grace)
@@ -439,9 +452,27 @@ kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 		__builtin_ia32_pause();
 	}
 	for (unsigned i = 0; i < g->n; i++)
-		if (pending >> i & 1)
+		if (r->pending >> i & 1)
 			g->m[i].in_round = false; /* stays busy; drained later */
-	return ok;
+	r->pending = 0;
+	return r->ok;
+}
+
+unsigned
+kv__ix_round_done(struct kv_ix_group *g, struct kv_ix_round *r)
+{
+	round_poll(g, r);
+	return r->ok;
+}
+
+unsigned
+kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
+	uint64_t deadline_ns)
+{
+	struct kv_ix_round r;
+
+	kv__ix_round_start(g, mask, &r);
+	return kv__ix_round_wait(g, &r, need, deadline_ns);
 }
 
 /* The deadline passed while fewer than f+1 members answered. */

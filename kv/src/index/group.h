@@ -157,6 +157,35 @@ unsigned kv__ix_round_begin(struct kv_ix_group *g);
 unsigned kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 	uint64_t deadline_ns);
 
+/* A round started and not yet waited for (kv__ix_round_start). */
+struct kv_ix_round {
+	uint64_t start;     /* CLOCK_MONOTONIC ns */
+	unsigned pending;   /* members with the round's batch in flight */
+	unsigned ok;        /* members whose batch completed without error */
+};
+
+/**
+ * kv__ix_round_start -- kv__ix_round_run()'s first half: post the batch of
+ * every member in @mask and return at once, the round in *@r. The caller
+ * must finish it with kv__ix_round_wait() before it begins another round
+ * on @g; meanwhile it may do other work (a round on another group).
+ * Return: nothing (void). Thread-safety: client thread.
+ */
+void kv__ix_round_start(struct kv_ix_group *g, unsigned mask, struct kv_ix_round *r);
+
+/**
+ * kv__ix_round_done -- the members of @r whose batches have completed so
+ * far, without waiting. Return: that mask. Thread-safety: client thread.
+ */
+unsigned kv__ix_round_done(struct kv_ix_group *g, struct kv_ix_round *r);
+
+/**
+ * kv__ix_round_wait -- kv__ix_round_run()'s second half, for the round @r.
+ * Return: as kv__ix_round_run(). Thread-safety: client thread.
+ */
+unsigned kv__ix_round_wait(struct kv_ix_group *g, struct kv_ix_round *r, unsigned need,
+	uint64_t deadline_ns);
+
 /**
  * kv__ix_round_post -- post the batch of every member in @mask and do not
  * wait (background commits): the members stay busy until a later round

@@ -138,6 +138,7 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 	if (ix == NULL)
 		return pm_error_set(-ENOMEM, "kv_index: out of memory");
 	ix->key_at = cfg->key_at;
+	ix->publish = cfg->publish;
 	ix->key_ctx = cfg->key_ctx;
 	ix->cid = cfg->client_id;
 	ix->timeout_ms = cfg->timeout_ms;
@@ -608,12 +609,26 @@ ix_propose(struct kv_index *ix, struct kv_ix_view *v, unsigned word, uint64_t bo
 	return 0;
 }
 
+/* Before @loc can be proposed: let the caller finish storing its key
+ * (kv_index_config.publish), once per insert. */
+static int
+ix_publish(struct kv_index *ix, uint64_t loc, bool *published)
+{
+	int ret = 0;
+
+	if (!*published && ix->publish != NULL)
+		ret = ix->publish(ix->key_ctx, loc);
+	*published = ret == 0;
+	return ret;
+}
+
 int
 kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 	uint64_t *existing)
 {
 	uint64_t h, mine;
 	unsigned fp;
+	bool published = false;
 	int ret;
 
 	ret = ix_entry_begin(ix, key, len, loc, "kv_index_insert", &h);
@@ -655,7 +670,9 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 					(kv_ix_body_empty(sl.cur) ||
 						(kv_ix_body_live(sl.cur) && kv_ixw_fp(sl.cur) == fp)))) {
 				dec = 0;
-				ret = ix_settle(ix, &v, word, &sl, mine, &dec);
+				ret = ix_publish(ix, loc, &published);
+				if (ret == 0)
+					ret = ix_settle(ix, &v, word, &sl, mine, &dec);
 				if (ret != 0)
 					return ix_op_end(ix, ret);
 				if (dec == mine) {
@@ -703,6 +720,9 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 		{
 			bool ours;
 
+			ret = ix_publish(ix, loc, &published);
+			if (ret != 0)
+				return ix_op_end(ix, ret);
 			ret = ix_propose(ix, &v, (unsigned)target, mine, &ours);
 			if (ret != 0)
 				return ix_op_end(ix, ret);

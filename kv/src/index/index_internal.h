@@ -30,6 +30,7 @@ struct kv_ix_hint {
 struct kv_index {
 	struct kv_ix_group g;
 	kv_index_key_fn key_at;
+	kv_index_publish_fn publish;
 	void *key_ctx;
 	unsigned cid;
 	unsigned timeout_ms;

@@ -200,6 +200,14 @@ st_key_at(void *ctx, uint64_t loc, void *buf, size_t cap, size_t *len)
 	return kv__sw_key_read(ctx, loc, buf, cap, len);
 }
 
+/* The index's publish: the object an insert maps is on f+1 members. */
+static int
+st_publish(void *ctx, uint64_t loc)
+{
+	(void)loc;
+	return kv__sw_create_finish(ctx);
+}
+
 static void
 index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, void *ctx,
 	unsigned cid)
@@ -212,6 +220,7 @@ index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, void *ctx,
 	icfg->timeout_ms = cfg->timeout_ms;
 	icfg->conn = cfg->conn;
 	icfg->key_at = st_key_at;
+	icfg->publish = st_publish;
 	icfg->key_ctx = ctx;
 	icfg->cache_entries = 0; /* the store caches locations itself */
 	if (cfg->max_clients != 0)
@@ -801,10 +810,11 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 	e.hash = h;
 	e.loc = geo.loc;
 	e.klen = (uint32_t)klen;
-	/* SWARM-KV's insert (sect. 5.3.1) writes the value and maps the key
-	 * in parallel; here the object is written first, because the index
-	 * compares keys through key_at() and must find this one. */
-	ret = kv__sw_create(c, &geo, &e, key, val, (uint32_t)vlen);
+	/* SWARM-KV's insert (sect. 5.3.1): write the value and map the key in
+	 * parallel. The object's batches fly beside the index's first round;
+	 * the index waits for them (st_publish) before anyone can learn the
+	 * location, since key_at() must then find the key there. */
+	ret = kv__sw_create_start(c, &geo, &e, key, val, (uint32_t)vlen);
 	if (ret != 0)
 		return ret;
 	for (;;) {
@@ -816,6 +826,8 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 		kv_index_stats_read(c->ix, &before);
 		ret = kv_index_insert(c->ix, key, klen, geo.loc, existing);
 		index_rounds(c, &before);
+		if (kv__sw_create_finish(c) != 0 && ret == 0)
+			ret = KV_E_UNAVAILABLE; /* cannot happen: published first */
 		if (ret == 0) {
 			cache_put(c, &e);
 			return 0;
@@ -968,24 +980,28 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 	while (ret == 0) {
 		struct kv_st_cent e;
 		struct kv_st_geo geo;
-		bool cached, absent;
+		enum kv_sw_gone gone;
+		bool cached;
 
 		ret = locate(c, key, klen, h, &e, &cached);
 		if (ret != 0)
 			break;
 		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
-		ret = kv__sw_delete(c, &geo, &e, &absent);
+		ret = kv__sw_delete(c, &geo, &e, &gone);
 		if (ret != 0)
 			break;
 		cache_drop(c, h);
 		/* SWARM-KV unmaps in the background (sect. 5.3.2); this
 		 * version unmaps before returning (kv_stats.index_rounds). */
 		ret = unmap(c, key, klen, e.loc);
-		if (ret != 0 || !absent)
+		if (ret != 0)
 			break;
-		/* The cached object was deleted before: the key may have been
-		 * re-inserted elsewhere. */
-		ret = cached ? 0 : -ENOENT;
+		/* A cached location that any member shows deleted may be a
+		 * dead incarnation: the key may live elsewhere now. */
+		if (cached && gone != KV_SW_LIVE)
+			continue;
+		ret = gone == KV_SW_GONE ? -ENOENT : 0;
+		break;
 	}
 	return op_end(c, ret);
 }

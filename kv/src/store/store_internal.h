@@ -45,6 +45,20 @@ struct kv_st_val {
 	size_t vlen;       /* full length, may exceed cap */
 };
 
+/* An object being created beside the index insert that maps it
+ * (kv__sw_create_start). */
+struct kv_st_create {
+	bool active;               /* its round not yet finished */
+	struct kv_ix_round round;
+	struct kv_st_geo geo;
+	struct kv_st_cent *e;
+	const void *key, *val;     /* the caller's, until finished */
+	uint64_t word, boff;
+	struct kv_st_ohdr oh;
+	struct kv_st_vhdr h;
+	unsigned held;             /* members holding the word */
+};
+
 struct kv_client {
 	struct kv_ix_group g;      /* value connections (index region anchors membership) */
 	struct kv_index *ix;
@@ -65,6 +79,7 @@ struct kv_client {
 	struct kv_st_cent *cache;
 	unsigned ncache;           /* a power of two, or 0 */
 	unsigned char *val;        /* a value-sized scratch (write-backs) */
+	struct kv_st_create cr;
 	struct kv_stats st;
 #ifdef KV_ST_TESTING
 	bool test_no_verify;       /* kv__st_test_no_verify() */
@@ -108,11 +123,18 @@ void kv__sw_vhdr(struct kv_st_vhdr *h, uint64_t meta, unsigned writer, uint64_t 
 bool kv__sw_vhdr_ok(const struct kv_st_vhdr *h, const void *val, uint64_t meta,
 	unsigned writer, uint64_t loc);
 
-/* kv__sw_create -- write a new object at @geo for @key with first value
- * @val by this client on f+1 nodes (it is not yet indexed, so the value is
- * written VERIFIED at once). Return: 0; KV_E_UNAVAILABLE; -ENOSPC. */
-int kv__sw_create(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	const void *key, const void *val, uint32_t vlen);
+/* kv__sw_create_start -- start writing a new object at @geo for @key with
+ * first value @val (nobody can know it before the index maps it, so the
+ * value is written VERIFIED at once) and return: the batches are in flight
+ * to every member; @e, @key and @val must stay valid until
+ * kv__sw_create_finish(). Return: 0; -ENOSPC; -E2BIG (RAW). */
+int kv__sw_create_start(struct kv_client *c, const struct kv_st_geo *geo,
+	struct kv_st_cent *e, const void *key, const void *val, uint32_t vlen);
+
+/* kv__sw_create_finish -- wait until the object started is on f+1 members
+ * (nothing if none is in flight). Any use of the group before finishing
+ * (key_at() from the index) calls it first. Return: 0; KV_E_UNAVAILABLE. */
+int kv__sw_create_finish(struct kv_client *c);
 
 /* kv__sw_write -- Safe-Guess WRITE (S4-S11) of @val to the object @geo.
  * Return: 0 with *@res; KV_E_UNAVAILABLE; -ENOSPC. */
@@ -124,11 +146,17 @@ int kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_
 int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct kv_st_val *v);
 
-/* kv__sw_delete -- write the tombstone. *@was_absent: every node read
- * held a tombstone or nothing before it (kv_delete's -ENOENT).
+/* What a delete saw of the register before its tombstone landed. */
+enum kv_sw_gone {
+	KV_SW_LIVE,   /* no member read held it empty or deleted */
+	KV_SW_GOING,  /* some did: deleted, or a delete under way */
+	KV_SW_GONE,   /* f+1 did: it was deleted (or never written) before */
+};
+
+/* kv__sw_delete -- write the tombstone; *@gone as above.
  * Return: 0; KV_E_UNAVAILABLE. */
 int kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	bool *was_absent);
+	enum kv_sw_gone *gone);
 
 /* kv__sw_key_read -- the key stored in the object at @loc (the index's
  * key_at): read its header from f+1 nodes and take an intact one.

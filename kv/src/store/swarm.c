@@ -739,23 +739,23 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 
 int
 kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	bool *was_absent)
+	enum kv_sw_gone *gone)
 {
-	unsigned held = 0, answered = 0;
-	bool absent = true, widen = false;
+	unsigned held = 0, answered = 0, dead = 0;
+	bool widen = false;
 
 	if (c->sb.repl == KV_REPL_RAW) {
 		struct kv_st_val v = { .buf = c->val, .cap = KV_VALUE_MAX };
 		int ret = raw_read(c, geo, &v);
 
-		*was_absent = v.meta == KV_ST_TOMB;
+		*gone = v.meta == KV_ST_TOMB ? KV_SW_GONE : KV_SW_LIVE;
 		return ret != 0 ? ret : raw_write(c, geo, KV_ST_TOMB, "", 0);
 	}
 
 	/* The tombstone is a write of the maximal tuple (SWARM-KV sect. 5.3.2):
 	 * no timestamp to guess, nothing can outrank it. Each batch reads the
-	 * array before its CAS, so "was absent" means: every member read held
-	 * nothing or a tombstone before this one landed there. */
+	 * array before its CAS: *@gone says on how many members the register
+	 * (the largest word) was already empty or a tombstone. */
 	for (;;) {
 		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~held, ok;
 		int ret;
@@ -790,8 +790,7 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 				for (unsigned w = 0; w < c->C; w++)
 					if (a[w] > top)
 						top = a[w];
-				if (top != 0 && top != KV_ST_TOMB)
-					absent = false;
+				dead += top == 0 || top == KV_ST_TOMB;
 			}
 			if (old == e->mine[i] || old == KV_ST_TOMB) {
 				held |= 1u << i;
@@ -801,7 +800,10 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 			}
 		}
 		if (popcount(held) >= c->g.f + 1) {
-			*was_absent = absent;
+			/* f+1 saw it gone before: it was (two overlapping
+			 * deletes cannot both see that: majorities intersect
+			 * and each member runs one batch first). */
+			*gone = dead >= c->g.f + 1 ? KV_SW_GONE : dead > 0 ? KV_SW_GOING : KV_SW_LIVE;
 			return 0;
 		}
 		widen = true;
@@ -811,78 +813,123 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 	}
 }
 
+/* Post the creation batch of c->cr to every member of @mask: header, key
+ * and in-place copy, the buffer, each persisted, then the word. */
+static void
+sw_create_post(struct kv_client *c, unsigned mask)
+{
+	struct kv_st_create *cr = &c->cr;
+	const struct kv_st_geo *geo = &cr->geo;
+	uint32_t olen = geo->tsl_off - geo->ohdr_off;
+
+	for (unsigned i = 0; i < c->g.n; i++) {
+		struct kv_ix_member *m = &c->g.m[i];
+		struct rdma_batch *b = &m->batch;
+		unsigned char *o = m->buf, *bb = m->buf + ((olen + 63u) & ~63u);
+		int r = 0;
+
+		if (!(mask >> i & 1))
+			continue;
+		memset(o, 0, olen);
+		memcpy(o, &cr->oh, sizeof(cr->oh));
+		memcpy(o + sizeof(cr->oh), cr->key, geo->klen);
+		if (cr->h.vlen <= geo->ip_cap) {
+			memcpy(o + (geo->ip_off - geo->ohdr_off), &cr->h, sizeof(cr->h));
+			memcpy(o + (geo->ip_off - geo->ohdr_off) + sizeof(cr->h), cr->val, cr->h.vlen);
+		}
+		memcpy(bb, &cr->h, sizeof(cr->h));
+		memcpy(bb + sizeof(cr->h), cr->val, cr->h.vlen);
+		r |= rdma_batch_write(b, c->region, geo->off + geo->ohdr_off, o, olen);
+		r |= rdma_batch_persist(b, c->region, geo->off + geo->ohdr_off, olen);
+		r |= rdma_batch_write(b, c->region, cr->boff, bb, (uint32_t)sizeof(cr->h) + cr->h.vlen);
+		r |= rdma_batch_persist(b, c->region, cr->boff, (uint32_t)sizeof(cr->h) + cr->h.vlen);
+		r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, c->cid), 0, cr->word, &m->old[0]);
+		r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, c->cid), 8);
+		if (r != 0)
+			mask &= ~(1u << i);
+	}
+	kv__ix_round_start(&c->g, mask, &cr->round);
+}
+
+/* Count the members of @ok whose CAS installed the creation word. */
+static void
+sw_create_take(struct kv_client *c, unsigned ok)
+{
+	struct kv_st_create *cr = &c->cr;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		if ((ok >> i & 1) && c->g.m[i].old[0] == 0) {
+			cr->held |= 1u << i;
+			cr->e->mine[i] = cr->word;
+		}
+}
+
 int
-kv__sw_create(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+kv__sw_create_start(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	const void *key, const void *val, uint32_t vlen)
 {
+	struct kv_st_create *cr = &c->cr;
 	uint32_t blen = ((uint32_t)sizeof(struct kv_st_vhdr) + vlen + KV_ST_BUF_UNIT - 1) &
 		~(KV_ST_BUF_UNIT - 1);
-	uint32_t olen = geo->tsl_off - geo->ohdr_off;
-	struct kv_st_ohdr oh = { KV_ST_OBJ_MAGIC, geo->klen, geo->ip_cap, geo->loc, 0 };
-	struct kv_st_vhdr h;
-	uint64_t ptr, boff, word;
-	unsigned held = 0;
+	uint64_t ptr;
 	int ret;
 
 	if (c->sb.repl == KV_REPL_RAW && vlen > geo->ip_cap)
 		return pm_error_set(-E2BIG, "kv: RAW keeps values in place: at most %u bytes",
 			KV_ST_IP_MAX);
-	ret = kv__st_log_alloc(c, blen, &ptr, &boff);
+	ret = kv__st_log_alloc(c, blen, &ptr, &cr->boff);
 	if (ret != 0)
 		return ret;
-	word = kv_st_meta(kv__st_ts_guess(c, 0), ptr, 1);
-	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
-	oh.sum = XXH3_64bits_withSeed(key, geo->klen,
-		XXH3_64bits(&oh, offsetof(struct kv_st_ohdr, sum)));
+	cr->geo = *geo;
+	cr->e = e;
+	cr->key = key;
+	cr->val = val;
+	cr->held = 0;
+	cr->word = kv_st_meta(kv__st_ts_guess(c, 0), ptr, 1);
+	kv__sw_vhdr(&cr->h, cr->word, c->cid, geo->loc, val, vlen);
+	cr->oh = (struct kv_st_ohdr){ KV_ST_OBJ_MAGIC, geo->klen, geo->ip_cap, geo->loc, 0 };
+	cr->oh.sum = XXH3_64bits_withSeed(key, geo->klen,
+		XXH3_64bits(&cr->oh, offsetof(struct kv_st_ohdr, sum)));
 	for (unsigned i = 0; i < c->g.n; i++)
 		e->mine[i] = 0;
 	/* Nobody can know the object before the index maps it, so its first
-	 * value is VERIFIED at once and goes to every member (the in-place
-	 * copy included): one batch per member, header, key and value first,
-	 * then the word. */
-	for (;;) {
-		unsigned mask = kv__ix_round_begin(&c->g) & ~held, ok;
+	 * value is VERIFIED at once and goes to every member. */
+	sw_create_post(c, kv__ix_round_begin(&c->g));
+	cr->active = true;
+	return 0;
+}
 
-		for (unsigned i = 0; i < c->g.n; i++) {
-			struct kv_ix_member *m = &c->g.m[i];
-			struct rdma_batch *b = &m->batch;
-			unsigned char *o = m->buf, *bb = m->buf + ((olen + 63u) & ~63u);
-			int r = 0;
+int
+kv__sw_create_finish(struct kv_client *c)
+{
+	struct kv_st_create *cr = &c->cr;
 
-			if (!(mask >> i & 1))
-				continue;
-			memset(o, 0, olen);
-			memcpy(o, &oh, sizeof(oh));
-			memcpy(o + sizeof(oh), key, geo->klen);
-			if (vlen <= geo->ip_cap) {
-				memcpy(o + (geo->ip_off - geo->ohdr_off), &h, sizeof(h));
-				memcpy(o + (geo->ip_off - geo->ohdr_off) + sizeof(h), val, vlen);
-			}
-			memcpy(bb, &h, sizeof(h));
-			memcpy(bb + sizeof(h), val, vlen);
-			r |= rdma_batch_write(b, c->region, geo->off + geo->ohdr_off, o, olen);
-			r |= rdma_batch_persist(b, c->region, geo->off + geo->ohdr_off, olen);
-			r |= rdma_batch_write(b, c->region, boff, bb, (uint32_t)sizeof(h) + vlen);
-			r |= rdma_batch_persist(b, c->region, boff, (uint32_t)sizeof(h) + vlen);
-			r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, c->cid), 0, word, &m->old[0]);
-			r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, c->cid), 8);
-			if (r != 0)
-				mask &= ~(1u << i);
-		}
-		ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
-		c->st.rounds++;
-		for (unsigned i = 0; i < c->g.n; i++) {
-			if ((ok >> i & 1) && c->g.m[i].old[0] == 0) {
-				held |= 1u << i;
-				e->mine[i] = word;
-			}
-		}
-		if (popcount(held) >= c->g.f + 1)
-			return 0;
-		ret = kv__st_retry(c, ok == 0);
+	if (!cr->active)
+		return 0;
+	cr->active = false;
+	/* Done by the time it is needed (it ran beside the index's first
+	 * round): no round trip of its own. Else wait for it. */
+	sw_create_take(c, kv__ix_round_done(&c->g, &cr->round));
+	if (popcount(cr->held) >= c->g.f + 1) {
+		kv__ix_round_wait(&c->g, &cr->round, 0, 0); /* the rest land later */
+		return 0;
+	}
+	c->st.rounds++;
+	sw_create_take(c, kv__ix_round_wait(&c->g, &cr->round, c->g.f + 1, c->deadline));
+	while (popcount(cr->held) < c->g.f + 1) {
+		unsigned ok;
+		int ret = kv__st_retry(c, false);
+
 		if (ret != 0)
 			return ret;
+		sw_create_post(c, kv__ix_round_begin(&c->g) & ~cr->held);
+		ok = kv__ix_round_wait(&c->g, &cr->round, c->g.f + 1, c->deadline);
+		c->st.rounds++;
+		sw_create_take(c, ok);
+		if (ok == 0 && (ret = kv__st_retry(c, true)) != 0)
+			return ret;
 	}
+	return 0;
 }
 
 int
@@ -891,7 +938,10 @@ kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t
 	uint64_t off = (loc >> 4) * KV_ST_UNIT + 8u * c->C;
 	uint32_t want = (uint32_t)sizeof(struct kv_st_ohdr) + KV_KEY_MAX;
 	unsigned answered = 0;
+	int ret = kv__sw_create_finish(c); /* the group is needed */
 
+	if (ret != 0)
+		return ret;
 	if (off + want > c->sb.log_off)
 		want = off < c->sb.log_off ? (uint32_t)(c->sb.log_off - off) : 0;
 	if (want < sizeof(struct kv_st_ohdr))
@@ -900,7 +950,6 @@ kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t
 	 * index can name the object: f+1 replies include an intact one. */
 	for (;;) {
 		unsigned mask = kv__ix_round_begin(&c->g) & ~answered, ok;
-		int ret;
 
 		for (unsigned i = 0; i < c->g.n; i++)
 			if ((mask >> i & 1) &&
