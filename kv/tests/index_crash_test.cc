@@ -11,9 +11,7 @@
 // The index regions are the client's own mappings of the pool files (the
 // local backend shares one mapping per file in a process); the in-process
 // nodes are closed before the run, so those are the only mappings.
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +22,7 @@
 
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
+#include "kv/tests/mapped_region.h"
 
 namespace {
 
@@ -51,26 +50,6 @@ struct Run {
 	std::vector<Op> ops;
 	size_t done = 0; // operations that returned (read by the checks)
 };
-
-// The client's mapping of @pool and, in it, the index region: the 4 KiB
-// page that starts with the index superblock's magic.
-void *IndexRegionOf(const std::string &pool)
-{
-	std::ifstream maps("/proc/self/maps");
-	std::string line;
-	while (std::getline(maps, line)) {
-		if (line.size() < pool.size() || line.compare(line.size() - pool.size(), pool.size(), pool) != 0)
-			continue;
-		std::istringstream in(line);
-		uintptr_t lo, hi;
-		char dash;
-		in >> std::hex >> lo >> dash >> hi;
-		for (uintptr_t a = lo; a + 8 <= hi; a += 4096)
-			if (memcmp(reinterpret_cast<void *>(a), "DMKVIDX1", 8) == 0)
-				return reinterpret_cast<void *>(a);
-	}
-	return nullptr;
-}
 
 int Workload(void *arg)
 {
@@ -153,7 +132,8 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops)
 	r.keys = &keys;
 	r.ops = ops;
 	for (unsigned i = 0; i < 3; i++) {
-		r.regions.push_back(IndexRegionOf(group.Path(i)));
+		// The index region starts with the index superblock's magic.
+		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVIDX1"));
 		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
 	}
 
