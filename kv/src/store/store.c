@@ -797,7 +797,7 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 	struct kv_index_stats before;
 	struct kv_st_cent e;
 	struct kv_st_geo geo;
-	uint64_t off;
+	uint64_t off = 0; /* set by obj_alloc on success; gcc -O2 cannot tell (-Werror=maybe-uninitialized) */
 	unsigned cls = ip_class(vlen);
 	int ret;
 
