@@ -104,7 +104,20 @@
 #include <rdma/node.h>
 #include <rdma/rdma.h>
 
+#include "benchmarks/node_bench.h"
+
 namespace {
+
+using nodebench::Barrier;
+using nodebench::CpuSplit;
+using nodebench::JsonStr;
+using nodebench::Mix;
+using nodebench::Nodes;
+using nodebench::NowNs;
+using nodebench::ParseUnsigned;
+using nodebench::Pct;
+using nodebench::Rng;
+using nodebench::SplitList;
 
 constexpr int kExitOk = 0;
 constexpr int kExitSetup = 1;
@@ -174,29 +187,6 @@ struct Options {
 	std::string label;
 };
 
-uint64_t NowNs()
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// splitmix64: key ids to key bytes, and the per-thread generators.
-uint64_t Mix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
-struct Rng {
-	uint64_t s;
-	uint64_t Next() { return Mix(s++); }
-	uint64_t Below(uint64_t n) { return Next() % n; }
-};
-
 // The key of id @id: "kvb-" and 16 hex digits of a mix of the id and the
 // seed (20 bytes). Ids: loaded keys 0..keys-1; new keys bit 61 set;
 // absent keys bit 62 set (never inserted).
@@ -262,110 +252,6 @@ private:
 	uint64_t per_thread_;
 	uint64_t n_;
 	std::unique_ptr<KeySlot[]> slots_;
-};
-
-class Barrier {
-public:
-	explicit Barrier(unsigned n) : n_(n) {}
-	void Wait()
-	{
-		std::unique_lock<std::mutex> lk(mu_);
-		uint64_t gen = gen_;
-
-		if (++arrived_ == n_) {
-			arrived_ = 0;
-			gen_++;
-			cv_.notify_all();
-			return;
-		}
-		cv_.wait(lk, [&] { return gen_ != gen; });
-	}
-
-private:
-	std::mutex mu_; // protects arrived_, gen_
-	std::condition_variable cv_;
-	unsigned n_, arrived_ = 0;
-	uint64_t gen_ = 0;
-};
-
-// The nodes of one configuration.
-class Nodes {
-public:
-	~Nodes() { Close(); }
-
-	// Creates @o.nodes pools (serving ofi+tcp for transport tcp). Returns
-	// "" or what failed.
-	std::string Open(const Options &o, unsigned seq)
-	{
-		const bool tcp = o.transport == "tcp";
-
-		for (unsigned i = 0; i < o.nodes; i++) {
-			std::string path = o.pool_dir + "/kv_index_bench." + std::to_string(getpid()) + "." +
-				std::to_string(seq) + "." + std::to_string(i) + ".pool";
-			unlink(path.c_str());
-			unlink((path + ".node").c_str());
-			paths_.push_back(path);
-			nodes_.push_back(nullptr);
-			rdma_node_config cfg;
-			rdma_node_config_init(&cfg);
-			cfg.pool_path = paths_.back().c_str();
-			cfg.flags = RDMA_NODE_CREATE;
-			cfg.nregions = 1;
-			cfg.region_size[0] = static_cast<uint64_t>(o.region_mb) << 20;
-			cfg.durability = PM_DURABILITY_PMEM;
-			int ret = rdma_node_open(&nodes_.back(), &cfg);
-			if (ret != 0)
-				return "rdma_node_open(" + path + "): " + pm_strerror(ret) + ": " +
-					pm_errormsg() +
-					(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
-			if (!tcp) {
-				uris_.push_back("local:" + path);
-				continue;
-			}
-			rdma_node_serve_config sc;
-			rdma_node_serve_config_init(&sc);
-			sc.host = "127.0.0.1";
-			sc.port = 0;
-			sc.backends = RDMA_NODE_SERVE_TCP;
-			ret = rdma_node_serve(nodes_.back(), &sc);
-			if (ret != 0)
-				return std::string("rdma_node_serve: ") + pm_strerror(ret) + ": " +
-					pm_errormsg();
-			uris_.push_back("ofi+tcp://127.0.0.1:" +
-				std::to_string(rdma_node_port(nodes_.back())));
-		}
-		return "";
-	}
-
-	// Takes node @i away: closed, and for local its files removed. Its URI
-	// stays in the group and names nothing that answers.
-	void Down(unsigned i)
-	{
-		rdma_node_close(&nodes_[i]);
-		if (uris_[i].compare(0, 6, "local:") == 0) {
-			unlink(paths_[i].c_str());
-			unlink((paths_[i] + ".node").c_str());
-		}
-	}
-
-	void Close()
-	{
-		for (auto &n : nodes_)
-			rdma_node_close(&n);
-		for (const auto &p : paths_) {
-			unlink(p.c_str());
-			unlink((p + ".node").c_str());
-		}
-		nodes_.clear();
-		paths_.clear();
-	}
-
-	const std::vector<std::string> &uris() const { return uris_; }
-
-private:
-	std::vector<std::string> paths_;
-	std::vector<rdma_node *> nodes_;
-	std::vector<std::string> uris_;
 };
 
 // One operation's measurements.
@@ -721,34 +607,6 @@ void Watchdog(Run *r, const std::string &config_json, uint64_t stall_ns)
 	}
 }
 
-uint64_t Pct(const std::vector<uint64_t> &sorted, double q)
-{
-	if (sorted.empty())
-		return 0;
-	// nearest rank
-	size_t k = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
-	k = std::min(std::max<size_t>(k, 1), sorted.size());
-	return sorted[k - 1];
-}
-
-std::string JsonStr(const std::string &s)
-{
-	std::string out = "\"";
-	for (char ch : s) {
-		if (ch == '"' || ch == '\\') {
-			out += '\\';
-			out += ch;
-		} else if (static_cast<unsigned char>(ch) < 0x20) {
-			char b[8];
-			snprintf(b, sizeof(b), "\\u%04x", ch);
-			out += b;
-		} else {
-			out += ch;
-		}
-	}
-	return out + "\"";
-}
-
 // The JSON object of phase @ph over every thread; adds its errors and
 // wrong answers to *@bad.
 std::string PhaseJson(const Run &r, Phase ph, uint64_t *bad)
@@ -861,31 +719,15 @@ bool RunConfig(const Options &o, unsigned threads, unsigned seq)
 	std::fprintf(stderr, "kv_index_bench: %s nodes=%u down=%u threads=%u\n",
 		o.transport.c_str(), o.nodes, o.down, threads);
 	const uint64_t setup0 = NowNs();
-	const bool pin = o.pin == "split" || (o.pin == "auto" && o.transport == "tcp");
-	const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t all, node_cpus, client_cpus;
-	CPU_ZERO(&node_cpus);
-	CPU_ZERO(&client_cpus);
-	pthread_getaffinity_np(pthread_self(), sizeof(all), &all);
-	std::string pinned = "none";
-	if (pin && ncpu >= 2) {
-		CPU_SET(static_cast<int>(ncpu - 1), &node_cpus);
-		for (long cpu = 0; cpu < ncpu - 1; cpu++)
-			CPU_SET(static_cast<int>(cpu), &client_cpus);
-		pthread_setaffinity_np(pthread_self(), sizeof(node_cpus), &node_cpus);
-		pinned = "nodes on cpu " + std::to_string(ncpu - 1) + ", clients on cpu 0" +
-			(ncpu > 2 ? "-" + std::to_string(ncpu - 2) : "");
-	}
+	CpuSplit cpus;
+	if (CpuSplit::Wanted(o.pin, o.transport))
+		cpus.Split();
 	Nodes nodes;
-	std::string err = nodes.Open(o, seq);
-	// the nodes' threads are made; this thread and the clients it starts
-	// go to the other CPUs
-	if (pinned != "none")
-		pthread_setaffinity_np(pthread_self(), sizeof(client_cpus), &client_cpus);
+	std::string err = nodes.Open(o.transport, o.nodes, o.pool_dir, "kv_index_bench", seq,
+		{ static_cast<uint64_t>(o.region_mb) << 20 });
+	cpus.Clients();
 	kv_index *creator = nullptr;
-	std::vector<const char *> ptrs;
-	for (const auto &u : nodes.uris())
-		ptrs.push_back(u.c_str());
+	std::vector<const char *> ptrs = nodes.UriPtrs();
 	if (err.empty()) {
 		kv_index_config cfg;
 		kv_index_config_init(&cfg);
@@ -902,7 +744,7 @@ bool RunConfig(const Options &o, unsigned threads, unsigned seq)
 		kv_index_close(&creator);
 	}
 	if (!err.empty()) {
-		pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+		cpus.Restore();
 		std::printf("{%s,\"setup_error\":%s,\"ok\":false}\n", config_json.c_str(),
 			JsonStr(err).c_str());
 		std::fflush(stdout);
@@ -943,7 +785,7 @@ bool RunConfig(const Options &o, unsigned threads, unsigned seq)
 		w.join();
 	g_stop_watchdog.store(true);
 	dog.join();
-	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+	cpus.Restore();
 
 	uint64_t bad = 0;
 	std::ostringstream j;
@@ -951,7 +793,7 @@ bool RunConfig(const Options &o, unsigned threads, unsigned seq)
 	j << "{" << config_json << ",\"uris\":[";
 	for (size_t i = 0; i < r.c.uris.size(); i++)
 		j << (i ? "," : "") << JsonStr(r.c.uris[i]);
-	j << "],\"pin\":" << JsonStr(pinned) << ",\"setup_ms\":" << setup_ns / 1e6 << ",\"open_ms_max\":"
+	j << "],\"pin\":" << JsonStr(cpus.desc()) << ",\"setup_ms\":" << setup_ns / 1e6 << ",\"open_ms_max\":"
 	  << *std::max_element(r.open_ns.begin(), r.open_ns.end()) / 1e6;
 	std::string open_err;
 	for (unsigned t = 0; t < threads; t++)
@@ -971,33 +813,6 @@ bool RunConfig(const Options &o, unsigned threads, unsigned seq)
 	std::printf("%s\n", j.str().c_str());
 	std::fflush(stdout);
 	return true;
-}
-
-bool ParseUnsigned(const char *s, unsigned *out, unsigned lo, unsigned hi)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = std::strtoul(s, &end, 10);
-	if (errno != 0 || *s == '\0' || *end != '\0' || v < lo || v > hi)
-		return false;
-	*out = static_cast<unsigned>(v);
-	return true;
-}
-
-std::vector<std::string> SplitList(const std::string &s)
-{
-	std::vector<std::string> out;
-	std::string cur;
-	for (char ch : s + ",") {
-		if (ch == ',') {
-			if (!cur.empty())
-				out.push_back(cur);
-			cur.clear();
-		} else {
-			cur += ch;
-		}
-	}
-	return out;
 }
 
 int Usage(const char *msg)

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// benchmarks/node_bench.h -- what the command-line benchmarks on memory
+// nodes (kv_index_bench, kv_bench) share: the clock, a splitmix generator,
+// a barrier, in-process memory nodes reached as local: or over ofi+tcp,
+// the CPU split between the nodes' threads and the clients, nearest-rank
+// percentiles, JSON strings and option parsing. Not Google Benchmark:
+// these binaries print one JSON line per configuration.
+#ifndef BENCHMARKS_NODE_BENCH_H
+#define BENCHMARKS_NODE_BENCH_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <pm/error.h>
+#include <rdma/node.h>
+#include <rdma/rdma.h>
+
+namespace nodebench {
+
+inline uint64_t NowNs()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// splitmix64: key ids to key bytes, and the per-thread generators.
+inline uint64_t Mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+struct Rng {
+	uint64_t s;
+	uint64_t Next() { return Mix(s++); }
+	uint64_t Below(uint64_t n) { return Next() % n; }
+};
+
+// A reusable barrier for a fixed number of threads.
+class Barrier {
+public:
+	explicit Barrier(unsigned n) : n_(n) {}
+	void Wait()
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		uint64_t gen = gen_;
+
+		if (++arrived_ == n_) {
+			arrived_ = 0;
+			gen_++;
+			cv_.notify_all();
+			return;
+		}
+		cv_.wait(lk, [&] { return gen_ != gen; });
+	}
+
+private:
+	std::mutex mu_; // protects arrived_, gen_
+	std::condition_variable cv_;
+	unsigned n_, arrived_ = 0;
+	uint64_t gen_ = 0;
+};
+
+// The memory nodes of one configuration, in this process (rdma/node.h):
+// pool files in a directory (a RAM file system by default) with PMEM
+// durability (with PMEM_IS_PMEM_FORCE=1 persists are real clwb + sfence).
+// Transport "local": clients reach them as local:<pool> (the client thread
+// does every load, CAS and flush itself); "tcp": each node also serves
+// ofi+tcp on 127.0.0.1 (TCP backend only, one busy-polling progress thread
+// per node, in this process -- not daemons).
+class Nodes {
+public:
+	~Nodes() { Close(); }
+
+	// Creates @n nodes named <@pool_dir>/<@name>.<pid>.<@seq>.<i>.pool,
+	// each with the regions of @region_bytes (at most RDMA_MAX_REGIONS).
+	// Returns "" or what failed.
+	std::string Open(const std::string &transport, unsigned n, const std::string &pool_dir,
+		const std::string &name, unsigned seq, const std::vector<uint64_t> &region_bytes)
+	{
+		const bool tcp = transport == "tcp";
+
+		for (unsigned i = 0; i < n; i++) {
+			std::string path = pool_dir + "/" + name + "." + std::to_string(getpid()) + "." +
+				std::to_string(seq) + "." + std::to_string(i) + ".pool";
+			unlink(path.c_str());
+			unlink((path + ".node").c_str());
+			paths_.push_back(path);
+			nodes_.push_back(nullptr);
+			rdma_node_config cfg;
+			rdma_node_config_init(&cfg);
+			cfg.pool_path = paths_.back().c_str();
+			cfg.flags = RDMA_NODE_CREATE;
+			cfg.nregions = static_cast<unsigned>(region_bytes.size());
+			for (size_t r = 0; r < region_bytes.size(); r++)
+				cfg.region_size[r] = region_bytes[r];
+			cfg.durability = PM_DURABILITY_PMEM;
+			int ret = rdma_node_open(&nodes_.back(), &cfg);
+			if (ret != 0)
+				return "rdma_node_open(" + path + "): " + pm_strerror(ret) + ": " +
+					pm_errormsg() +
+					(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
+			if (!tcp) {
+				uris_.push_back("local:" + path);
+				continue;
+			}
+			rdma_node_serve_config sc;
+			rdma_node_serve_config_init(&sc);
+			sc.host = "127.0.0.1";
+			sc.port = 0;
+			sc.backends = RDMA_NODE_SERVE_TCP;
+			ret = rdma_node_serve(nodes_.back(), &sc);
+			if (ret != 0)
+				return std::string("rdma_node_serve: ") + pm_strerror(ret) + ": " +
+					pm_errormsg();
+			uris_.push_back("ofi+tcp://127.0.0.1:" +
+				std::to_string(rdma_node_port(nodes_.back())));
+		}
+		return "";
+	}
+
+	// Takes node @i away: closed, and for local its files removed. Its URI
+	// stays in the group and names nothing that answers.
+	void Down(unsigned i)
+	{
+		rdma_node_close(&nodes_[i]);
+		if (uris_[i].compare(0, 6, "local:") == 0) {
+			unlink(paths_[i].c_str());
+			unlink((paths_[i] + ".node").c_str());
+		}
+	}
+
+	void Close()
+	{
+		for (auto &n : nodes_)
+			rdma_node_close(&n);
+		for (const auto &p : paths_) {
+			unlink(p.c_str());
+			unlink((p + ".node").c_str());
+		}
+		nodes_.clear();
+		paths_.clear();
+		uris_.clear();
+	}
+
+	const std::vector<std::string> &uris() const { return uris_; }
+	// The URIs as the C string array a config takes (valid while open).
+	std::vector<const char *> UriPtrs() const
+	{
+		std::vector<const char *> p;
+		for (const auto &u : uris_)
+			p.push_back(u.c_str());
+		return p;
+	}
+
+private:
+	std::vector<std::string> paths_;
+	std::vector<rdma_node *> nodes_;
+	std::vector<std::string> uris_;
+};
+
+// CPUs (--pin): with tcp, every node's progress thread busy-polls, and so
+// does every client waiting for a round; on a 2-core machine a node thread
+// that shares a core with a spinning client waits for the scheduler tick
+// (4 ms) on every round. Split: the nodes' threads (created inside
+// rdma_node_serve, which inherit the creating thread's CPU mask) on the
+// last CPU, the clients on the others. Use: Split() (if wanted) before the
+// nodes are made, Clients() after (this thread and the clients it starts
+// go to the other CPUs), Restore() at the end.
+class CpuSplit {
+public:
+	CpuSplit() { pthread_getaffinity_np(pthread_self(), sizeof(all_), &all_); }
+	~CpuSplit() { Restore(); }
+
+	// @pin "split", "none", or "auto" (split when @transport is tcp).
+	static bool Wanted(const std::string &pin, const std::string &transport)
+	{
+		return pin == "split" || (pin == "auto" && transport == "tcp");
+	}
+	// Moves this thread to the last CPU, for the nodes' threads it makes.
+	void Split()
+	{
+		const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (ncpu < 2)
+			return;
+		CPU_ZERO(&nodes_);
+		CPU_ZERO(&clients_);
+		CPU_SET(static_cast<int>(ncpu - 1), &nodes_);
+		for (long cpu = 0; cpu < ncpu - 1; cpu++)
+			CPU_SET(static_cast<int>(cpu), &clients_);
+		pthread_setaffinity_np(pthread_self(), sizeof(nodes_), &nodes_);
+		desc_ = "nodes on cpu " + std::to_string(ncpu - 1) + ", clients on cpu 0" +
+			(ncpu > 2 ? "-" + std::to_string(ncpu - 2) : "");
+		split_ = true;
+	}
+	// Moves this thread to the clients' CPUs (after Split() only).
+	void Clients()
+	{
+		if (split_)
+			pthread_setaffinity_np(pthread_self(), sizeof(clients_), &clients_);
+	}
+	void Restore() { pthread_setaffinity_np(pthread_self(), sizeof(all_), &all_); }
+	// "none" or where the threads run.
+	const std::string &desc() const { return desc_; }
+
+private:
+	cpu_set_t all_, nodes_, clients_;
+	bool split_ = false;
+	std::string desc_ = "none";
+};
+
+// The nearest-rank @q quantile of @sorted (0 if empty).
+inline uint64_t Pct(const std::vector<uint64_t> &sorted, double q)
+{
+	if (sorted.empty())
+		return 0;
+	size_t k = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
+	k = std::min(std::max<size_t>(k, 1), sorted.size());
+	return sorted[k - 1];
+}
+
+// @s as a JSON string literal.
+inline std::string JsonStr(const std::string &s)
+{
+	std::string out = "\"";
+	for (char ch : s) {
+		if (ch == '"' || ch == '\\') {
+			out += '\\';
+			out += ch;
+		} else if (static_cast<unsigned char>(ch) < 0x20) {
+			char b[8];
+			snprintf(b, sizeof(b), "\\u%04x", ch);
+			out += b;
+		} else {
+			out += ch;
+		}
+	}
+	return out + "\"";
+}
+
+// A decimal in [@lo, @hi] into *@out; false if @s is not one.
+inline bool ParseUnsigned(const char *s, unsigned *out, unsigned lo, unsigned hi)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = std::strtoul(s, &end, 10);
+	if (errno != 0 || *s == '\0' || *end != '\0' || v < lo || v > hi)
+		return false;
+	*out = static_cast<unsigned>(v);
+	return true;
+}
+
+// The non-empty items of a comma-separated list.
+inline std::vector<std::string> SplitList(const std::string &s)
+{
+	std::vector<std::string> out;
+	std::string cur;
+	for (char ch : s + ",") {
+		if (ch == ',') {
+			if (!cur.empty())
+				out.push_back(cur);
+			cur.clear();
+		} else {
+			cur += ch;
+		}
+	}
+	return out;
+}
+
+} // namespace nodebench
+
+#endif
