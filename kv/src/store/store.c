@@ -612,7 +612,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 		return pm_error_set(-E2BIG, "kv: an object of %llu bytes exceeds a chunk",
 			(unsigned long long)(units * KV_ST_UNIT));
 	if (c->chunk == 0 || c->obj_used + units > chunk_units) {
-		uint64_t first = (uint64_t)c->cid * 7919u;
+		uint64_t first = c->chunk != 0 ? c->chunk : (uint64_t)c->cid * 7919u; /* past the full chunk: claiming a chunk it holds "wins" it again */
 		bool won = false;
 
 		for (uint64_t k = 0; k < c->sb.nchunks && !won; k++) {
