@@ -1,0 +1,816 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// benchmarks/kv_bench.cc -- YCSB A and B on the store (kv/kv.h): SWARM
+// against its two baselines in the same code, DM-ABD (2 round trips per
+// get and update) and RAW (one unreplicated in-place copy: the latency
+// floor), side by side, on three memory nodes, 1..8 client threads.
+//
+// One configuration = transport x workload x value size x threads. For
+// each, every system of --systems runs in turn (default swarm, abd, raw),
+// each on a fresh cluster of --nodes nodes made in this process
+// (node_bench.h: pools in --pool-dir, default /dev/shm, PMEM durability
+// with PMEM_IS_PMEM_FORCE=1, so persists are real clwb + sfence; local:
+// or ofi+tcp served from the process), with two regions per node: region 0
+// the key index (--index-mb), region 1 the values (--store-mb; 0 sizes it
+// from the key count, value size and log). Then, for each system:
+//   create  kv_create with kv_config.repl = the system, --max-clients,
+//           --log-mb (per client per node; nothing in a log is recycled
+//           yet, see below), --cache-entries (8 x keys: the location
+//           cache is direct-mapped by key hash, so two keys of one slot
+//           evict each other and a miss costs an index lookup);
+//   load    --loaders threads, each its own client, insert the --keys
+//           keys (key id i to thread i mod loaders), then close;
+//   open    every measuring thread opens its own client (kv_open);
+//   warm    each client gets every key once (untimed; fills its location
+//           and metadata cache: --warm all, or off);
+//   run     for --duration-ms, each thread loops one operation at a time
+//           (1 in flight: the asynchronous API does not exist yet): a get
+//           with probability read% (A 50, B 95), else an update, of a key
+//           drawn Zipfian (theta 0.99, benchmarks/zipf.h) over the keys.
+// Per operation: CLOCK_MONOTONIC latency, and the difference of kv_stats
+// (rounds + index_rounds: round trips) read before and after it. Per op
+// type: ops, ops/s over the run's span, latency p50/p90/p99/p99.9/max/mean,
+// round trips p50/p99/p99.9/max/mean and a histogram. Per system: the
+// kv_stats deltas over the run summed over threads (slow_writes,
+// write_backs, oop_reads, ...), errors by code and wrong values (a get
+// must return --value-size bytes that start with the key's id).
+//
+// Logs: every update (SWARM: two on a slow write; DM-ABD: one; RAW: none)
+// and every insert take a buffer of (40 + value) bytes rounded up to 128
+// from the client's log on each node, which is not recycled, and a client
+// id's log use survives kv_close. A thread therefore stops its run early
+// once it has done --max-updates updates (0: as many as its log holds,
+// assuming its id loaded keys/loaders keys); the JSON says how many
+// threads stopped so ("capped").
+//
+// Output: one JSON line per configuration and system on stdout (progress
+// on stderr). Exit status: 0 done (the store's errors are in the JSON,
+// "ok": false); 1 setup failed; 64 bad usage.
+#include <getopt.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <kv/kv.h>
+#include <pm/error.h>
+
+#include "benchmarks/node_bench.h"
+#include "benchmarks/zipf.h"
+
+namespace {
+
+using nodebench::Barrier;
+using nodebench::CpuSplit;
+using nodebench::JsonStr;
+using nodebench::Mix;
+using nodebench::Nodes;
+using nodebench::NowNs;
+using nodebench::ParseUnsigned;
+using nodebench::Pct;
+using nodebench::Rng;
+using nodebench::SplitList;
+
+constexpr int kExitOk = 0;
+constexpr int kExitSetup = 1;
+constexpr int kExitUsage = 64;
+
+constexpr unsigned kMaxThreads = 64;
+constexpr unsigned kKeyMax = 32;    // bytes of a key
+constexpr unsigned kMaxErrors = 10; // a thread leaves a phase after this many
+constexpr double kZipfTheta = 0.99;
+// A log buffer: the value header and the value, in 128-byte units
+// (kv/src/store/layout.h, KV_ST_BUF_UNIT).
+constexpr uint64_t kBufHeader = 40, kBufUnit = 128;
+
+const char kUsage[] =
+	"Usage: kv_bench [options]\n"
+	"YCSB A/B on kv/kv.h, SWARM vs DM-ABD vs RAW side by side; one JSON line\n"
+	"per configuration (transport x workload x value size x threads) and system.\n"
+	"\n"
+	"  --transport T       local | tcp (default local)\n"
+	"  --workloads LIST    of A (50% get / 50% update), B (95/5) (default A,B)\n"
+	"  --value-sizes LIST  value bytes, 1..KV_VALUE_MAX (default 64,1024)\n"
+	"  --threads LIST      client threads, 1..64 (default 1)\n"
+	"  --systems LIST      of swarm, abd, raw, in run order (default swarm,abd,raw)\n"
+	"  --keys N            keys loaded and drawn from (default 100000)\n"
+	"  --nodes N           memory nodes, 1, 3, 5 or 7 (default 3)\n"
+	"  --duration-ms MS    the measured run (default 3000)\n"
+	"  --warm MODE         all (each client gets every key once) | off (default all)\n"
+	"  --loaders N         threads (clients) that load the keys (default 8)\n"
+	"  --max-updates N     updates per thread before it stops (default 0: what\n"
+	"                      its log holds)\n"
+	"  --max-clients N     kv_config.max_clients (default 16)\n"
+	"  --cache-entries N   kv_config.cache_entries (default 0: 8 x keys, at\n"
+	"                      least 65536; the cache is direct-mapped by key hash)\n"
+	"  --log-mb MB         kv_config.log_bytes in MiB (default 0: 32, 96 for\n"
+	"                      values above 256 bytes)\n"
+	"  --index-mb MB       index region per node (default 0: from --keys, 64 MiB\n"
+	"                      per 100000 keys, at least 16)\n"
+	"  --store-mb MB       value region per node (default 0: from keys, values, log)\n"
+	"  --seed S            random seed (default 1)\n"
+	"  --timeout-ms MS     kv_config.timeout_ms (default 5000)\n"
+	"  --pin auto|split|none  as kv_index_bench (default auto: split for tcp)\n"
+	"  --pool-dir DIR      pool directory (default /dev/shm)\n"
+	"  --label TEXT        copied into the JSON\n"
+	"  -h, --help\n"
+	"Exit status: 0 done (store errors are in the JSON); 1 setup failed; 64 bad usage.\n";
+
+struct Options {
+	std::string transport = "local";
+	std::vector<std::string> workloads = { "A", "B" };
+	std::vector<unsigned> value_sizes = { 64, 1024 };
+	std::vector<unsigned> threads = { 1 };
+	std::vector<std::string> systems = { "swarm", "abd", "raw" };
+	unsigned keys = 100000;
+	unsigned nodes = 3;
+	unsigned duration_ms = 3000;
+	std::string warm = "all";
+	unsigned loaders = 8;
+	unsigned max_updates = 0;
+	unsigned max_clients = 16;
+	unsigned cache_entries = 0;
+	unsigned log_mb = 0;
+	unsigned index_mb = 0;
+	unsigned store_mb = 0;
+	uint64_t seed = 1;
+	unsigned timeout_ms = 5000;
+	std::string pin = "auto";
+	std::string pool_dir = "/dev/shm";
+	std::string label;
+};
+
+kv_replication ReplOf(const std::string &s)
+{
+	return s == "abd" ? KV_REPL_ABD : s == "raw" ? KV_REPL_RAW : KV_REPL_SWARM;
+}
+
+unsigned ReadPct(const std::string &w)
+{
+	return w == "A" ? 50 : 95;
+}
+
+uint64_t BufBytes(unsigned vsize)
+{
+	return (kBufHeader + vsize + kBufUnit - 1) / kBufUnit * kBufUnit;
+}
+
+// The key of id @id: "user" and 16 hex digits of a mix of the id and the
+// seed (20 bytes, YCSB-like).
+size_t KeyOf(uint64_t id, uint64_t seed, char *out)
+{
+	return static_cast<size_t>(snprintf(out, kKeyMax, "user%016llx",
+		static_cast<unsigned long long>(Mix(id ^ Mix(seed)))));
+}
+
+// A value of @n bytes for key @id: the id, a version, then filler.
+void ValueOf(uint64_t id, uint64_t version, unsigned n, char *out)
+{
+	char head[16];
+	memcpy(head, &id, 8);
+	memcpy(head + 8, &version, 8);
+	memcpy(out, head, std::min<unsigned>(n, 16));
+	for (unsigned i = 16; i < n; i++)
+		out[i] = static_cast<char>('a' + (id + i) % 26);
+}
+
+std::string ErrName(int code)
+{
+	switch (code) {
+	case -ENOENT:
+		return "ENOENT";
+	case -ENOSPC:
+		return "ENOSPC";
+	case -E2BIG:
+		return "E2BIG";
+	case -EINVAL:
+		return "EINVAL";
+	case KV_E_UNAVAILABLE:
+		return "KV_E_UNAVAILABLE";
+	case KV_E_EXISTS:
+		return "KV_E_EXISTS";
+	default:
+		return std::to_string(code) + " " + kv_strerror(code);
+	}
+}
+
+// One operation's measurements.
+struct Sample {
+	uint32_t ns_lo; // latency in ns, saturated at 2^32-1 (4.3 s)
+	uint16_t rounds;
+	uint8_t type; // 0 get, 1 update
+};
+
+enum OpType { kGet, kUpdate, kNTypes };
+const char *const kTypeName[] = { "get", "update" };
+
+// What one thread did in one phase.
+struct Part {
+	std::vector<Sample> samples;
+	kv_stats st{}; // difference over the phase
+	uint64_t start_ns = 0, end_ns = 0;
+	uint64_t wrong = 0;
+	bool capped = false;
+	std::map<int, uint64_t> errors;
+	std::string first_error, first_wrong;
+
+	uint64_t NErrors() const
+	{
+		uint64_t n = 0;
+		for (const auto &e : errors)
+			n += e.second;
+		return n;
+	}
+	void Error(int code, const char *what, uint64_t opno)
+	{
+		errors[code]++;
+		if (first_error.empty())
+			first_error = std::string(what) + " #" + std::to_string(opno) + ": " +
+				ErrName(code) + ": " + pm_errormsg();
+	}
+	void Wrong(const std::string &what)
+	{
+		if (wrong++ == 0)
+			first_wrong = what;
+	}
+};
+
+enum Phase { kLoad, kWarm, kRun, kNPhases };
+const char *const kPhaseName[] = { "load", "warm", "run" };
+
+// One system's run in one configuration.
+struct Run {
+	const Options *o;
+	std::string workload;
+	unsigned vsize = 0, threads = 0, loaders = 0;
+	kv_config cfg{};
+	std::unique_ptr<bench::Zipf> zipf;
+	uint64_t update_cap = 0;
+	Barrier barrier;
+	// parts[phase][thread] (load: per loader)
+	std::vector<std::vector<Part>> parts;
+	std::vector<std::string> open_error;
+	Run(unsigned nthreads, unsigned nloaders)
+		: barrier(nthreads), parts(kNPhases), open_error(std::max(nthreads, nloaders))
+	{
+		parts[kLoad].resize(nloaders);
+		parts[kWarm].resize(nthreads);
+		parts[kRun].resize(nthreads);
+	}
+};
+
+kv_stats StatsOf(kv_client *c)
+{
+	kv_stats s;
+	kv_stats_read(c, &s);
+	return s;
+}
+
+kv_stats Diff(const kv_stats &a, const kv_stats &b)
+{
+	kv_stats d;
+	d.ops = a.ops - b.ops;
+	d.rounds = a.rounds - b.rounds;
+	d.index_rounds = a.index_rounds - b.index_rounds;
+	d.slow_writes = a.slow_writes - b.slow_writes;
+	d.lock_calls = a.lock_calls - b.lock_calls;
+	d.write_backs = a.write_backs - b.write_backs;
+	d.read_iters = a.read_iters - b.read_iters;
+	d.oop_reads = a.oop_reads - b.oop_reads;
+	d.fallbacks = a.fallbacks - b.fallbacks;
+	d.cache_misses = a.cache_misses - b.cache_misses;
+	d.unavailable = a.unavailable - b.unavailable;
+	return d;
+}
+
+void Add(kv_stats *a, const kv_stats &b)
+{
+	a->ops += b.ops;
+	a->rounds += b.rounds;
+	a->index_rounds += b.index_rounds;
+	a->slow_writes += b.slow_writes;
+	a->lock_calls += b.lock_calls;
+	a->write_backs += b.write_backs;
+	a->read_iters += b.read_iters;
+	a->oop_reads += b.oop_reads;
+	a->fallbacks += b.fallbacks;
+	a->cache_misses += b.cache_misses;
+	a->unavailable += b.unavailable;
+}
+
+// Does @fn(i, type) for i = 0.. until @n ops, the deadline @stop_ns (0:
+// none), an error limit, or @fn returns false; records samples into @p.
+template <class Fn>
+void Loop(kv_client *c, Part *p, uint64_t n, uint64_t stop_ns, Fn fn)
+{
+	const kv_stats before = StatsOf(c);
+	p->start_ns = NowNs();
+	for (uint64_t i = 0; i < n; i++) {
+		const kv_stats s0 = StatsOf(c);
+		const uint64_t t0 = NowNs();
+		int type = fn(i);
+		const uint64_t t1 = NowNs();
+		if (type < 0)
+			break;
+		const kv_stats s1 = StatsOf(c);
+		const uint64_t rt = (s1.rounds - s0.rounds) + (s1.index_rounds - s0.index_rounds);
+		p->samples.push_back({ static_cast<uint32_t>(std::min<uint64_t>(t1 - t0, UINT32_MAX)),
+			static_cast<uint16_t>(std::min<uint64_t>(rt, UINT16_MAX)),
+			static_cast<uint8_t>(type) });
+		if (p->NErrors() >= kMaxErrors || (stop_ns != 0 && t1 >= stop_ns))
+			break;
+	}
+	p->end_ns = NowNs();
+	p->st = Diff(StatsOf(c), before);
+}
+
+// A get of key @id, checked: 0 and a value of the run's size starting with
+// the id (every key is loaded before and never deleted).
+void CheckedGet(const Run &r, kv_client *c, Part *p, uint64_t id, uint64_t opno, char *key,
+	char *buf, size_t cap)
+{
+	size_t klen = KeyOf(id, r.o->seed, key), vlen = 0;
+	int rc = kv_get(c, key, klen, buf, cap, &vlen);
+	if (rc != 0) {
+		p->Error(rc, "get", opno);
+		return;
+	}
+	uint64_t got = 0;
+	if (vlen >= 8)
+		memcpy(&got, buf, 8);
+	if (vlen != r.vsize || (r.vsize >= 8 && got != id))
+		p->Wrong("get #" + std::to_string(opno) + " of key id " + std::to_string(id) +
+			": " + std::to_string(vlen) + " bytes, id " + std::to_string(got) +
+			"; expected " + std::to_string(r.vsize) + " bytes of id " + std::to_string(id));
+}
+
+void Loader(Run *r, unsigned l)
+{
+	const Options &o = *r->o;
+	Part &p = r->parts[kLoad][l];
+	kv_client *c = nullptr;
+	char key[kKeyMax];
+	std::vector<char> val(r->vsize + 1);
+
+	int ret = kv_open(&c, &r->cfg);
+	if (ret != 0) {
+		r->open_error[l] = "loader " + std::to_string(l) + ": kv_open: " + ErrName(ret) +
+			": " + pm_errormsg();
+		return;
+	}
+	const uint64_t mine = o.keys / r->loaders + (l < o.keys % r->loaders ? 1 : 0);
+	Loop(c, &p, mine, 0, [&](uint64_t i) {
+		const uint64_t id = i * r->loaders + l;
+		size_t klen = KeyOf(id, o.seed, key);
+		ValueOf(id, 0, r->vsize, val.data());
+		int rc = kv_insert(c, key, klen, val.data(), r->vsize);
+		if (rc != 0)
+			p.Error(rc, "insert", i);
+		return kUpdate;
+	});
+	kv_close(&c);
+}
+
+void Worker(Run *r, unsigned t)
+{
+	const Options &o = *r->o;
+	kv_client *c = nullptr;
+	char key[kKeyMax];
+	std::vector<char> buf(r->vsize + 64), val(r->vsize + 1);
+
+	int ret = kv_open(&c, &r->cfg);
+	if (ret != 0)
+		r->open_error[t] = "thread " + std::to_string(t) + ": kv_open: " + ErrName(ret) + ": " +
+			pm_errormsg();
+	// Without a client the thread still meets every barrier.
+	r->barrier.Wait();
+	if (c != nullptr && o.warm == "all") {
+		Part &p = r->parts[kWarm][t];
+		p.samples.reserve(o.keys);
+		const uint64_t off = static_cast<uint64_t>(t) * o.keys / r->threads;
+		Loop(c, &p, o.keys, 0, [&](uint64_t i) {
+			CheckedGet(*r, c, &p, (off + i) % o.keys, i, key, buf.data(), buf.size());
+			return kGet;
+		});
+	}
+	r->barrier.Wait();
+	if (c != nullptr) {
+		Part &p = r->parts[kRun][t];
+		Rng rng{ Mix(o.seed * 1000003u + 7919u * t + r->vsize) };
+		const unsigned read_pct = ReadPct(r->workload);
+		uint64_t updates = 0;
+		p.samples.reserve(1u << 20);
+		const uint64_t stop = NowNs() + static_cast<uint64_t>(o.duration_ms) * 1000000u;
+		Loop(c, &p, UINT64_MAX, stop, [&](uint64_t i) {
+			const uint64_t id = r->zipf->Next(rng);
+			if (rng.Below(100) < read_pct) {
+				CheckedGet(*r, c, &p, id, i, key, buf.data(), buf.size());
+				return static_cast<int>(kGet);
+			}
+			if (updates >= r->update_cap) {
+				p.capped = true;
+				return -1;
+			}
+			size_t klen = KeyOf(id, o.seed, key);
+			ValueOf(id, static_cast<uint64_t>(t + 1) << 40 | ++updates, r->vsize, val.data());
+			int rc = kv_update(c, key, klen, val.data(), r->vsize);
+			if (rc != 0)
+				p.Error(rc, "update", i);
+			return static_cast<int>(kUpdate);
+		});
+	}
+	r->barrier.Wait(); // every thread's run is over before any closes
+	kv_close(&c);
+}
+
+std::string StatsJson(const kv_stats &s)
+{
+	std::ostringstream j;
+	j << "{\"ops\":" << s.ops << ",\"rounds\":" << s.rounds << ",\"index_rounds\":" << s.index_rounds
+	  << ",\"slow_writes\":" << s.slow_writes << ",\"lock_calls\":" << s.lock_calls
+	  << ",\"write_backs\":" << s.write_backs << ",\"read_iters\":" << s.read_iters
+	  << ",\"oop_reads\":" << s.oop_reads << ",\"fallbacks\":" << s.fallbacks
+	  << ",\"cache_misses\":" << s.cache_misses << ",\"unavailable\":" << s.unavailable << "}";
+	return j.str();
+}
+
+// Latency and round trips of the samples of @parts with type @type (-1:
+// all), over the span @secs.
+std::string OpJson(const std::vector<Part> &parts, int type, double secs)
+{
+	std::vector<uint64_t> lat, rt;
+	for (const Part &p : parts)
+		for (const Sample &s : p.samples)
+			if (type < 0 || s.type == type) {
+				lat.push_back(s.ns_lo);
+				rt.push_back(s.rounds);
+			}
+	std::sort(lat.begin(), lat.end());
+	std::sort(rt.begin(), rt.end());
+	const uint64_t n = lat.size();
+	const double dn = n > 0 ? static_cast<double>(n) : 1;
+	double lsum = 0, rsum = 0;
+	std::map<uint64_t, uint64_t> hist;
+	for (uint64_t x : lat)
+		lsum += static_cast<double>(x);
+	for (uint64_t x : rt) {
+		rsum += static_cast<double>(x);
+		hist[x]++;
+	}
+	std::ostringstream j;
+	j.precision(6);
+	j << "{\"ops\":" << n << ",\"ops_per_s\":" << (secs > 0 ? static_cast<double>(n) / secs : 0)
+	  << ",\"lat_ns\":{\"p50\":" << Pct(lat, 0.50) << ",\"p90\":" << Pct(lat, 0.90)
+	  << ",\"p99\":" << Pct(lat, 0.99) << ",\"p999\":" << Pct(lat, 0.999)
+	  << ",\"max\":" << (n ? lat.back() : 0) << ",\"mean\":" << lsum / dn << "}"
+	  << ",\"rounds\":{\"p50\":" << Pct(rt, 0.50) << ",\"p99\":" << Pct(rt, 0.99)
+	  << ",\"p999\":" << Pct(rt, 0.999) << ",\"max\":" << (n ? rt.back() : 0)
+	  << ",\"mean\":" << rsum / dn << ",\"hist\":{";
+	bool comma = false;
+	for (const auto &h : hist) {
+		j << (comma ? "," : "") << "\"" << h.first << "\":" << h.second;
+		comma = true;
+	}
+	j << "}}}";
+	return j.str();
+}
+
+// A phase's JSON over every thread; adds its errors and wrong values to *@bad.
+std::string PhaseJson(const std::vector<Part> &parts, bool by_type, uint64_t *bad)
+{
+	uint64_t start = UINT64_MAX, end = 0, wrong = 0, capped = 0;
+	kv_stats st{};
+	std::map<int, uint64_t> errors;
+	std::string first, first_wrong;
+	for (const Part &p : parts) {
+		if (p.end_ns != 0) {
+			start = std::min(start, p.start_ns);
+			end = std::max(end, p.end_ns);
+		}
+		Add(&st, p.st);
+		wrong += p.wrong;
+		capped += p.capped;
+		for (const auto &e : p.errors)
+			errors[e.first] += e.second;
+		if (first.empty())
+			first = p.first_error;
+		if (first_wrong.empty())
+			first_wrong = p.first_wrong;
+	}
+	const double secs = end > start ? static_cast<double>(end - start) / 1e9 : 0;
+	std::ostringstream j;
+	j.precision(6);
+	j << "{\"secs\":" << secs << ",\"all\":" << OpJson(parts, -1, secs);
+	if (by_type)
+		for (int ty = 0; ty < kNTypes; ty++)
+			j << ",\"" << kTypeName[ty] << "\":" << OpJson(parts, ty, secs);
+	j << ",\"totals\":" << StatsJson(st) << ",\"capped\":" << capped << ",\"wrong\":" << wrong
+	  << ",\"errors\":{";
+	bool comma = false;
+	uint64_t nerr = 0;
+	for (const auto &e : errors) {
+		j << (comma ? "," : "") << JsonStr(ErrName(e.first)) << ":" << e.second;
+		comma = true;
+		nerr += e.second;
+	}
+	j << "}";
+	if (!first.empty())
+		j << ",\"first_error\":" << JsonStr(first);
+	if (!first_wrong.empty())
+		j << ",\"first_wrong\":" << JsonStr(first_wrong);
+	j << "}";
+	*bad += nerr + wrong + st.unavailable;
+	return j.str();
+}
+
+// One system in one configuration; prints its JSON line. Returns false if
+// the setup failed.
+bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, unsigned threads,
+	const std::string &system, unsigned seq)
+{
+	const uint64_t buf = BufBytes(vsize);
+	const unsigned log_mb = o.log_mb ? o.log_mb : (vsize > 256 ? 96 : 32);
+	const unsigned cache_entries = o.cache_entries ? o.cache_entries :
+		std::max(65536u, std::min(8 * o.keys, 1u << 30));
+	const unsigned index_mb = o.index_mb ? o.index_mb :
+		std::max(16u, static_cast<unsigned>((static_cast<uint64_t>(o.keys) * 64 + 99999) / 100000));
+	// Objects: header, key, in-place copy, meta and lock words: allow
+	// 256 + 2 x value + 16 words per client per key, chunk slack per client.
+	const uint64_t obj = 256 + 2ull * vsize + 16ull * o.max_clients;
+	const uint64_t store_bytes = o.store_mb ? static_cast<uint64_t>(o.store_mb) << 20 :
+		(16ull << 20) + o.keys * obj + o.max_clients * (2ull << 20) +
+			static_cast<uint64_t>(o.max_clients) * (static_cast<uint64_t>(log_mb) << 20);
+	const unsigned loaders = std::max(1u, std::min(o.loaders, o.max_clients));
+
+	std::ostringstream cj;
+	cj << "\"bench\":\"kv\",\"transport\":" << JsonStr(o.transport) << ",\"workload\":"
+	   << JsonStr(workload) << ",\"read_pct\":" << ReadPct(workload) << ",\"value_size\":" << vsize
+	   << ",\"threads\":" << threads << ",\"system\":" << JsonStr(system)
+	   << ",\"inflight\":1,\"keys\":" << o.keys << ",\"nodes\":" << o.nodes
+	   << ",\"zipf_theta\":" << kZipfTheta << ",\"duration_ms\":" << o.duration_ms
+	   << ",\"warm\":" << JsonStr(o.warm) << ",\"loaders\":" << loaders
+	   << ",\"max_clients\":" << o.max_clients << ",\"cache_entries\":" << cache_entries
+	   << ",\"log_mb\":" << log_mb
+	   << ",\"index_mb\":" << index_mb << ",\"store_mb\":" << (store_bytes >> 20)
+	   << ",\"seed\":" << o.seed << ",\"timeout_ms\":" << o.timeout_ms;
+	if (!o.label.empty())
+		cj << ",\"label\":" << JsonStr(o.label);
+	const std::string config_json = cj.str();
+
+	std::fprintf(stderr, "kv_bench: %s %s %uB threads=%u %s\n", o.transport.c_str(),
+		workload.c_str(), vsize, threads, system.c_str());
+	const uint64_t setup0 = NowNs();
+	CpuSplit cpus;
+	if (CpuSplit::Wanted(o.pin, o.transport))
+		cpus.Split();
+	Nodes nodes;
+	std::string err = nodes.Open(o.transport, o.nodes, o.pool_dir, "kv_bench", seq,
+		{ static_cast<uint64_t>(index_mb) << 20, (store_bytes + 0xFFFFF) & ~0xFFFFFull });
+	cpus.Clients();
+	const std::vector<const char *> ptrs = nodes.UriPtrs();
+
+	Run r(threads, loaders);
+	r.o = &o;
+	r.workload = workload;
+	r.vsize = vsize;
+	r.threads = threads;
+	r.loaders = loaders;
+	kv_config_init(&r.cfg);
+	r.cfg.nodes = ptrs.data();
+	r.cfg.nnodes = static_cast<unsigned>(ptrs.size());
+	r.cfg.index_region = 0;
+	r.cfg.store_region = 1;
+	r.cfg.timeout_ms = o.timeout_ms;
+	r.cfg.cache_entries = cache_entries;
+	r.cfg.max_clients = o.max_clients;
+	r.cfg.log_bytes = static_cast<uint64_t>(log_mb) << 20;
+	r.cfg.repl = ReplOf(system);
+	const uint64_t load_use = (o.keys + loaders - 1) / loaders * buf;
+	const uint64_t log_room = r.cfg.log_bytes > load_use + 64 * buf ?
+		(r.cfg.log_bytes - load_use) / buf - 64 : 0;
+	// SWARM's slow write takes a second buffer; the cap counts one.
+	r.update_cap = o.max_updates ? std::min<uint64_t>(o.max_updates, log_room) : log_room;
+	r.zipf = std::make_unique<bench::Zipf>(std::max(1u, o.keys), kZipfTheta);
+	if (err.empty()) {
+		int ret = kv_create(&r.cfg);
+		if (ret != 0)
+			err = "kv_create: " + ErrName(ret) + ": " + pm_errormsg();
+	}
+	if (!err.empty()) {
+		cpus.Restore();
+		std::printf("{%s,\"setup_error\":%s,\"ok\":false}\n", config_json.c_str(),
+			JsonStr(err).c_str());
+		std::fflush(stdout);
+		std::fprintf(stderr, "kv_bench: %s\n", err.c_str());
+		return false;
+	}
+	const uint64_t setup_ns = NowNs() - setup0;
+
+	std::vector<std::thread> ls;
+	for (unsigned l = 0; l < loaders; l++)
+		ls.emplace_back(Loader, &r, l);
+	for (auto &l : ls)
+		l.join();
+	std::string open_err;
+	for (const auto &e : r.open_error)
+		if (!e.empty() && open_err.empty())
+			open_err = e;
+	uint64_t bad = 0;
+	const std::string load_json = PhaseJson(r.parts[kLoad], false, &bad);
+	if (open_err.empty() && bad == 0) {
+		std::vector<std::thread> ws;
+		for (unsigned t = 0; t < threads; t++)
+			ws.emplace_back(Worker, &r, t);
+		for (auto &w : ws)
+			w.join();
+		for (const auto &e : r.open_error)
+			if (!e.empty() && open_err.empty())
+				open_err = e;
+	}
+	cpus.Restore();
+
+	std::ostringstream j;
+	j.precision(6);
+	j << "{" << config_json << ",\"uris\":[";
+	for (size_t i = 0; i < nodes.uris().size(); i++)
+		j << (i ? "," : "") << JsonStr(nodes.uris()[i]);
+	j << "],\"pin\":" << JsonStr(cpus.desc()) << ",\"setup_ms\":" << setup_ns / 1e6
+	  << ",\"update_cap\":" << r.update_cap;
+	if (!open_err.empty())
+		j << ",\"open_error\":" << JsonStr(open_err);
+	j << ",\"phases\":{\"load\":" << load_json;
+	if (!r.parts[kRun][0].samples.empty() || open_err.empty()) {
+		j << ",\"warm\":" << PhaseJson(r.parts[kWarm], false, &bad);
+		j << ",\"run\":" << PhaseJson(r.parts[kRun], true, &bad);
+	}
+	j << "},\"ok\":" << (bad == 0 && open_err.empty() ? "true" : "false") << "}";
+	std::printf("%s\n", j.str().c_str());
+	std::fflush(stdout);
+	return true;
+}
+
+int Usage(const char *msg)
+{
+	std::fprintf(stderr, "kv_bench: %s\n%s", msg, kUsage);
+	return kExitUsage;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "transport", required_argument, nullptr, 't' },
+		{ "workloads", required_argument, nullptr, 'W' },
+		{ "value-sizes", required_argument, nullptr, 'v' },
+		{ "threads", required_argument, nullptr, 'T' },
+		{ "systems", required_argument, nullptr, 'y' },
+		{ "keys", required_argument, nullptr, 'k' },
+		{ "nodes", required_argument, nullptr, 'n' },
+		{ "duration-ms", required_argument, nullptr, 'D' },
+		{ "warm", required_argument, nullptr, 'w' },
+		{ "loaders", required_argument, nullptr, 'L' },
+		{ "max-updates", required_argument, nullptr, 'u' },
+		{ "max-clients", required_argument, nullptr, 'c' },
+		{ "cache-entries", required_argument, nullptr, 'C' },
+		{ "log-mb", required_argument, nullptr, 'g' },
+		{ "index-mb", required_argument, nullptr, 'i' },
+		{ "store-mb", required_argument, nullptr, 'r' },
+		{ "seed", required_argument, nullptr, 's' },
+		{ "timeout-ms", required_argument, nullptr, 'O' },
+		{ "pin", required_argument, nullptr, 'P' },
+		{ "pool-dir", required_argument, nullptr, 'p' },
+		{ "label", required_argument, nullptr, 'l' },
+		{ "help", no_argument, nullptr, 'h' },
+		{ nullptr, 0, nullptr, 0 },
+	};
+	Options o;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, nullptr)) != -1) {
+		bool ok = true;
+		switch (c) {
+		case 't':
+			o.transport = optarg;
+			ok = o.transport == "local" || o.transport == "tcp";
+			break;
+		case 'W':
+			o.workloads = SplitList(optarg);
+			for (const auto &w : o.workloads)
+				ok = ok && (w == "A" || w == "B");
+			ok = ok && !o.workloads.empty();
+			break;
+		case 'v':
+		case 'T': {
+			std::vector<unsigned> &v = c == 'v' ? o.value_sizes : o.threads;
+			v.clear();
+			for (const auto &s : SplitList(optarg)) {
+				unsigned x;
+				ok = ok && ParseUnsigned(s.c_str(), &x, 1, c == 'v' ? KV_VALUE_MAX : kMaxThreads);
+				v.push_back(x);
+			}
+			ok = ok && !v.empty();
+			break;
+		}
+		case 'y':
+			o.systems = SplitList(optarg);
+			for (const auto &s : o.systems)
+				ok = ok && (s == "swarm" || s == "abd" || s == "raw");
+			ok = ok && !o.systems.empty();
+			break;
+		case 'k':
+			ok = ParseUnsigned(optarg, &o.keys, 1, 1u << 24);
+			break;
+		case 'n':
+			ok = ParseUnsigned(optarg, &o.nodes, 1, KV_MAX_NODES) && o.nodes % 2 == 1;
+			break;
+		case 'D':
+			ok = ParseUnsigned(optarg, &o.duration_ms, 1, 3600000);
+			break;
+		case 'w':
+			o.warm = optarg;
+			ok = o.warm == "all" || o.warm == "off";
+			break;
+		case 'L':
+			ok = ParseUnsigned(optarg, &o.loaders, 1, KV_MAX_CLIENTS);
+			break;
+		case 'u':
+			ok = ParseUnsigned(optarg, &o.max_updates, 0, 1u << 30);
+			break;
+		case 'c':
+			ok = ParseUnsigned(optarg, &o.max_clients, 1, KV_MAX_CLIENTS);
+			break;
+		case 'C':
+			ok = ParseUnsigned(optarg, &o.cache_entries, 1, 1u << 30);
+			break;
+		case 'g':
+			ok = ParseUnsigned(optarg, &o.log_mb, 1, 256);
+			break;
+		case 'i':
+			ok = ParseUnsigned(optarg, &o.index_mb, 1, 1u << 16);
+			break;
+		case 'r':
+			ok = ParseUnsigned(optarg, &o.store_mb, 1, 1u << 20);
+			break;
+		case 's': {
+			char *end;
+			o.seed = std::strtoull(optarg, &end, 10);
+			ok = *optarg != '\0' && *end == '\0';
+			break;
+		}
+		case 'O':
+			ok = ParseUnsigned(optarg, &o.timeout_ms, 1, 600000);
+			break;
+		case 'P':
+			o.pin = optarg;
+			ok = o.pin == "auto" || o.pin == "split" || o.pin == "none";
+			break;
+		case 'p':
+			o.pool_dir = optarg;
+			break;
+		case 'l':
+			o.label = optarg;
+			break;
+		case 'h':
+			std::fputs(kUsage, stdout);
+			return kExitOk;
+		default:
+			return Usage("bad option");
+		}
+		if (!ok) {
+			const char *name = "?";
+			for (const struct option *lo = longopts; lo->name != nullptr; lo++)
+				if (lo->val == c)
+					name = lo->name;
+			return Usage((std::string("bad value for --") + name).c_str());
+		}
+	}
+	if (optind != argc)
+		return Usage("unexpected argument");
+	for (unsigned t : o.threads)
+		if (t + 0u > o.max_clients)
+			return Usage("more threads than --max-clients");
+
+	// Real cache-line flushes on the RAM file system, as the other
+	// benchmarks (an explicit setting wins).
+	setenv("PMEM_IS_PMEM_FORCE", "1", 0);
+
+	unsigned seq = 0;
+	for (const auto &w : o.workloads)
+		for (unsigned v : o.value_sizes)
+			for (unsigned t : o.threads)
+				for (const auto &s : o.systems)
+					if (!RunSystem(o, w, v, t, s, seq++))
+						return kExitSetup;
+	return kExitOk;
+}
