@@ -598,8 +598,12 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	const uint64_t load_use = (o.keys + loaders - 1) / loaders * buf;
 	const uint64_t log_room = r.cfg.log_bytes > load_use + 64 * buf ?
 		(r.cfg.log_bytes - load_use) / buf - 64 : 0;
-	// SWARM's slow write takes a second buffer; the cap counts one.
-	r.update_cap = o.max_updates ? std::min<uint64_t>(o.max_updates, log_room) : log_room;
+	// SWARM's slow write takes a second buffer; the cap counts one. RAW
+	// updates in place, without a log buffer.
+	if (r.cfg.repl == KV_REPL_RAW)
+		r.update_cap = o.max_updates ? o.max_updates : UINT64_MAX;
+	else
+		r.update_cap = o.max_updates ? std::min<uint64_t>(o.max_updates, log_room) : log_room;
 	r.zipf = std::make_unique<bench::Zipf>(std::max(1u, o.keys), kZipfTheta);
 	if (err.empty()) {
 		int ret = kv_create(&r.cfg);

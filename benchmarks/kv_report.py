@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""kv_report.py -- turn the JSON of benchmarks/run_kv.sh (the lines of
+benchmarks/kv_bench, one per configuration and system, under a context)
+into a CSV, a markdown report of same-run ratios and PNG plots.
+
+Writes into the output directory:
+
+  kv_runs.csv         one row per configuration x system x op type (get,
+                      update, all): transport, workload, value size,
+                      threads, system, ops, ops/s, latency p50/p90/p99/
+                      p99.9/max, round trips p50/p99/p99.9/max/mean, the
+                      kv_stats totals of the run, errors
+  kv_report.md        the targets (median get within 1.3x RAW, median
+                      update within 2x RAW, DM-ABD median at least 1.5x
+                      SWARM's, SWARM get and update at 1 round trip at p99)
+                      with whether each is met, the ratios per
+                      configuration, round trips per op type, counters,
+                      absolute numbers, and everything that went wrong
+  kv_latency.png      median and p99 latency of get and update per system
+                      (bars), per transport, workload and value size, at
+                      the smallest thread count
+  kv_throughput.png   ops/s against threads per system
+
+Every ratio is of two systems run back to back by the same kv_bench
+process on fresh clusters loaded with the same keys (DESIGN.md sect. 9).
+Round trips are kv_stats (rounds + index_rounds) differences around each
+operation, which do not depend on the machine's speed with local: nodes
+except through the interleaving of the threads.
+
+Exit status: 0 done; 2 bad usage or no usable input; 3 CSV and markdown
+written but plots skipped (no matplotlib).
+"""
+
+import argparse
+import csv
+import os
+import sys
+
+from report_util import (EXIT_NO_PLOTS, EXIT_OK, EXIT_USAGE, axis_threads, fmt, fmt_rate,
+                         header, pyplot, save_figure, write_lines)
+import report_util
+
+SYSTEMS = ["swarm", "abd", "raw"]
+NAME = {"swarm": "SWARM", "abd": "DM-ABD", "raw": "RAW"}
+TYPES = ["get", "update"]
+TRANSPORTS = ["local", "tcp"]
+GET_RAW_TARGET, UPDATE_RAW_TARGET, ABD_TARGET, RT_TARGET = 1.3, 2.0, 1.5, 1
+TOTALS = ["rounds", "index_rounds", "slow_writes", "lock_calls", "write_backs", "read_iters",
+          "oop_reads", "fallbacks", "cache_misses", "unavailable"]
+COLS = (["transport", "workload", "value_size", "threads", "system", "op", "ops", "secs",
+         "ops_per_s", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "lat_max_ns",
+         "lat_mean_ns", "rt_p50", "rt_p99", "rt_p999", "rt_max", "rt_mean"] + TOTALS +
+        ["capped", "errors", "wrong", "first_error", "run_ok", "setup_ms", "load_s", "warm_s",
+         "inflight"])
+
+report_util._prog = "kv_report"
+log = report_util.log
+
+
+def rows_of(runs):
+    rows = []
+    for r in runs:
+        ph = r.get("phases") or {}
+        run = ph.get("run")
+        if not run:
+            continue
+        for op in TYPES + ["all"]:
+            v = run[op]
+            lat, rt = v["lat_ns"], v["rounds"]
+            row = {
+                "transport": r["transport"], "workload": r["workload"],
+                "value_size": r["value_size"], "threads": r["threads"], "system": r["system"],
+                "op": op, "ops": v["ops"], "secs": run["secs"], "ops_per_s": v["ops_per_s"],
+                "lat_p50_ns": lat["p50"], "lat_p90_ns": lat["p90"], "lat_p99_ns": lat["p99"],
+                "lat_p999_ns": lat["p999"], "lat_max_ns": lat["max"], "lat_mean_ns": lat["mean"],
+                "rt_p50": rt["p50"], "rt_p99": rt["p99"], "rt_p999": rt["p999"],
+                "rt_max": rt["max"], "rt_mean": rt["mean"], "hist": rt.get("hist", {}),
+                "capped": run["capped"], "errors": sum(run["errors"].values()),
+                "wrong": run["wrong"], "first_error": run.get("first_error", ""),
+                "run_ok": r.get("ok"), "setup_ms": r.get("setup_ms"),
+                "load_s": ph.get("load", {}).get("secs"), "warm_s": ph.get("warm", {}).get("secs"),
+                "inflight": r.get("inflight", 1),
+            }
+            for k in TOTALS:
+                row[k] = run["totals"][k]
+            rows.append(row)
+    return rows
+
+
+class Index:
+    def __init__(self, rows):
+        self.cells = {(r["transport"], r["workload"], r["value_size"], r["threads"], r["system"],
+                       r["op"]): r for r in rows if r["ops"] > 0}
+        self.transports = [t for t in TRANSPORTS if any(r["transport"] == t for r in rows)]
+        self.configs = sorted({(r["transport"], r["workload"], r["value_size"], r["threads"])
+                               for r in rows},
+                              key=lambda c: (TRANSPORTS.index(c[0]), c[1], c[2], c[3]))
+
+    def get(self, cfg, system, op, field):
+        c = self.cells.get(cfg + (system, op))
+        return None if c is None else c[field]
+
+    def ratio(self, cfg, num, den, op, field="lat_p50_ns"):
+        a, b = self.get(cfg, num, op, field), self.get(cfg, den, op, field)
+        return a / b if a and b else None
+
+
+def us(ns):
+    return "-" if ns is None else "%.1f" % (ns / 1000.0)
+
+
+def bold_if(x, bad):
+    if x is None:
+        return "-"
+    s = fmt(x)
+    return "**%s**" % s if bad(x) else s
+
+
+def target_lines(ix):
+    out = ["| target | measured (min .. max over configurations) | met |", "|---|---|---|"]
+
+    def row(name, vals, ok_fn, worst_fn):
+        vals = [v for v in vals if v[1] is not None]
+        if not vals:
+            out.append("| %s | not measured | - |" % name)
+            return
+        worst = worst_fn(vals, key=lambda v: v[1])
+        met = all(ok_fn(v[1]) for v in vals)
+        bad = [v for v in vals if not ok_fn(v[1])]
+        out.append("| %s | %s .. %s over %d%s | %s |" % (
+            name, fmt(min(v[1] for v in vals)), fmt(max(v[1] for v in vals)), len(vals),
+            "" if met else "; missed in %d (worst: %s)" % (len(bad), cfg_name(worst[0])),
+            "yes" if met else "**no**"))
+
+    for tr in ix.transports:
+        cfgs = [c for c in ix.configs if c[0] == tr]
+        row("%s: SWARM / RAW median get <= %.1fx" % (tr, GET_RAW_TARGET),
+            [(c, ix.ratio(c, "swarm", "raw", "get")) for c in cfgs],
+            lambda x: x <= GET_RAW_TARGET, max)
+        row("%s: SWARM / RAW median update <= %.1fx" % (tr, UPDATE_RAW_TARGET),
+            [(c, ix.ratio(c, "swarm", "raw", "update")) for c in cfgs],
+            lambda x: x <= UPDATE_RAW_TARGET, max)
+        for op in TYPES:
+            row("%s: DM-ABD / SWARM median %s >= %.1fx" % (tr, op, ABD_TARGET),
+                [(c, ix.ratio(c, "abd", "swarm", op)) for c in cfgs],
+                lambda x: x >= ABD_TARGET, min)
+        for op in TYPES:
+            row("%s: SWARM %s round trips at p99 = %d" % (tr, op, RT_TARGET),
+                [(c, ix.get(c, "swarm", op, "rt_p99")) for c in cfgs],
+                lambda x: x <= RT_TARGET, max)
+    return out
+
+
+def cfg_name(c):
+    return "%s %s %dB %dt" % c
+
+
+def markdown(ix, rows, runs, context):
+    out = header(
+        "Store (kv/kv.h): SWARM vs DM-ABD vs RAW",
+        "benchmarks/kv_bench via benchmarks/run_kv.sh: YCSB A (50 % get / 50 % update) and B "
+        "(95 / 5), keys drawn Zipfian 0.99, 64 B and 1 KiB values, 3 memory nodes in the "
+        "benchmark's process on /dev/shm pools (PMEM durability: real clwb + sfence), reached "
+        "as `local:` or over `ofi+tcp` on 127.0.0.1, 1-8 client threads each with its own "
+        "`kv_client` and **1 operation in flight** (the asynchronous API does not exist yet, so "
+        "the issue's 4-in-flight runs are not made). For each configuration SWARM, DM-ABD and "
+        "RAW run back to back in one process, each on a freshly created cluster loaded with "
+        "the same keys; every client first gets every key once (warm cache), then runs for a "
+        "fixed time. Latency is CLOCK_MONOTONIC per operation; round trips are the difference "
+        "of `kv_stats` rounds + index_rounds around each operation.",
+        context, ("quick", "elapsed_s"))
+    out.append("")
+    out.append("**Wall-clock numbers are indicative only** (%s). With `local:` a client thread "
+               "executes every node's part of a round itself, one node after the other, so a "
+               "replicated round costs about three nodes' memory work: the ratios to RAW (one "
+               "node) reflect that serial execution, not network overlap. Round trips per "
+               "operation are the store's own counters and the numbers to judge the protocol "
+               "by." % context.get("note", "machine unknown"))
+    if context.get("flags"):
+        out.append("")
+        out.append("Bench flags: `%s`." % context["flags"])
+
+    out.append("\n## Targets\n")
+    out.extend(target_lines(ix))
+
+    out.append("\n## Same-run ratios of median latency\n")
+    out.append("SWARM / RAW (targets: get <= %.1f, update <= %.1f) and DM-ABD / SWARM (target "
+               ">= %.1f); bold: missed. Then the medians in us (SWARM / DM-ABD / RAW)." % (
+                   GET_RAW_TARGET, UPDATE_RAW_TARGET, ABD_TARGET))
+    out.append("\n| transport | workload | value | threads | get SW/RAW | update SW/RAW | "
+               "get ABD/SW | update ABD/SW | get p50 us | update p50 us |")
+    out.append("|---" * 10 + "|")
+    for c in ix.configs:
+        cells = [
+            bold_if(ix.ratio(c, "swarm", "raw", "get"), lambda x: x > GET_RAW_TARGET),
+            bold_if(ix.ratio(c, "swarm", "raw", "update"), lambda x: x > UPDATE_RAW_TARGET),
+            bold_if(ix.ratio(c, "abd", "swarm", "get"), lambda x: x < ABD_TARGET),
+            bold_if(ix.ratio(c, "abd", "swarm", "update"), lambda x: x < ABD_TARGET),
+        ]
+        for op in TYPES:
+            cells.append(" / ".join(us(ix.get(c, s, op, "lat_p50_ns")) for s in SYSTEMS))
+        out.append("| %s | %s | %d | %d | %s |" % (c + (" | ".join(cells),)))
+
+    out.append("\n## Round trips per operation (p50 / p99 / p99.9 / max)\n")
+    out.append("Bold: SWARM above 1 at p99. DM-ABD's protocol takes 2, RAW's 1; a location "
+               "cache miss adds the index lookup (2 round trips on a cached depth).")
+    out.append("\n| transport | workload | value | threads | SWARM get | SWARM update | "
+               "DM-ABD get | DM-ABD update | RAW get | RAW update |")
+    out.append("|---" * 10 + "|")
+    for c in ix.configs:
+        cells = []
+        for s in SYSTEMS:
+            for op in TYPES:
+                p50 = ix.get(c, s, op, "rt_p50")
+                if p50 is None:
+                    cells.append("-")
+                    continue
+                v = [ix.get(c, s, op, f) for f in ("rt_p50", "rt_p99", "rt_p999", "rt_max")]
+                cell = " / ".join("%d" % x for x in v)
+                cells.append("**%s**" % cell if s == "swarm" and v[1] > RT_TARGET else cell)
+        out.append("| %s | %s | %d | %d | %s |" % (c + (" | ".join(cells),)))
+
+    out.append("\n## Counters of the measured run (totals over its threads)\n")
+    out.append("From kv_stats: slow writes (stale guess, Safe-Guess S9), write-backs (reads that "
+               "replicated a value), out-of-place reads, read iterations beyond the first, lock "
+               "calls, location-cache misses (the cache is direct-mapped by key hash; "
+               "`cache_entries` is in the bench flags), widened rounds, unavailable.")
+    out.append("\n| transport | workload | value | threads | system | ops | slow_writes | "
+               "write_backs | oop_reads | read_iters | lock_calls | cache_misses | fallbacks | "
+               "unavailable | capped threads |")
+    out.append("|---" * 15 + "|")
+    for c in ix.configs:
+        for s in SYSTEMS:
+            r = ix.cells.get(c + (s, "all"))
+            if r is None:
+                continue
+            out.append("| %s | %s | %d | %d | %s | %d | %s | %d |" % (
+                c + (NAME[s], r["ops"], " | ".join(
+                    "%d" % r[k] for k in ("slow_writes", "write_backs", "oop_reads", "read_iters",
+                                          "lock_calls", "cache_misses", "fallbacks",
+                                          "unavailable")), r["capped"])))
+
+    out.append("\n## Absolute numbers (indicative)\n")
+    out.append("ops/s of the run (all threads, both op types); latency p50 / p99 / p99.9 in us "
+               "per op type.")
+    out.append("\n| transport | workload | value | threads | system | ops/s | get p50/p99/p99.9 | "
+               "update p50/p99/p99.9 |")
+    out.append("|---" * 8 + "|")
+    for c in ix.configs:
+        for s in SYSTEMS:
+            if ix.get(c, s, "all", "ops") is None:
+                continue
+            lat = []
+            for op in TYPES:
+                if ix.get(c, s, op, "ops") is None:
+                    lat.append("-")
+                else:
+                    lat.append(" / ".join(us(ix.get(c, s, op, f)) for f in
+                                          ("lat_p50_ns", "lat_p99_ns", "lat_p999_ns")))
+            out.append("| %s | %s | %d | %d | %s | %s | %s | %s |" % (
+                c + (NAME[s], fmt_rate(ix.get(c, s, "all", "ops_per_s")), lat[0], lat[1])))
+
+    out.append("\n## What went wrong\n")
+    problems = []
+    for r in runs:
+        name = "%s %s %sB %st %s" % (r.get("transport"), r.get("workload"), r.get("value_size"),
+                                     r.get("threads"), NAME.get(r.get("system"), r.get("system")))
+        if r.get("setup_error"):
+            problems.append("- %s: setup failed: %s" % (name, r["setup_error"]))
+        if r.get("open_error"):
+            problems.append("- %s: kv_open failed: %s" % (name, r["open_error"]))
+        if r.get("killed_after_s"):
+            problems.append("- %s: killed at the run limit (%s s)" % (name, r["killed_after_s"]))
+        for ph, v in (r.get("phases") or {}).items():
+            bits = []
+            if v["errors"]:
+                bits.append("errors " + ", ".join("%s x%d" % kv for kv in v["errors"].items()))
+            if v["wrong"]:
+                bits.append("%d wrong values (first: %s)" % (v["wrong"], v.get("first_wrong")))
+            if v["totals"]["unavailable"]:
+                bits.append("%d unavailable" % v["totals"]["unavailable"])
+            if v.get("capped"):
+                bits.append("%d threads stopped early at the log cap (%s updates)" % (
+                    v["capped"], r.get("update_cap")))
+            if bits:
+                first = (" (first error: %s)" % v["first_error"]) if v.get("first_error") else ""
+                problems.append("- %s, %s: %s%s" % (name, ph, "; ".join(bits), first))
+    out.extend(problems or ["Nothing: no errors, wrong values, unavailable operations, failed "
+                            "setups or early stops."])
+    return out
+
+
+COLORS = {"swarm": "tab:blue", "abd": "tab:red", "raw": "tab:gray"}
+
+
+def plot(plt, ix, outdir):
+    groups = sorted({c[:3] for c in ix.configs},
+                    key=lambda g: (TRANSPORTS.index(g[0]), g[1], g[2]))
+    if not groups:
+        return
+    # Latency bars at the smallest thread count of each group.
+    ncol = min(4, len(groups))
+    nrow = (len(groups) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3.6 * nrow), squeeze=False)
+    for k, g in enumerate(groups):
+        ax = axes[k // ncol][k % ncol]
+        t = min(c[3] for c in ix.configs if c[:3] == g)
+        c = g + (t,)
+        width = 0.27
+        for i, s in enumerate(SYSTEMS):
+            p50 = [(ix.get(c, s, op, "lat_p50_ns") or 0) / 1000.0 for op in TYPES]
+            p99 = [(ix.get(c, s, op, "lat_p99_ns") or 0) / 1000.0 for op in TYPES]
+            xs = [j + (i - 1) * width for j in range(len(TYPES))]
+            ax.bar(xs, p99, width, color=COLORS[s], alpha=0.3)
+            ax.bar(xs, p50, width, color=COLORS[s], label=NAME[s])
+        ax.set_xticks(range(len(TYPES)))
+        ax.set_xticklabels(TYPES)
+        ax.set_ylabel("latency (us)")
+        ax.set_title("%s %s %dB, %d thread%s" % (g + (t, "" if t == 1 else "s")), fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        if k == 0:
+            ax.legend(fontsize=7)
+    for k in range(len(groups), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    fig.suptitle("kv/kv.h median latency (solid) and p99 (light) per system; 2-core shared "
+                 "machine: indicative", fontsize=10)
+    save_figure(plt, fig, outdir, "kv_latency.png")
+
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3.6 * nrow), squeeze=False)
+    for k, g in enumerate(groups):
+        ax = axes[k // ncol][k % ncol]
+        threads = sorted({c[3] for c in ix.configs if c[:3] == g})
+        for s in SYSTEMS:
+            pts = [(n, ix.get(g + (n,), s, "all", "ops_per_s")) for n in threads]
+            pts = [(n, v) for n, v in pts if v]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] / 1000.0 for p in pts], marker="o",
+                        color=COLORS[s], label=NAME[s])
+        axis_threads(ax, threads)
+        ax.set_ylabel("kops/s")
+        ax.set_title("%s %s %dB" % g, fontsize=9)
+        if k == 0:
+            ax.legend(fontsize=7)
+    for k in range(len(groups), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    fig.suptitle("kv/kv.h throughput vs client threads (1 op in flight each; 2 cores: 4 and 8 "
+                 "threads oversubscribe)", fontsize=10)
+    save_figure(plt, fig, outdir, "kv_throughput.png")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="kv_report.py", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="*", help="kv.json files (default: kv.json in --results)")
+    p.add_argument("--results", default="benchmarks/results")
+    p.add_argument("--out", default=None, help="output directory (default: --results)")
+    p.add_argument("--no-plots", action="store_true")
+    args = p.parse_args(argv)
+    paths = args.inputs or [os.path.join(args.results, "kv.json")]
+    runs, context = [], {}
+    for _, doc in report_util.load_docs(paths):
+        context = context or doc.get("context", {})
+        runs.extend(doc.get("runs", []))
+    if not runs:
+        log("no runs in %s" % ", ".join(paths))
+        return EXIT_USAGE
+    outdir = args.out or args.results
+    os.makedirs(outdir, exist_ok=True)
+    rows = rows_of(runs)
+    path = os.path.join(outdir, "kv_runs.csv")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=COLS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    log("wrote %s (%d rows)" % (path, len(rows)))
+    ix = Index(rows)
+    write_lines(markdown(ix, rows, runs, context), os.path.join(outdir, "kv_report.md"))
+    if args.no_plots:
+        return EXIT_OK
+    plt = pyplot()
+    if plt is None:
+        return EXIT_NO_PLOTS
+    plot(plt, ix, outdir)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

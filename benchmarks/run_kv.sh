@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# benchmarks/run_kv.sh -- run the store benchmark (kv/kv.h:
+# benchmarks/kv_bench.cc): YCSB A and B, Zipfian 0.99, 64 B and 1 KiB
+# values, three memory nodes, 1, 2, 4 and 8 client threads with one
+# operation in flight each, SWARM, DM-ABD and RAW side by side, on the
+# local and tcp transports; collect its JSON lines into a results
+# directory and turn them into a CSV, a markdown report and PNG plots with
+# benchmarks/kv_report.py.
+#
+# Usage: benchmarks/run_kv.sh [-h] [--quick] [--local-only] [RESULTS_DIR] [-- BENCH_FLAGS...]
+#   --quick          smoke run (CI): local only, 1 and 2 threads, 2000
+#                    keys, 0.3 s runs, small logs (about 2 minutes)
+#   --local-only     the full run without tcp
+#   RESULTS_DIR      default benchmarks/results (relative to the repository)
+#   BENCH_FLAGS      appended to every kv_bench command line (they
+#                    override the defaults below), e.g. --duration-ms=3000
+# Environment:
+#   BAZEL, BAZEL_STARTUP_FLAGS, PYTHON, SKIP_BUILD=1   as for run_onll.sh
+#   BAZEL_BUILD_FLAGS   default "-c opt --jobs=2"
+#   KV_BENCH_POOL_DIR   pool directory (default /dev/shm)
+#   KV_RUN_LIMIT_S      a run (one process: the three systems of one
+#                       configuration) longer than this is killed and
+#                       recorded as such (default 240)
+#
+# For each transport, workload, value size and thread count one kv_bench
+# process runs SWARM, DM-ABD and RAW back to back, each on a freshly
+# created cluster loaded with the same keys, so every ratio compares runs
+# made seconds apart. Defaults per transport:
+#   local  100000 keys, 2 s runs (each client first gets every key once)
+#   tcp    2000 keys, 1 s runs, 1 and 2 threads: with three nodes in the
+#          process sharing one core (--pin split) a round trip costs far
+#          more than with local:, and loading 100000 keys would take
+#          minutes per system
+# Wall-clock numbers on a 2-core machine shared with other work are
+# indicative only (4 and 8 threads oversubscribe it); the round trips per
+# operation are the store's own counters. The full run takes about 15-20
+# minutes (most of it creating 2-3 GiB pools and loading 100000 keys).
+#
+# Exit status: 0 done; 1 the build failed or some run failed (its JSON
+# line says how; the report is still written); 2 bad usage; 3 report
+# written without plots (no matplotlib).
+set -euo pipefail
+
+prog=run_kv
+quick=0
+local_only=0
+args=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--local-only) local_only=1 ;;
+	--) args+=("$@"); break ;;
+	*) args+=("$1") ;;
+	esac
+	shift
+done
+export BAZEL_BUILD_FLAGS="${BAZEL_BUILD_FLAGS:--c opt --jobs=2}"
+# shellcheck source=benchmarks/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
+bench_init "${args[@]+"${args[@]}"}"
+
+bench_build //benchmarks:kv_bench || exit 1
+bench_locate
+bin="$bench_bin/kv_bench"
+limit="${KV_RUN_LIMIT_S:-240}"
+pool_dir="${KV_BENCH_POOL_DIR:-/dev/shm}"
+
+if [ "$quick" = 1 ]; then
+	transports=(local)
+	local_threads=(1 2)
+	local_flags=(--keys=2000 --duration-ms=300 --log-mb=8 --loaders=2)
+else
+	transports=(local tcp)
+	[ "$local_only" = 1 ] && transports=(local)
+	local_threads=(1 2 4 8)
+	local_flags=(--keys=100000 --duration-ms=2000)
+fi
+tcp_threads=(1 2)
+tcp_flags=(--keys=2000 --duration-ms=1000 --log-mb=16 --loaders=2)
+
+lines="$(mktemp "${TMPDIR:-/tmp}/kv.XXXXXX")"
+trap 'rm -f "$lines"' EXIT
+status=0
+start=$(date +%s)
+for transport in "${transports[@]}"; do
+	if [ "$transport" = local ]; then
+		flags=("${local_flags[@]}"); threads=("${local_threads[@]}")
+	else
+		flags=("${tcp_flags[@]}"); threads=("${tcp_threads[@]}")
+	fi
+	for wl in A B; do
+		for vs in 64 1024; do
+			for t in "${threads[@]}"; do
+				cmd=("$bin" --transport="$transport" --workloads="$wl" --value-sizes="$vs"
+					--threads="$t" --systems=swarm,abd,raw --pool-dir="$pool_dir"
+					"${flags[@]}" "${bench_flags[@]+"${bench_flags[@]}"}")
+				echo "$prog: ${cmd[*]}" >&2
+				rc=0
+				timeout --signal=KILL "$limit" "${cmd[@]}" >>"$lines" || rc=$?
+				if [ "$rc" != 0 ]; then
+					status=1
+					echo "$prog: exit status $rc" >&2
+					if [ "$rc" = 137 ]; then
+						# killed at the limit: the systems it did not finish have no line
+						printf '{"bench":"kv","transport":"%s","workload":"%s","value_size":%s,"threads":%s,"system":"?","killed_after_s":%s,"ok":false}\n' \
+							"$transport" "$wl" "$vs" "$t" "$limit" >>"$lines"
+						rm -f "$pool_dir"/kv_bench.*.pool "$pool_dir"/kv_bench.*.pool.node
+					fi
+				fi
+			done
+		done
+	done
+done
+elapsed=$(($(date +%s) - start))
+
+# One JSON document: the context and every configuration's lines.
+python3 - "$lines" "$results/kv.json" "$bench_commit" "$quick" "$elapsed" \
+	"local: ${local_flags[*]}; tcp: ${tcp_flags[*]}; extra: ${bench_flags[*]+"${bench_flags[*]}"}" <<'PY'
+import datetime, json, os, socket, sys
+lines, out, commit, quick, elapsed, flags = sys.argv[1:]
+runs = []
+for line in open(lines, encoding="utf-8"):
+    line = line.strip()
+    if line:
+        runs.append(json.loads(line))
+doc = {
+    "context": {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit,
+        "host_name": socket.gethostname(),
+        "num_cpus": os.cpu_count(),
+        "load_avg": list(os.getloadavg()),
+        "quick": quick == "1",
+        "elapsed_s": int(elapsed),
+        "flags": flags,
+        "inflight": 1,
+        "note": "wall-clock numbers from a 2-core machine shared with other work: indicative "
+                "only; 4 and 8 threads oversubscribe it",
+    },
+    "runs": runs,
+}
+with open(out, "w", encoding="utf-8") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+print("run_kv: wrote %s (%d runs, %s s)" % (out, len(runs), elapsed), file=sys.stderr)
+PY
+
+rstatus=0
+bench_report kv_report.py "$results/kv.json" || rstatus=$?
+echo "run_kv: results in $results (kv.json, kv_runs.csv, kv_report.md, kv_latency.png, kv_throughput.png)" >&2
+[ "$status" != 0 ] && exit "$status"
+exit "$rstatus"
