@@ -221,25 +221,41 @@ def markdown(ix, rows, runs, context):
                 cells.append("**%s**" % cell if s == "swarm" and v[1] > RT_TARGET else cell)
         out.append("| %s | %s | %d | %d | %s |" % (c + (" | ".join(cells),)))
 
+    miss = {}
+    for c in ix.configs:
+        for s in SYSTEMS:
+            r = ix.cells.get(c + (s, "all"))
+            if r is not None and r["ops"]:
+                miss.setdefault(s, []).append(100.0 * r["cache_misses"] / r["ops"])
+    if miss:
+        out.append("")
+        out.append("Location-cache misses (each adds the index lookup's round trips to the "
+                   "operation; the cache is direct-mapped by key hash, so keys sharing a slot "
+                   "evict each other even after the warm-up): %s %% of the measured operations. "
+                   "Where they exceed 1 %% they alone put p99 above 1 round trip for every "
+                   "system, RAW included." % "; ".join(
+                       "%s %s..%s" % (NAME[s], fmt(min(v)), fmt(max(v))) for s, v in miss.items()))
+
     out.append("\n## Counters of the measured run (totals over its threads)\n")
     out.append("From kv_stats: slow writes (stale guess, Safe-Guess S9), write-backs (reads that "
                "replicated a value), out-of-place reads, read iterations beyond the first, lock "
                "calls, location-cache misses (the cache is direct-mapped by key hash; "
                "`cache_entries` is in the bench flags), widened rounds, unavailable.")
     out.append("\n| transport | workload | value | threads | system | ops | slow_writes | "
-               "write_backs | oop_reads | read_iters | lock_calls | cache_misses | fallbacks | "
-               "unavailable | capped threads |")
+               "write_backs | oop_reads | read_iters | lock_calls | cache_misses (% of ops) | "
+               "fallbacks | unavailable | capped threads |")
     out.append("|---" * 15 + "|")
     for c in ix.configs:
         for s in SYSTEMS:
             r = ix.cells.get(c + (s, "all"))
             if r is None:
                 continue
+            cells = ["%d" % r[k] for k in ("slow_writes", "write_backs", "oop_reads",
+                                           "read_iters", "lock_calls")]
+            cells.append("%d (%s)" % (r["cache_misses"], fmt(100.0 * r["cache_misses"] / r["ops"])))
+            cells += ["%d" % r[k] for k in ("fallbacks", "unavailable")]
             out.append("| %s | %s | %d | %d | %s | %d | %s | %d |" % (
-                c + (NAME[s], r["ops"], " | ".join(
-                    "%d" % r[k] for k in ("slow_writes", "write_backs", "oop_reads", "read_iters",
-                                          "lock_calls", "cache_misses", "fallbacks",
-                                          "unavailable")), r["capped"])))
+                c + (NAME[s], r["ops"], " | ".join(cells), r["capped"])))
 
     out.append("\n## Absolute numbers (indicative)\n")
     out.append("ops/s of the run (all threads, both op types); latency p50 / p99 / p99.9 in us "
