@@ -10,7 +10,7 @@
 #
 # Usage: benchmarks/run_kv.sh [-h] [--quick] [--local-only] [RESULTS_DIR] [-- BENCH_FLAGS...]
 #   --quick          smoke run (CI): local only, 1 and 2 threads, 2000
-#                    keys, 0.3 s runs, small logs (about 2 minutes)
+#                    keys, 0.3 s runs, small logs (1-2 minutes)
 #   --local-only     the full run without tcp
 #   RESULTS_DIR      default benchmarks/results (relative to the repository)
 #   BENCH_FLAGS      appended to every kv_bench command line (they
