@@ -38,7 +38,7 @@
 // and every insert take a buffer of (40 + value) bytes rounded up to 128
 // from the client's log on each node, which is not recycled, and a client
 // id's log use survives kv_close. A thread therefore stops its run early
-// once it has done --max-updates updates (0: as many as its log holds,
+// once it has used --max-updates buffers (0: as many as its log holds,
 // assuming its id loaded keys/loaders keys); the JSON says how many
 // threads stopped so ("capped").
 //
@@ -409,6 +409,7 @@ void Worker(Run *r, unsigned t)
 		Rng rng{ Mix(o.seed * 1000003u + 7919u * t + r->vsize) };
 		const unsigned read_pct = ReadPct(r->workload);
 		uint64_t updates = 0;
+		const uint64_t slow0 = StatsOf(c).slow_writes;
 		p.samples.reserve(1u << 20);
 		const uint64_t stop = NowNs() + static_cast<uint64_t>(o.duration_ms) * 1000000u;
 		Loop(c, &p, UINT64_MAX, stop, [&](uint64_t i) {
@@ -417,7 +418,8 @@ void Worker(Run *r, unsigned t)
 				CheckedGet(*r, c, &p, id, i, key, buf.data(), buf.size());
 				return static_cast<int>(kGet);
 			}
-			if (updates >= r->update_cap) {
+			// a SWARM slow write took a second log buffer
+			if (updates + (StatsOf(c).slow_writes - slow0) >= r->update_cap) {
 				p.capped = true;
 				return -1;
 			}
@@ -598,7 +600,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	const uint64_t load_use = (o.keys + loaders - 1) / loaders * buf;
 	const uint64_t log_room = r.cfg.log_bytes > load_use + 64 * buf ?
 		(r.cfg.log_bytes - load_use) / buf - 64 : 0;
-	// SWARM's slow write takes a second buffer; the cap counts one. RAW
+	// The cap counts buffers: SWARM's slow write takes a second one. RAW
 	// updates in place, without a log buffer.
 	if (r.cfg.repl == KV_REPL_RAW)
 		r.update_cap = o.max_updates ? o.max_updates : UINT64_MAX;

@@ -71,7 +71,7 @@ pool_dir="${KV_BENCH_POOL_DIR:-/dev/shm}"
 if [ "$quick" = 1 ]; then
 	transports=(local)
 	local_threads=(1 2)
-	local_flags=(--keys=2000 --duration-ms=300 --log-mb=8 --loaders=2)
+	local_flags=(--keys=2000 --duration-ms=300 --log-mb=16 --loaders=2)
 else
 	transports=(local)
 	[ "$tcp" = 1 ] && transports=(local tcp)
