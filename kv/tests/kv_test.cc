@@ -126,6 +126,32 @@ TEST_F(KvTest, ManyKeysSurviveReopen)
 			(i % 2 ? "value" : "again") + std::to_string(i));
 }
 
+// Objects fill chunk after chunk (4 KiB chunks here: about a dozen objects
+// each), and a reopened client resumes in its last chunk.
+TEST_F(KvTest, ObjectsSpanManyChunks)
+{
+	kvtest::LocalGroup g2(3, "kvchunks", kvtest::kIndexRegion, kDataRegion);
+	std::vector<std::string> uris = g2.Uris();
+	std::vector<const char *> ptrs;
+	for (const auto &u : uris)
+		ptrs.push_back(u.c_str());
+	kv_config cfg = cfg_;
+	cfg.nodes = ptrs.data();
+	cfg.chunk_bytes = 4096;
+	kv_client *c = nullptr;
+	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
+	ASSERT_EQ(kv_open(&c, &cfg), 0);
+	for (int i = 0; i < 150; i++)
+		ASSERT_EQ(Insert(c, "c" + std::to_string(i), std::to_string(i)), 0) << i << pm_errormsg();
+	ASSERT_EQ(kv_close(&c), 0);
+	ASSERT_EQ(kv_open(&c, &cfg), 0);
+	for (int i = 150; i < 300; i++)
+		ASSERT_EQ(Insert(c, "c" + std::to_string(i), std::to_string(i)), 0) << i << pm_errormsg();
+	for (int i = 0; i < 300; i++)
+		EXPECT_EQ(Get(c, "c" + std::to_string(i)), std::to_string(i));
+	kv_close(&c);
+}
+
 // With no contention and no failure, a cached get, update and delete take
 // one round trip on the values; an insert the index's two, the object's
 // write running beside the first.

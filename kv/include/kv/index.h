@@ -84,6 +84,10 @@ struct kv_index_config {
 	kv_index_key_fn key_at;   /* required */
 	void *key_ctx;            /* passed to key_at and publish */
 	kv_index_publish_fn publish; /* NULL: the key is stored before the insert */
+	/* Called instead of spinning whenever the handle waits for the nodes,
+	 * so one thread can run several handles as coroutines; NULL: spin. */
+	void (*yield)(void *arg);
+	void *yield_arg;
 	unsigned cache_entries;   /* per-key hint cache entries; default 4096; 0 = none */
 	/* kv_index_create only: */
 	unsigned max_clients;     /* client ids; default 64, at most 1024 */

@@ -26,6 +26,30 @@ kv__ix_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void
+kv__ix_pause(struct kv_ix_group *g)
+{
+	if (g->yield != NULL)
+		g->yield(g->yield_arg);
+	else
+		__builtin_ia32_pause();
+}
+
+void
+kv__ix_sleep(struct kv_ix_group *g, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	uint64_t until;
+
+	if (g->yield == NULL) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	until = kv__ix_now_ns() + ns;
+	while (kv__ix_now_ns() < until)
+		g->yield(g->yield_arg);
+}
+
 static int
 member_state(const struct kv_ix_member *m)
 {
@@ -198,6 +222,8 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 	g->blank = opts->blank;
 	g->admit = opts->admit;
 	g->admit_ctx = opts->admit_ctx;
+	g->yield = opts->yield;
+	g->yield_arg = opts->yield_arg;
 	g->timeout_ms = timeout_ms;
 	g->grace_min_ns = 200u * 1000u;
 	if (cfg != NULL)
@@ -311,7 +337,7 @@ kv__ix_round_begin(struct kv_ix_group *g)
 			 * round (and the fast path with it). */
 			while (rc == -EINPROGRESS && m->background &&
 				kv__ix_now_ns() - now < KV_IX_BACKGROUND_WAIT_NS) {
-				__builtin_ia32_pause();
+				kv__ix_pause(g);
 				rc = rdma_poll(m->conn);
 			}
 
@@ -449,7 +475,7 @@ kv__ix_round_wait(struct kv_ix_group *g, struct kv_ix_round *r, unsigned need,
 			if (now - quorum_at >= grace)
 				break;
 		}
-		__builtin_ia32_pause();
+		kv__ix_pause(g);
 	}
 	for (unsigned i = 0; i < g->n; i++)
 		if (r->pending >> i & 1)

@@ -92,6 +92,8 @@ struct kv_ix_group {
 	unsigned blank;             /* members used without a superblock (rebuild) */
 	kv_ix_admit_fn admit;       /* kv_ix_group_opts */
 	void *admit_ctx;
+	void (*yield)(void *arg);   /* kv_ix_group_opts */
+	void *yield_arg;
 	uint8_t uuid[16];           /* the group's id, from the superblocks */
 	bool uuid_known;
 	pthread_t thread;           /* reconnects DOWN members */
@@ -111,6 +113,11 @@ struct kv_ix_group_opts {
 	size_t scratch;        /* bytes of each member's buf, >= KV_IX_SCRATCH */
 	kv_ix_admit_fn admit;  /* NULL: the index superblock is enough */
 	void *admit_ctx;
+	/* Called instead of spinning whenever the client thread waits for
+	 * the nodes, so one thread can run several clients as coroutines
+	 * (kv/kv.h's asynchronous API); NULL: spin. */
+	void (*yield)(void *arg);
+	void *yield_arg;
 };
 
 /**
@@ -242,6 +249,19 @@ int kv__ix_unclaim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_
  * connection, if it changed (the thread that owns @m now). */
 void kv__ix_member_fault(struct kv_ix_member *m);
 #endif
+
+/**
+ * kv__ix_pause -- one step of a wait for the nodes: the group's yield, or a
+ * CPU pause. Return: nothing (void). Thread-safety: client thread.
+ */
+void kv__ix_pause(struct kv_ix_group *g);
+
+/**
+ * kv__ix_sleep -- wait @ns nanoseconds: yielding all the while if the group
+ * has a yield, else sleeping. Return: nothing (void). Thread-safety: client
+ * thread.
+ */
+void kv__ix_sleep(struct kv_ix_group *g, uint64_t ns);
 
 /* kv__ix_now_ns -- CLOCK_MONOTONIC in nanoseconds */
 uint64_t kv__ix_now_ns(void);

@@ -132,7 +132,8 @@ ix_new(struct kv_index **out, const struct kv_index_config *cfg, bool require_su
 	unsigned blank)
 {
 	struct kv_index *ix = calloc(1, sizeof(*ix));
-	struct kv_ix_group_opts opts = { require_super, blank, KV_IX_SCRATCH, NULL, NULL };
+	struct kv_ix_group_opts opts = { require_super, blank, KV_IX_SCRATCH, NULL, NULL,
+		cfg->yield, cfg->yield_arg };
 	int ret;
 
 	if (ix == NULL)

@@ -34,14 +34,11 @@ static void
 ix_backoff(struct kv_index *ix, unsigned attempt)
 {
 	uint64_t cap = 20000u << (attempt < 8 ? attempt : 8); /* ns */
-	struct timespec ts;
 
 	ix->rng ^= ix->rng << 13;
 	ix->rng ^= ix->rng >> 7;
 	ix->rng ^= ix->rng << 17;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)(ix->rng % cap);
-	nanosleep(&ts, NULL);
+	kv__ix_sleep(&ix->g, ix->rng % cap);
 }
 
 static uint64_t

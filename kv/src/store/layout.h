@@ -10,7 +10,8 @@
  *   id_off       client-id claim words, one per client id (kv__ix_claim)
  *   omark_off    per-client object marks: (chunk + 1) << 32 | units used
  *   lmark_off    per-client log marks: bytes of the client's log reserved
- *   chunk_off    object-chunk claim words, one per chunk (owner id + 1)
+ *   chunk_off    object-chunk claim words, one per chunk: a random value per
+ *                claim << 8 | (owner id + 1)
  *   obj_off      object chunks, chunk_bytes each
  *   log_off      one log of log_bytes per client id: out-of-place buffers
  *

@@ -17,6 +17,11 @@
 
 #include "kv/src/store/store_internal.h"
 
+/* The location cache is 4-way set associative: a direct-mapped one lost
+ * 1-2 % of the hot keys of a Zipfian workload to conflicts, each costing
+ * an index lookup (benchmarks/results/kv_report.md). */
+#define KV_ST_CACHE_WAYS 4u
+
 static const struct pm_area_type kv_st_super_type = {
 	"kv store superblock", KV_ST_SUPER_MAGIC, KV_ST_SUPER_VERSION,
 	sizeof(struct kv_st_super)
@@ -106,11 +111,8 @@ kv__st_retry(struct kv_client *c, bool idle)
 		return pm_error_set(KV_E_UNAVAILABLE,
 			"kv: fewer than %u of %u nodes answered within %u ms", c->g.f + 1, c->g.n,
 			c->timeout_ms);
-	if (idle) {
-		struct timespec ts = { 0, 100000 };
-
-		nanosleep(&ts, NULL);
-	}
+	if (idle)
+		kv__ix_sleep(&c->g, 100000);
 	return 0;
 }
 
@@ -424,7 +426,7 @@ kv_open(struct kv_client **out, const struct kv_config *cfg)
 		return -ENOMEM;
 	c->val = malloc(KV_VALUE_MAX);
 	if (cfg->cache_entries != 0) {
-		unsigned n = 1;
+		unsigned n = KV_ST_CACHE_WAYS;
 
 		while (n < cfg->cache_entries && n < (1u << 30))
 			n <<= 1;
@@ -612,14 +614,22 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 		return pm_error_set(-E2BIG, "kv: an object of %llu bytes exceeds a chunk",
 			(unsigned long long)(units * KV_ST_UNIT));
 	if (c->chunk == 0 || c->obj_used + units > chunk_units) {
-		uint64_t first = c->chunk != 0 ? c->chunk : (uint64_t)c->cid * 7919u; /* past the full chunk: claiming a chunk it holds "wins" it again */
+		uint64_t first = c->chunk != 0 ? c->chunk : (uint64_t)c->cid * 7919u;
 		bool won = false;
 
 		for (uint64_t k = 0; k < c->sb.nchunks && !won; k++) {
 			uint64_t idx = (first + k) % c->sb.nchunks;
-			uint64_t woff = c->sb.chunk_off + 8u * idx;
+			uint64_t woff = c->sb.chunk_off + 8u * idx, owner;
 
-			ret = kv__ix_claim(&c->g, c->region, woff, c->cid + 1u, c->deadline, &won);
+			/* A fresh owner value per claim: a chunk this client
+			 * filled before holds an older one, so claiming it
+			 * again does not "win" it (kv__ix_claim counts a word
+			 * that already holds the owner as won). Low byte: the
+			 * client id + 1, for the repair of issue 18. */
+			if (getrandom(&owner, sizeof(owner), 0) != (ssize_t)sizeof(owner))
+				return pm_error_set(-errno, "kv: getrandom failed");
+			owner = owner << 8 | (c->cid + 1u);
+			ret = kv__ix_claim(&c->g, c->region, woff, owner, c->deadline, &won);
 			c->st.rounds++;
 			if (ret != 0)
 				return ret;
@@ -627,7 +637,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 				c->chunk = idx + 1;
 				c->obj_used = c->obj_mark = 0;
 			} else {
-				ret = kv__ix_unclaim(&c->g, c->region, woff, c->cid + 1u, c->deadline);
+				ret = kv__ix_unclaim(&c->g, c->region, woff, owner, c->deadline);
 				if (ret != 0)
 					return ret;
 			}
@@ -651,10 +661,25 @@ key_hash(const void *key, size_t klen)
 	return h != 0 ? h : 1;
 }
 
+/* The set of @h: KV_ST_CACHE_WAYS entries, or NULL without a cache. */
 static struct kv_st_cent *
-cache_slot(struct kv_client *c, uint64_t h)
+cache_set(struct kv_client *c, uint64_t h)
 {
-	return c->ncache == 0 ? NULL : &c->cache[h & (c->ncache - 1)];
+	if (c->ncache == 0)
+		return NULL;
+	return &c->cache[(h & (c->ncache / KV_ST_CACHE_WAYS - 1)) * KV_ST_CACHE_WAYS];
+}
+
+/* The entry of @h, or NULL. */
+static struct kv_st_cent *
+cache_find(struct kv_client *c, uint64_t h)
+{
+	struct kv_st_cent *set = cache_set(c, h);
+
+	for (unsigned w = 0; set != NULL && w < KV_ST_CACHE_WAYS; w++)
+		if (set[w].hash == h)
+			return &set[w];
+	return NULL;
 }
 
 static int
@@ -719,12 +744,12 @@ static int
 locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_st_cent *e,
 	bool *cached)
 {
-	struct kv_st_cent *slot = cache_slot(c, h);
+	struct kv_st_cent *slot = cache_find(c, h);
 	struct kv_index_stats before;
 	uint64_t loc;
 	int ret;
 
-	if (slot != NULL && slot->hash == h && slot->klen == klen) {
+	if (slot != NULL && slot->klen == klen) {
 		*e = *slot;
 		*cached = true;
 		return 0;
@@ -746,18 +771,24 @@ locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_
 static void
 cache_put(struct kv_client *c, const struct kv_st_cent *e)
 {
-	struct kv_st_cent *slot = cache_slot(c, e->hash);
+	struct kv_st_cent *set = cache_set(c, e->hash), *slot = cache_find(c, e->hash);
 
-	if (slot != NULL)
-		*slot = *e;
+	if (set == NULL)
+		return;
+	for (unsigned w = 0; slot == NULL && w < KV_ST_CACHE_WAYS; w++)
+		if (set[w].hash == 0)
+			slot = &set[w];
+	if (slot == NULL)
+		slot = &set[c->cache_victim++ % KV_ST_CACHE_WAYS];
+	*slot = *e;
 }
 
 static void
 cache_drop(struct kv_client *c, uint64_t h)
 {
-	struct kv_st_cent *slot = cache_slot(c, h);
+	struct kv_st_cent *slot = cache_find(c, h);
 
-	if (slot != NULL && slot->hash == h)
+	if (slot != NULL)
 		slot->hash = 0;
 }
 

@@ -77,7 +77,8 @@ struct kv_client {
 	uint64_t last_ts;
 	/* cache */
 	struct kv_st_cent *cache;
-	unsigned ncache;           /* a power of two, or 0 */
+	unsigned ncache;           /* a power of two >= 4 (4-way sets), or 0 */
+	unsigned cache_victim;     /* round-robin way to replace */
 	unsigned char *val;        /* a value-sized scratch (write-backs) */
 	struct kv_st_create cr;
 	struct kv_stats st;
