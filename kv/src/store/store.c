@@ -1004,17 +1004,19 @@ int
 kv_delete(struct kv_client *c, const void *key, size_t klen)
 {
 	uint64_t h = key_hash(key, klen);
-	int ret;
+	int ret, gone_ret = -ENOENT;
 
 	op_begin(c);
 	ret = key_check(key, klen);
 	while (ret == 0) {
 		struct kv_st_cent e;
 		struct kv_st_geo geo;
-		enum kv_sw_gone gone;
+		struct kv_sw_gone gone;
 		bool cached;
 
 		ret = locate(c, key, klen, h, &e, &cached);
+		if (ret == -ENOENT)
+			ret = gone_ret; /* see below */
 		if (ret != 0)
 			break;
 		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
@@ -1027,12 +1029,14 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 		ret = unmap(c, key, klen, e.loc);
 		if (ret != 0)
 			break;
-		/* A cached location that any member shows deleted may be a
-		 * dead incarnation: the key may live elsewhere now. */
-		if (cached && gone != KV_SW_LIVE)
-			continue;
-		ret = gone == KV_SW_GONE ? -ENOENT : 0;
-		break;
+		ret = gone.gone ? -ENOENT : 0;
+		/* A cached location that shows a tombstone may be a dead
+		 * incarnation: the key may live elsewhere now. If the index
+		 * has nothing more, the answer stands. */
+		if (!cached || !gone.tomb_seen)
+			break;
+		gone_ret = ret;
+		ret = 0;
 	}
 	return op_end(c, ret);
 }

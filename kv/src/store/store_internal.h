@@ -148,16 +148,19 @@ int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_c
 	struct kv_st_val *v);
 
 /* What a delete saw of the register before its tombstone landed. */
-enum kv_sw_gone {
-	KV_SW_LIVE,   /* no member read held it empty or deleted */
-	KV_SW_GOING,  /* some did: deleted, or a delete under way */
-	KV_SW_GONE,   /* f+1 did: it was deleted (or never written) before */
+struct kv_sw_gone {
+	bool tomb_seen;  /* a member read held a tombstone: this incarnation
+	                  * is deleted, or being deleted by another client */
+	bool gone;       /* f+1 members read held it empty or deleted: the key
+	                  * was gone before (two overlapping deletes cannot
+	                  * both see that: majorities intersect, and each
+	                  * member runs one of their batches first) */
 };
 
 /* kv__sw_delete -- write the tombstone; *@gone as above.
  * Return: 0; KV_E_UNAVAILABLE. */
 int kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	enum kv_sw_gone *gone);
+	struct kv_sw_gone *gone);
 
 /* kv__sw_key_read -- the key stored in the object at @loc (the index's
  * key_at): read its header from f+1 nodes and take an intact one.

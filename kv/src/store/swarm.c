@@ -739,23 +739,23 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 
 int
 kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	enum kv_sw_gone *gone)
+	struct kv_sw_gone *gone)
 {
 	unsigned held = 0, answered = 0, dead = 0;
-	bool widen = false;
+	bool widen = false, tomb = false;
 
 	if (c->sb.repl == KV_REPL_RAW) {
 		struct kv_st_val v = { .buf = c->val, .cap = KV_VALUE_MAX };
 		int ret = raw_read(c, geo, &v);
 
-		*gone = v.meta == KV_ST_TOMB ? KV_SW_GONE : KV_SW_LIVE;
+		gone->tomb_seen = gone->gone = v.meta == KV_ST_TOMB;
 		return ret != 0 ? ret : raw_write(c, geo, KV_ST_TOMB, "", 0);
 	}
 
 	/* The tombstone is a write of the maximal tuple (SWARM-KV sect. 5.3.2):
 	 * no timestamp to guess, nothing can outrank it. Each batch reads the
-	 * array before its CAS: *@gone says on how many members the register
-	 * (the largest word) was already empty or a tombstone. */
+	 * array before its CAS: *@gone says what the register (the largest
+	 * word) was on the members read. */
 	for (;;) {
 		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~held, ok;
 		int ret;
@@ -791,6 +791,7 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 					if (a[w] > top)
 						top = a[w];
 				dead += top == 0 || top == KV_ST_TOMB;
+				tomb |= top == KV_ST_TOMB;
 			}
 			if (old == e->mine[i] || old == KV_ST_TOMB) {
 				held |= 1u << i;
@@ -800,10 +801,8 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 			}
 		}
 		if (popcount(held) >= c->g.f + 1) {
-			/* f+1 saw it gone before: it was (two overlapping
-			 * deletes cannot both see that: majorities intersect
-			 * and each member runs one batch first). */
-			*gone = dead >= c->g.f + 1 ? KV_SW_GONE : dead > 0 ? KV_SW_GOING : KV_SW_LIVE;
+			gone->tomb_seen = tomb;
+			gone->gone = dead >= c->g.f + 1;
 			return 0;
 		}
 		widen = true;
