@@ -232,6 +232,79 @@ int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t 
  */
 int kv_delete(struct kv_client *c, const void *key, size_t klen);
 
+/*
+ * The asynchronous API: one thread keeps up to @depth operations in flight
+ * across the nodes, as SWARM-KV's clients do (sect. 6). An asynchronous
+ * handle runs @depth clients (each with its own client id) as coroutines on
+ * the caller's thread: an operation runs until it waits for the nodes, and
+ * kv_async_poll()/kv_async_wait() run the others meanwhile. Operations in
+ * flight together are concurrent (linearizable in any order); submit one
+ * after another completes to order them.
+ */
+enum kv_op_kind {
+	KV_OP_GET,
+	KV_OP_INSERT,
+	KV_OP_UPDATE,
+	KV_OP_PUT,
+	KV_OP_DELETE,
+};
+
+/* One operation; caller-owned, untouched by the caller while in flight. */
+struct kv_op {
+	enum kv_op_kind kind;
+	const void *key;
+	size_t klen;
+	const void *val;   /* insert, update, put */
+	size_t vlen;
+	void *buf;         /* get: the value goes here ... */
+	size_t cap;        /* ... up to cap bytes */
+	size_t len;        /* get: out, the value's length */
+	int ret;           /* out: the result, as the synchronous call's */
+	void *user;        /* the caller's */
+};
+
+struct kv_async;
+
+/**
+ * kv_async_open -- an asynchronous handle of @depth (1..64) clients.
+ * @out: receives it; owned by the caller, kv_async_close().
+ * Return: as kv_open(); -EINVAL for a bad @depth; -ENOMEM.
+ * Thread-safety: any thread; the handle is then used by one thread at a
+ * time.
+ */
+int kv_async_open(struct kv_async **out, const struct kv_config *cfg, unsigned depth);
+
+/**
+ * kv_async_close -- finish the operations in flight, close the clients and
+ * set *@ap to NULL. Return: 0, or the first error of kv_close().
+ * Thread-safety: the handle's thread.
+ */
+int kv_async_close(struct kv_async **ap);
+
+/**
+ * kv_async_submit -- start @op (it runs until it first waits for the
+ * nodes). Its arguments are checked as the synchronous call's are; an op
+ * rejected at once completes like any other, with its error in ret.
+ * Return: 0; -EBUSY if depth operations are in flight (poll first).
+ * Thread-safety: the handle's thread.
+ */
+int kv_async_submit(struct kv_async *a, struct kv_op *op);
+
+/**
+ * kv_async_poll -- run every operation in flight once, until it waits
+ * again, and store up to @max completed ones into @done, their number into
+ * *@n. Return: 0. Persistence: a completed op is as durable as its
+ * synchronous call's. Thread-safety: the handle's thread.
+ */
+int kv_async_poll(struct kv_async *a, struct kv_op **done, unsigned max, unsigned *n);
+
+/**
+ * kv_async_wait -- kv_async_poll() until at least one operation completed
+ * (or none is in flight: *@n = 0). Return: 0. Thread-safety: the handle's
+ * thread.
+ */
+int kv_async_wait(struct kv_async *a, struct kv_op **done, unsigned max, unsigned *n);
+
 /* Per-handle counters (kv_stats_read()). */
 struct kv_stats {
 	uint64_t ops;           /* operations */
@@ -253,6 +326,12 @@ struct kv_stats {
  * Thread-safety: the handle's thread.
  */
 void kv_stats_read(const struct kv_client *c, struct kv_stats *out);
+
+/**
+ * kv_async_stats_read -- the sum of the counters of @a's clients.
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv_async_stats_read(const struct kv_async *a, struct kv_stats *out);
 
 /**
  * kv_strerror -- a static description of @err (any code above).

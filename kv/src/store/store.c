@@ -211,7 +211,7 @@ st_publish(void *ctx, uint64_t loc)
 }
 
 static void
-index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, void *ctx,
+index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, struct kv_client *ctx,
 	unsigned cid)
 {
 	kv_index_config_init(icfg);
@@ -225,6 +225,10 @@ index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, void *ctx,
 	icfg->publish = st_publish;
 	icfg->key_ctx = ctx;
 	icfg->cache_entries = 0; /* the store caches locations itself */
+	if (ctx != NULL) {
+		icfg->yield = ctx->g.yield;
+		icfg->yield_arg = ctx->g.yield_arg;
+	}
 	if (cfg->max_clients != 0)
 		icfg->max_clients = cfg->max_clients;
 }
@@ -252,9 +256,11 @@ store_admit(void *ctx, struct kv_ix_group *g, unsigned i)
 /* Open the value connections; @create: the store regions are not
  * formatted yet (kv_create), so admit on the index superblock alone. */
 static int
-group_open(struct kv_client *c, const struct kv_config *cfg, bool create)
+group_open(struct kv_client *c, const struct kv_config *cfg, bool create,
+	void (*yield)(void *), void *yield_arg)
 {
-	struct kv_ix_group_opts opts = { true, 0, KV_ST_SCRATCH, create ? NULL : store_admit, c };
+	struct kv_ix_group_opts opts = { true, 0, KV_ST_SCRATCH, create ? NULL : store_admit, c,
+		yield, yield_arg };
 
 	c->region = cfg->store_region;
 	c->timeout_ms = cfg->timeout_ms;
@@ -284,7 +290,7 @@ kv_create(const struct kv_config *cfg)
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
-	ret = group_open(c, cfg, true);
+	ret = group_open(c, cfg, true, NULL, NULL);
 	if (ret != 0) {
 		free(c);
 		return ret;
@@ -412,6 +418,13 @@ marks_load(struct kv_client *c)
 int
 kv_open(struct kv_client **out, const struct kv_config *cfg)
 {
+	return kv__st_open(out, cfg, NULL, NULL);
+}
+
+int
+kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),
+	void *yield_arg)
+{
 	struct kv_index_config icfg;
 	struct kv_client *c;
 	int ret;
@@ -439,7 +452,7 @@ kv_open(struct kv_client **out, const struct kv_config *cfg)
 		free(c);
 		return -ENOMEM;
 	}
-	ret = group_open(c, cfg, false);
+	ret = group_open(c, cfg, false, yield, yield_arg);
 	if (ret != 0) {
 		free(c->val);
 		free(c->cache);

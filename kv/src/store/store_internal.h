@@ -93,6 +93,11 @@ enum kv_sw_result {
 	KV_SW_DELETED,  /* the register holds a tombstone: the key is gone */
 };
 
+/* kv__st_open -- kv_open() with the yield hook of kv_ix_group_opts for the
+ * client's groups (its own and its index's). */
+int kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),
+	void *yield_arg);
+
 /* kv__st_retry -- between two rounds of one step: KV_E_UNAVAILABLE once
  * the operation's deadline passed, else 0, after a short pause if the
  * round reached nobody (@idle), so the reconnect thread can run. */
