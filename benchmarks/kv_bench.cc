@@ -793,13 +793,8 @@ int main(int argc, char **argv)
 		default:
 			return Usage("bad option");
 		}
-		if (!ok) {
-			const char *name = "?";
-			for (const struct option *lo = longopts; lo->name != nullptr; lo++)
-				if (lo->val == c)
-					name = lo->name;
-			return Usage((std::string("bad value for --") + name).c_str());
-		}
+		if (!ok)
+			return Usage(BadValue(longopts, c).c_str());
 	}
 	if (optind != argc)
 		return Usage("unexpected argument");

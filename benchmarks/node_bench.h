@@ -8,6 +8,7 @@
 #ifndef BENCHMARKS_NODE_BENCH_H
 #define BENCHMARKS_NODE_BENCH_H
 
+#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -257,6 +258,16 @@ inline std::string JsonStr(const std::string &s)
 }
 
 // A decimal in [@lo, @hi] into *@out; false if @s is not one.
+// The message for a bad value of option @c (its long name from @longopts).
+inline std::string BadValue(const struct option *longopts, int c)
+{
+	const char *name = "?";
+	for (const struct option *lo = longopts; lo->name != nullptr; lo++)
+		if (lo->val == c)
+			name = lo->name;
+	return std::string("bad value for --") + name;
+}
+
 inline bool ParseUnsigned(const char *s, unsigned *out, unsigned lo, unsigned hi)
 {
 	char *end;
