@@ -70,6 +70,7 @@
 
 namespace {
 
+using nodebench::BadValue;
 using nodebench::Barrier;
 using nodebench::CpuSplit;
 using nodebench::JsonStr;
