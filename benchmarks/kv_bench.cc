@@ -15,8 +15,8 @@
 //   create  kv_create with kv_config.repl = the system, --max-clients,
 //           --log-mb (per client per node; nothing in a log is recycled
 //           yet, see below), --cache-entries (8 x keys: the location
-//           cache is direct-mapped by key hash, so two keys of one slot
-//           evict each other and a miss costs an index lookup);
+//           cache is 4-way set associative by key hash; a miss costs an
+//           index lookup);
 //   load    --loaders threads, each its own client, insert the --keys
 //           keys (key id i to thread i mod loaders), then close;
 //   open    every measuring thread opens its own client (kv_open);
@@ -113,7 +113,7 @@ const char kUsage[] =
 	"                      its log holds)\n"
 	"  --max-clients N     kv_config.max_clients (default 16)\n"
 	"  --cache-entries N   kv_config.cache_entries (default 0: 8 x keys, at\n"
-	"                      least 65536; the cache is direct-mapped by key hash)\n"
+	"                      least 65536; 4-way set associative by key hash)\n"
 	"  --log-mb MB         kv_config.log_bytes in MiB (default 0: 32, 96 for\n"
 	"                      values above 256 bytes)\n"
 	"  --index-mb MB       index region per node (default 0: from --keys, 64 MiB\n"

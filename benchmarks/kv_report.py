@@ -163,8 +163,8 @@ def markdown(ix, rows, runs, context):
         "(95 / 5), keys drawn Zipfian 0.99, 64 B and 1 KiB values, 3 memory nodes in the "
         "benchmark's process on /dev/shm pools (PMEM durability: real clwb + sfence), reached "
         "as `local:` or over `ofi+tcp` on 127.0.0.1, 1-8 client threads each with its own "
-        "`kv_client` and **1 operation in flight** (the asynchronous API does not exist yet, so "
-        "the issue's 4-in-flight runs are not made). For each configuration SWARM, DM-ABD and "
+        "`kv_client` and **1 operation in flight** (kv_bench does not drive the asynchronous "
+        "API yet, so the issue's 4-in-flight runs are not made). For each configuration SWARM, DM-ABD and "
         "RAW run back to back in one process, each on a freshly created cluster loaded with "
         "the same keys; every client first gets every key once (warm cache), then runs for a "
         "fixed time. Latency is CLOCK_MONOTONIC per operation; round trips are the difference "
@@ -230,8 +230,8 @@ def markdown(ix, rows, runs, context):
     if miss:
         out.append("")
         out.append("Location-cache misses (each adds the index lookup's round trips to the "
-                   "operation; the cache is direct-mapped by key hash, so keys sharing a slot "
-                   "evict each other even after the warm-up): %s %% of the measured operations. "
+                   "operation; the cache is 4-way set associative by key hash): %s %% of the "
+                   "measured operations. "
                    "Where they exceed 1 %% they alone put p99 above 1 round trip for every "
                    "system, RAW included." % "; ".join(
                        "%s %s..%s" % (NAME[s], fmt(min(v)), fmt(max(v))) for s, v in miss.items()))
@@ -239,7 +239,7 @@ def markdown(ix, rows, runs, context):
     out.append("\n## Counters of the measured run (totals over its threads)\n")
     out.append("From kv_stats: slow writes (stale guess, Safe-Guess S9), write-backs (reads that "
                "replicated a value), out-of-place reads, read iterations beyond the first, lock "
-               "calls, location-cache misses (the cache is direct-mapped by key hash; "
+               "calls, location-cache misses (the cache is 4-way set associative; "
                "`cache_entries` is in the bench flags), widened rounds, unavailable.")
     out.append("\n| transport | workload | value | threads | system | ops | slow_writes | "
                "write_backs | oop_reads | read_iters | lock_calls | cache_misses (% of ops) | "
