@@ -277,7 +277,7 @@ sw_install(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *
 }
 
 /* Post "CAS slot @w from @from to @to" to every member of @mask in the
- * background, and with @ip the in-place copy (@h, @val) to the primary
+ * background, and with @h the in-place copy (@h, @val) to the primary
  * (I7: the in-place copy is written lazily, once VERIFIED; SWARM-KV sect. 6
  * departure 2). The members stay busy until a later round drains them. */
 static void
