@@ -33,6 +33,7 @@ struct kv_st_cent {
 	uint64_t hash;     /* 0: empty */
 	uint64_t loc;
 	uint32_t klen;
+	uint64_t top_ts;   /* the largest timestamp this client saw there */
 	uint64_t mine[KV_MAX_NODES];
 };
 

@@ -620,7 +620,10 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	ret = kv__st_log_alloc(c, blen, &ptr, &off);
 	if (ret != 0)
 		return ret;
-	ts = kv__st_ts_guess(c, 0);
+	/* Above the key's last timestamp this client saw: a writer that just
+	 * read another's write in the same clock tick would otherwise guess
+	 * an equal ts, stale if its id is the smaller. */
+	ts = kv__st_ts_guess(c, e->top_ts);
 	word = kv_st_meta(ts, ptr, 0);
 	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
 	/* S6: M.WRITE(w) and M.READ in one batch per member. */
@@ -633,6 +636,7 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 		*res = KV_SW_DELETED;
 		return 0;
 	}
+	e->top_ts = kv_st_ts(v.top);
 	/* S7-S8: the guess was fresh; VERIFY in the background (digest
 	 * sect. 2.4: "m <= w | VERIFIED" also accepts a reader's VERIFY). */
 	if (kv_st_order(v.top, v.top_w) <= kv_st_order(word | KV_ST_VERIFIED, c->cid)) {
@@ -703,6 +707,8 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 			return ret;
 		m = v.top;
 		w = v.top_w;
+		if (m != KV_ST_TOMB)
+			e->top_ts = kv_st_ts(m);
 		/* R14 */
 		if (m == 0 || m == KV_ST_TOMB) {
 			out->meta = m;
