@@ -17,7 +17,9 @@
 // KV_PROC_SEED=<n> replays a run's random choices.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -302,6 +304,48 @@ protected:
 		return h;
 	}
 
+	// Acknowledged writes the final reads (of process @reader) do not
+	// show: for each key, the acknowledged write that returned last,
+	// where no other write or delete of the key (acknowledged or not)
+	// began after it began, must be what the final read found. Prints
+	// and returns the losses (the linearizability check implies 0; this
+	// counts them in the terms the issue asks for).
+	unsigned Losses(const lincheck::KvHistory &h, unsigned reader)
+	{
+		std::map<uint64_t, const lincheck::Record *> last, final_read;
+		std::map<uint64_t, uint64_t> latest_call;
+		auto is = [](const lincheck::Record &r, KvOp::Kind k) {
+			return r.kind == static_cast<uint8_t>(k);
+		};
+		unsigned checked = 0, lost = 0;
+		for (const auto &r : h.records) {
+			if (r.process == reader) {
+				if (is(r, KvOp::Kind::kGet))
+					final_read[r.key] = &r;
+				continue;
+			}
+			if (is(r, KvOp::Kind::kGet))
+				continue;
+			latest_call[r.key] = std::max(latest_call[r.key], r.call);
+			bool acked = r.status == static_cast<uint8_t>(RecordStatus::kOk);
+			if (acked && (last.count(r.key) == 0 || r.ret > last[r.key]->ret))
+				last[r.key] = &r;
+		}
+		for (const auto &[key, w] : last) {
+			if (latest_call[key] != w->call || final_read.count(key) == 0)
+				continue; // another write may have followed it
+			const lincheck::Record *g = final_read[key];
+			bool want_absent = is(*w, KvOp::Kind::kDelete);
+			bool found = g->status == static_cast<uint8_t>(RecordStatus::kFound);
+			checked++;
+			if (want_absent ? found : !(found && g->out == w->arg))
+				lost++;
+		}
+		printf("acknowledged last writes checked against the final reads: %u, lost: %u\n",
+			checked, lost);
+		return lost;
+	}
+
 	uint64_t seed_ = 0;
 	std::mt19937_64 rng_;
 	std::string dir_;
@@ -343,7 +387,7 @@ TEST_F(KvProcTest, LocalClientsWithSkewedClocksAreLinearizable)
 	reader.id = 9;
 	reader.read_all = true;
 	EXPECT_EQ(Reap(Start(uris, reader)), kExitOk);
-	Check();
+	EXPECT_EQ(Losses(Check(), 9), 0u);
 }
 
 // --- ofi+tcp to dmkv-node daemons ------------------------------------------
@@ -446,7 +490,7 @@ TEST_F(KvOfiTest, DaemonsKilledStoppedAndRestartedLoseNothing)
 	reader.read_all = true;
 	reader.timeout_ms = 10000;
 	EXPECT_EQ(Reap(Start(uris_, reader)), kExitOk);
-	Check();
+	EXPECT_EQ(Losses(Check(), 9), 0u);
 }
 
 // Two daemons of three down: operations report unavailable within their
