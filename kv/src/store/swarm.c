@@ -241,10 +241,14 @@ sw_install(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *
 				r |= rdma_batch_persist(b, c->region, boff, blen);
 			}
 			r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, w), exp[i], word, &m->old[0]);
-			r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, w), 8);
+			/* With @read, the persist of the array after the read
+			 * covers the slot too, and nothing is counted before the
+			 * batch completes. */
 			if (read) {
 				r |= rdma_batch_read(b, c->region, geo->off, m->buf + moff, 8u * c->C);
 				r |= rdma_batch_persist(b, c->region, geo->off, 8u * c->C);
+			} else {
+				r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, w), 8);
 			}
 			if (r != 0)
 				mask &= ~(1u << i);
