@@ -17,8 +17,9 @@
  * succeed again once a majority is back. An operation that returned 0 is
  * durable on a majority: killing every node and restarting them from their
  * pools loses none. In the common case (no contention, no failure, clocks
- * in step) a get, an update and a delete of a cached key take one round
- * trip; kv_stats says how many each took.
+ * in step) a get and an update of a cached key take one round trip, a
+ * delete one plus the index's remove, an insert the index's two (the value
+ * is written beside them); kv_stats says how many each took.
  *
  * Keys are 1..KV_KEY_MAX bytes, values 0..KV_VALUE_MAX bytes, both binary.
  *
