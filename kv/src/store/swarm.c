@@ -265,7 +265,10 @@ sw_install(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *
 			} else {
 				exp[i] = old; /* M7: retry from the larger word */
 			}
-			if (read && !(v->ok >> i & 1))
+			/* The latest read of a member: after a retried CAS it
+			 * shows the word, so the VERIFY reaches that member too
+			 * (words only grow, so the top only rises). */
+			if (read)
 				sw_view_take(c, v, i, c->g.m[i].buf + moff);
 		}
 		if (w == c->cid)
@@ -729,11 +732,16 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 			if (ret != 0)
 				return ret;
 			if (locked) {
+				unsigned hold = sw_holders(c, &v, w, m);
+
 				ret = sw_fetch(c, geo, &v, m, w, out);
-				if (ret == 0)
-					sw_verify_post(c, geo, w, m, m | KV_ST_VERIFIED,
-						sw_holders(c, &v, w, m), NULL, NULL);
-				return ret;
+				if (ret != 0)
+					return ret;
+				sw_verify_post(c, geo, w, m, m | KV_ST_VERIFIED, hold, NULL, NULL);
+				for (unsigned i = 0; w == c->cid && i < c->g.n; i++)
+					if (hold >> i & 1)
+						e->mine[i] = m | KV_ST_VERIFIED;
+				return 0;
 			}
 		} else if (seen[w] != 0) {
 			/* R19-R20: w began a second write, so its first one
