@@ -9,9 +9,16 @@
  * Every connection to the same file in a process shares one mapping:
  * pm/persist.h keeps a small table of registered regions, and one mapping
  * per thread would exhaust it.
+ *
+ * rdma_local_fail() models the failure of the device behind a pool file
+ * (a CXL memory device, or the host serving it) for this process: every
+ * access through it fails and no connection to it opens until it is
+ * restored, with its contents as they were -- what a memory node killed
+ * and restarted from its pool looks like to its clients.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +41,32 @@ struct local_map {
 	void *base;
 	size_t size;
 	unsigned refs;
+	atomic_bool failed; /* the device failed (rdma_local_fail) */
 };
 
+/* A failed device, by file identity; kept while no mapping of it exists. */
+struct local_fault {
+	struct local_fault *next;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Protects local_maps, local_faults and every map's refs. */
 static pthread_mutex_t local_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct local_map *local_maps;
+static struct local_fault *local_faults;
+
+/* Whether the device of (@dev, @ino) failed. Caller holds the lock. */
+static struct local_fault **
+local_fault_find(dev_t dev, ino_t ino)
+{
+	struct local_fault **pp;
+
+	for (pp = &local_faults; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->dev == dev && (*pp)->ino == ino)
+			return pp;
+	return NULL;
+}
 
 struct local_conn {
 	struct local_map *map;
@@ -71,6 +100,10 @@ local_map_get(const char *path, enum pm_durability node_mode, struct local_map *
 		ret = -errno;
 		close(fd);
 		return ret;
+	}
+	if (local_fault_find(st.st_dev, st.st_ino) != NULL) {
+		close(fd);
+		return RDMA_E_CONN;
 	}
 	for (m = local_maps; m != NULL; m = m->next)
 		if (m->dev == st.st_dev && m->ino == st.st_ino) {
@@ -188,6 +221,10 @@ local_post(struct rdma_conn *c, struct rdma_batch *b)
 {
 	struct local_conn *lc = c->be;
 
+	/* Relaxed: a batch racing the failure may run before or after it, as
+	 * an access racing a real device failure would. */
+	if (atomic_load_explicit(&lc->map->failed, memory_order_relaxed))
+		return RDMA_E_CONN;
 	(void)rdma__exec_batch(b, lc->regions);
 	lc->done = 1;
 	return 0;
@@ -202,6 +239,46 @@ local_poll(struct rdma_conn *c)
 		return -EINPROGRESS;
 	lc->done = 0;
 	return 0;
+}
+
+int
+rdma_local_fail(const char *path, int failed)
+{
+	struct local_fault **pp, *f;
+	struct local_map *m;
+	struct stat st;
+	int ret = 0;
+
+	pm_error_clear();
+	if (path == NULL)
+		return pm_error_set(-EINVAL, "rdma_local_fail: NULL path");
+	if (stat(path, &st) != 0) {
+		ret = -errno;
+		return pm_error_set(ret, "rdma_local_fail: %s: %s", path, pm_strerror(ret));
+	}
+	pthread_mutex_lock(&local_maps_lock);
+	pp = local_fault_find(st.st_dev, st.st_ino);
+	if (failed && pp == NULL) {
+		f = calloc(1, sizeof(*f));
+		if (f == NULL) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		f->next = local_faults;
+		local_faults = f;
+	} else if (!failed && pp != NULL) {
+		f = *pp;
+		*pp = f->next;
+		free(f);
+	}
+	for (m = local_maps; m != NULL; m = m->next)
+		if (m->dev == st.st_dev && m->ino == st.st_ino)
+			atomic_store_explicit(&m->failed, failed != 0, memory_order_relaxed);
+out:
+	pthread_mutex_unlock(&local_maps_lock);
+	return ret == 0 ? 0 : pm_error_set(ret, "rdma_local_fail: out of memory");
 }
 
 const struct rdma__backend rdma__backend_local = {

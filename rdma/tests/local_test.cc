@@ -348,6 +348,53 @@ TEST(RdmaLocal, InjectedFaults)
 	rdma_conn_close(&c);
 }
 
+// A failed device fails every connection of the process to it, refuses new
+// ones, and comes back with its contents; other devices are untouched.
+TEST(RdmaLocal, DeviceFailureAndRestore)
+{
+	LocalNode node("devfail"), other("devfail_other");
+	rdma_conn *c = Open(node), *d = Open(node), *o = Open(other);
+	ASSERT_NE(c, nullptr);
+	ASSERT_NE(d, nullptr);
+	ASSERT_NE(o, nullptr);
+	uint64_t seven = 7, got = 0;
+	rdma_batch w, r;
+	rdma_batch_init(&w);
+	ASSERT_EQ(rdma_batch_write(&w, 1, 0, &seven, 8), 0);
+	rdma_batch_init(&r);
+	ASSERT_EQ(rdma_batch_read(&r, 1, 0, &got, 8), 0);
+	ASSERT_EQ(rdma_execute(c, &w), 0);
+
+	EXPECT_EQ(rdma_local_fail(nullptr, 1), -EINVAL);
+	EXPECT_EQ(rdma_local_fail("/nonexistent/dmem.pool", 1), -ENOENT);
+	ASSERT_EQ(rdma_local_fail(node.Path().c_str(), 1), 0);
+	ASSERT_EQ(rdma_local_fail(node.Path().c_str(), 1), 0); // idempotent
+	EXPECT_EQ(rdma_execute(c, &r), RDMA_E_CONN);
+	EXPECT_EQ(rdma_execute(d, &r), RDMA_E_CONN);
+	EXPECT_EQ(rdma_post(c, &r), RDMA_E_CONN); // broken until reconnected
+	EXPECT_EQ(rdma_conn_reconnect(c), RDMA_E_CONN);
+	rdma_conn_config cfg;
+	rdma_conn_config_init(&cfg);
+	cfg.token = "secret";
+	rdma_conn *e = nullptr;
+	EXPECT_EQ(rdma_conn_open(&e, node.Uri().c_str(), &cfg), RDMA_E_CONN);
+	EXPECT_EQ(e, nullptr);
+	ASSERT_EQ(rdma_execute(o, &w), 0);
+
+	// Every connection of the failed device closes while it is failed; the
+	// failure outlives its mappings.
+	rdma_conn_close(&c);
+	rdma_conn_close(&d);
+	ASSERT_EQ(rdma_local_fail(node.Path().c_str(), 0), 0);
+	c = Open(node);
+	ASSERT_NE(c, nullptr);
+	ASSERT_EQ(rdma_execute(c, &r), 0);
+	EXPECT_EQ(got, 7u);
+	ASSERT_EQ(rdma_local_fail(node.Path().c_str(), 0), 0);
+	rdma_conn_close(&c);
+	rdma_conn_close(&o);
+}
+
 // A replicated operation posts to every node first and then waits: batches
 // to several nodes are in flight at once, each one round trip.
 TEST(RdmaLocal, BatchesToSeveralNodesInFlightAtOnce)

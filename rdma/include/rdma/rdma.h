@@ -313,6 +313,22 @@ enum rdma_fault {
 int rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault,
 	uint32_t delay_us);
 
+/**
+ * rdma_local_fail -- fail (@failed nonzero) or restore (0) the device
+ * behind the local: pool file @path, for every connection of this process:
+ * the model of a memory node crashing on the local backend. While failed,
+ * every post on a connection to it fails with RDMA_E_CONN (the connection
+ * is then broken) and opening or reconnecting one fails with RDMA_E_CONN.
+ * Once restored, connections open again and see the pool's contents as
+ * the failure left them (a node restarted from its pool). Other processes
+ * mapping the file are not affected.
+ * Return: 0 (also when already in that state); -errno if @path cannot be
+ * stat()ed; -EINVAL for NULL; -ENOMEM.
+ * Thread-safety: any thread. Ordering: none; a batch racing the call may
+ * run before or after the failure.
+ */
+int rdma_local_fail(const char *path, int failed);
+
 /*
  * Per-thread transport counters. Each posted batch is charged to the
  * thread that posts it. round_trips counts batches that completed with one
