@@ -28,12 +28,19 @@ Round trips are kv_stats (rounds + index_rounds) differences around each
 operation, which do not depend on the machine's speed with local: nodes
 except through the interleaving of the threads.
 
+With --dmkv RUN.json --png FILE, it draws instead the plot of one run of
+`dmkv bench` or `dmkv demo` (kv/tools/dmkv): throughput and p50/p99
+latency over time with the node crash and restore marked and failed
+operations shown, and the latency CDF of each operation type before,
+during and after the crash.
+
 Exit status: 0 done; 2 bad usage or no usable input; 3 CSV and markdown
 written but plots skipped (no matplotlib).
 """
 
 import argparse
 import csv
+import json
 import os
 import sys
 
@@ -365,7 +372,66 @@ def plot(plt, ix, outdir):
     save_figure(plt, fig, outdir, "kv_throughput.png")
 
 
+def plot_dmkv(plt, doc, png):
+    """The plot of one dmkv bench/demo run (its JSON document)."""
+    cfg, tl = doc["config"], doc.get("timeline", [])
+    fig, (ax_t, ax_l, ax_c) = plt.subplots(1, 3, figsize=(16, 4.5))
+    t = [p["t_s"] for p in tl]
+    ax_t.plot(t, [p["ops_per_s"] / 1e3 for p in tl], color="tab:blue", label="throughput")
+    fails = [(p["t_s"], p["ops_per_s"] / 1e3) for p in tl if p["failed"]]
+    if fails:
+        ax_t.scatter(*zip(*fails), color="red", marker="x", label="failed operations", zorder=3)
+    ax_l.plot(t, [p["p50_ns"] / 1e3 for p in tl], label="p50")
+    ax_l.plot(t, [p["p99_ns"] / 1e3 for p in tl], label="p99")
+    ax_l.set_yscale("log")
+    for ax in (ax_t, ax_l):
+        if "fail_at_ms" in cfg:
+            ax.axvline(cfg["fail_at_ms"] / 1e3, color="red", linestyle="--",
+                       label="node %d crashed" % cfg["fail_node"])
+        if "restore_at_ms" in cfg:
+            ax.axvline(cfg["restore_at_ms"] / 1e3, color="green", linestyle="--",
+                       label="node %d restored" % cfg["restore_node"])
+        ax.set_xlabel("seconds into the run")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax_t.set_ylabel("thousand ops/s (interval of %.2f s)" % (cfg["interval_ms"] / 1e3))
+    ax_t.set_ylim(bottom=0)
+    ax_l.set_ylabel("latency, microseconds (all operations)")
+    styles = {"before": "-", "during": "--", "after": ":", "run": "-"}
+    for ph in doc["phases"]:
+        for op, d in sorted(ph["by_op"].items()):
+            pts = [(ns / 1e3, 1 - q) for q, ns in d["latency"]["cdf"] if q < 1]
+            if pts:
+                ax_c.plot([x for x, _ in pts], [y for _, y in pts], linestyle=styles[ph["name"]],
+                          label="%s %s" % (op, ph["name"]))
+    ax_c.set_xscale("log")
+    ax_c.set_yscale("log")
+    ax_c.set_xlabel("latency, microseconds")
+    ax_c.set_ylabel("fraction of operations slower")
+    ax_c.grid(alpha=0.3, which="both")
+    ax_c.legend(fontsize=7)
+    nodes = cfg.get("nodes", [])
+    fig.suptitle("dmkv: YCSB-%s, %d records, %d threads x %d in flight, %d nodes (%s); "
+                 "failed operations %d, lost writes %s" % (
+                     cfg["workload"], cfg["records"], cfg["threads"], cfg["inflight"],
+                     len(nodes), nodes[0].split(":")[0] if nodes else "?", doc.get("failed", 0),
+                     doc.get("verify", {}).get("lost", "not checked")), fontsize=10)
+    save_figure(plt, fig, os.path.dirname(png) or ".", os.path.basename(png))
+
+
 def main(argv):
+    if "--dmkv" in argv:
+        p = argparse.ArgumentParser(prog="kv_report.py --dmkv")
+        p.add_argument("--dmkv", required=True, help="the JSON of dmkv bench --json-out")
+        p.add_argument("--png", required=True)
+        args = p.parse_args(argv)
+        with open(args.dmkv, encoding="utf-8") as f:
+            doc = json.load(f)
+        plt = pyplot()
+        if plt is None:
+            return EXIT_NO_PLOTS
+        plot_dmkv(plt, doc, args.png)
+        return EXIT_OK
     p = argparse.ArgumentParser(prog="kv_report.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", help="kv.json files (default: kv.json in --results)")

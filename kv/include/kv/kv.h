@@ -165,6 +165,20 @@ int kv_config_file_delete(struct kv_config_file **fp);
  */
 int kv_create(const struct kv_config *cfg);
 
+/**
+ * kv_region_sizes -- the index and store region sizes each node needs for
+ * @keys keys of up to @key_bytes bytes with values of @value_bytes, with
+ * @cfg's creation fields (max_clients, log_bytes, chunk_bytes): what to
+ * give rdma_node_config.region_size[] or `dmkv-node --region`. Values
+ * rewritten in place or larger later need more (the logs are not
+ * recycled yet: each update takes a buffer of the writer's log).
+ * @index_bytes, @store_bytes: out; multiples of 1 MiB.
+ * Return: 0; -EINVAL (NULL, @key_bytes 0, more than 2^32 keys); -E2BIG.
+ * Thread-safety: any thread.
+ */
+int kv_region_sizes(const struct kv_config *cfg, uint64_t keys, size_t key_bytes,
+	size_t value_bytes, uint64_t *index_bytes, uint64_t *store_bytes);
+
 struct kv_client;
 
 /**

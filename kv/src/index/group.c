@@ -12,6 +12,9 @@
 
 #include "kv/src/index/group.h"
 
+/* How long a round spins before it yields on every poll. */
+#define KV_IX_SPIN_NS 20000u
+
 /* How often the reconnect thread retries a member that is down. */
 #define KV_IX_RETRY_NS (50u * 1000000u)
 /* How long a round waits for a member's background batch to complete. */
@@ -451,6 +454,12 @@ kv__ix_round_wait(struct kv_ix_group *g, struct kv_ix_round *r, unsigned need,
 		now = kv__ix_now_ns();
 		if (now >= deadline_ns)
 			break;
+		/* A node's progress thread may need this core (more spinning
+		 * threads than cores: daemons on the client's machine, a busy
+		 * host): past a short spin, offer it on every poll. A yield
+		 * with nothing else runnable returns at once. */
+		if (g->yield == NULL && now - r->start > KV_IX_SPIN_NS)
+			sched_yield();
 		if (now - r->start > stuck_ns) {
 			/* Silent past the connection timeout (cut off,
 			 * stopped): hand them over, and let the caller try a

@@ -832,6 +832,34 @@ ip_class(size_t vlen)
 	return 0;
 }
 
+int
+kv_region_sizes(const struct kv_config *cfg, uint64_t keys, size_t key_bytes,
+	size_t value_bytes, uint64_t *index_bytes, uint64_t *store_bytes)
+{
+	const uint64_t mib = UINT64_C(1) << 20;
+	struct kv_st_geo geo;
+	uint64_t C, ix, st;
+
+	pm_error_clear();
+	if (cfg == NULL || index_bytes == NULL || store_bytes == NULL || key_bytes == 0)
+		return pm_error_set(-EINVAL, "kv_region_sizes: %s", "NULL argument or empty key");
+	if (key_bytes > KV_KEY_MAX || value_bytes > KV_VALUE_MAX)
+		return pm_error_set(-E2BIG, "kv_region_sizes: %s", "key or value too large");
+	if (keys > (UINT64_C(1) << 32))
+		return pm_error_set(-EINVAL, "kv_region_sizes: %s", "more than 2^32 keys");
+	C = cfg->max_clients;
+	geo = kv_st_geo_make(ip_class(value_bytes), (uint32_t)key_bytes, (unsigned)C);
+	/* The index: buckets half full after a split, slots of 16 bytes plus
+	 * the split records: 64 bytes a key (measured by kv_index_bench). */
+	ix = 16 * mib + keys * 64;
+	/* The values: each object, a chunk per client left partly used, each
+	 * client's log, and the superblock and mark tables. */
+	st = 16 * mib + keys * geo.size + C * (cfg->chunk_bytes + 8) + C * cfg->log_bytes;
+	*index_bytes = (ix + mib - 1) & ~(mib - 1);
+	*store_bytes = (st + mib - 1) & ~(mib - 1);
+	return 0;
+}
+
 /* Insert a new object for @key; KV_E_EXISTS with the mapped location in
  * *@existing when @key is present. */
 static int
