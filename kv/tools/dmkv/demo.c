@@ -140,7 +140,8 @@ print_help(void)
 	       "  --inflight N       operations in flight per thread (default 1)\n"
 	       "  --value-size N     default 64\n"
 	       "  --workload W       default B\n"
-	       "  --short            a quick run for tests: 10000 records, 3 s, 2 threads\n"
+	       "  --short            a quick run (tests, CI): 10000 records, 3 s, 2 threads\n"
+	       "                     (other options still apply)\n"
 	       "  --dir DIR          where the pools go (default a new directory in\n"
 	       "                     /dev/shm, else $TMPDIR); removed at the end\n"
 	       "  --keep             keep the directory (see below)\n"
@@ -198,7 +199,7 @@ dmkv_cmd_demo(int argc, char **argv)
 	};
 	char dir[PATH_MAX], conf[PATH_MAX + 16], json[PATH_MAX], csv[PATH_MAX], png[PATH_MAX];
 	const char *transport = "local", *out = "dmkv-demo", *user_dir = NULL;
-	bool keep = false, no_plot = false, is_short = false, tcp;
+	bool keep = false, no_plot = false, tcp;
 	struct dmkv_bench_opts o;
 	struct dmkv_cluster cl;
 	uint64_t v;
@@ -208,6 +209,15 @@ dmkv_cmd_demo(int argc, char **argv)
 	o.records = 100000;
 	o.duration_ms = 20000;
 	o.threads = 4;
+	/* --short sets defaults that the other options then override. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--short") == 0) {
+			o.records = 10000;
+			o.duration_ms = 3000;
+			o.warmup_ms = 500;
+			o.threads = 2;
+			o.interval_ms = 250;
+		}
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		bool ok = true;
 
@@ -240,7 +250,6 @@ dmkv_cmd_demo(int argc, char **argv)
 			o.dist = o.workload.dist;
 			break;
 		case 's':
-			is_short = true;
 			break;
 		case 'D':
 			user_dir = optarg;
@@ -270,13 +279,6 @@ dmkv_cmd_demo(int argc, char **argv)
 	if (optind != argc) {
 		dmkv_err("demo: unexpected argument '%s'", argv[optind]);
 		return DMKV_EXIT_USAGE;
-	}
-	if (is_short) {
-		o.records = 10000;
-		o.duration_ms = 3000;
-		o.warmup_ms = 500;
-		o.threads = 2;
-		o.interval_ms = 250;
 	}
 	tcp = strcmp(transport, "ofi+tcp") == 0;
 

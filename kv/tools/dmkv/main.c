@@ -187,6 +187,12 @@ main(int argc, char **argv)
 	int opt;
 
 	dmkv_argv = argv;
+	/* Under `bazel run`, paths on the command line are the user's. */
+	if (getenv("BUILD_WORKING_DIRECTORY") != NULL &&
+		chdir(getenv("BUILD_WORKING_DIRECTORY")) != 0) {
+		dmkv_err("cannot enter %s", getenv("BUILD_WORKING_DIRECTORY"));
+		return DMKV_EXIT_IO;
+	}
 	if (config == NULL || config[0] == '\0')
 		config = "dmkv.conf";
 	/* Options before the command only ('+'): the rest are the command's. */
