@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,10 +164,21 @@ local_open(struct rdma_conn *c, const char *path)
 	char nodefile[PATH_MAX];
 	struct rdma__nodefile nf;
 	struct local_conn *lc;
+	struct stat st;
+	bool failed;
 	int ret;
 
 	if (snprintf(nodefile, sizeof(nodefile), "%s.node", path) >= (int)sizeof(nodefile))
 		return -ENAMETOOLONG;
+	/* A failed device refuses at once, before the token's (deliberately
+	 * slow) hash: clients retry their reconnects while it is down. */
+	if (stat(path, &st) == 0) {
+		pthread_mutex_lock(&local_maps_lock);
+		failed = local_fault_find(st.st_dev, st.st_ino) != NULL;
+		pthread_mutex_unlock(&local_maps_lock);
+		if (failed)
+			return RDMA_E_CONN;
+	}
 	ret = rdma__nodefile_read(nodefile, &nf);
 	if (ret != 0)
 		return ret;
