@@ -136,7 +136,7 @@ print_help(void)
 	       "                     the restore a restart from the pool); default local\n"
 	       "  --records N        default 100000\n"
 	       "  --duration S       default 20\n"
-	       "  --threads N        default 4\n"
+	       "  --threads N        default: the cores, 2..8\n"
 	       "  --inflight N       operations in flight per thread (default 1)\n"
 	       "  --value-size N     default 64\n"
 	       "  --workload W       default B\n"
@@ -156,7 +156,8 @@ print_help(void)
 
 /* Write the cluster file of the demo into @dir; its path into @conf. */
 static int
-write_conf(const char *dir, bool tcp, unsigned clients, char *conf, size_t cap)
+write_conf(const char *dir, bool tcp, unsigned clients, uint64_t records, char *conf,
+	size_t cap)
 {
 	FILE *f;
 
@@ -173,8 +174,11 @@ write_conf(const char *dir, bool tcp, unsigned clients, char *conf, size_t cap)
 		else
 			fprintf(f, "node = local:%s/node%u.pool\n", dir, i);
 	}
+	/* A location cache of twice the records: a miss costs an index
+	 * lookup (the cache is 4-way set associative by key hash). */
 	fprintf(f, "token = demo-%ld\ntimeout_ms = 5000\nconnect_timeout_ms = 1000\n"
-		   "[create]\nmax_clients = %u\nlog_bytes = 64M\n", (long)getpid(), clients);
+		   "cache_entries = %llu\n[create]\nmax_clients = %u\nlog_bytes = 64M\n",
+		(long)getpid(), (unsigned long long)(records < 32768 ? 65536 : 2 * records), clients);
 	return fclose(f) == 0 ? 0 : DMKV_EXIT_IO;
 }
 
@@ -208,7 +212,10 @@ dmkv_cmd_demo(int argc, char **argv)
 	dmkv_bench_opts_init(&o);
 	o.records = 100000;
 	o.duration_ms = 20000;
-	o.threads = 4;
+	/* Several clients, no more than the cores: a preempted client holds
+	 * its operation's lock words while it sleeps. */
+	o.threads = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	o.threads = o.threads < 2 ? 2 : o.threads > 8 ? 8 : o.threads;
 	/* --short sets defaults that the other options then override. */
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--short") == 0) {
@@ -308,8 +315,8 @@ dmkv_cmd_demo(int argc, char **argv)
 		dmkv_err("cannot re-execute with PMEM_IS_PMEM_FORCE=1: %s", strerror(errno));
 		return DMKV_EXIT_SOFTWARE;
 	}
-	if ((code = write_conf(dir, tcp, 2 * o.threads * o.inflight + o.loaders + 4, conf,
-		sizeof(conf))) != 0)
+	if ((code = write_conf(dir, tcp, 2 * o.threads * o.inflight + o.loaders + 4, o.records,
+		conf, sizeof(conf))) != 0)
 		return code;
 	if ((code = dmkv_cluster_load(&cl, conf, dir)) != 0)
 		return code;
