@@ -118,6 +118,14 @@ expect_in "$D/f.json" '"inflight":4'
 expect_in "$D/f.csv" "t_s,phase,ops,ops_per_s,failed,p50_us,p99_us,max_us"
 expect 0 "$DMKV" --config "$L" status
 expect_in "$OUT" "3 of 3 nodes up"
+grep -q "store: [0-9]* MiB region, swarm, 0 of 16 client ids registered, [1-9][0-9]* of" "$OUT" ||
+	fail "no store line"
+grep -q "index: [0-9]* MiB region, [1-9][0-9]* buckets, depth [1-9]" "$OUT" || fail "no index line"
+expect 0 "$DMKV" --config "$L" --json status
+expect_in "$OUT" '"nodes_up":3,"majority":true,"store":"ok"'
+rm "$D/n2.pool"
+expect 0 "$DMKV" --config "$L" status # a majority is enough
+expect_in "$OUT" "node 2  local:$D/n2.pool  DOWN"
 
 echo "== a cluster of dmkv-node daemons"
 T="$D/tcp.conf"

@@ -36,6 +36,7 @@
 #ifndef KV_KV_H
 #define KV_KV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -178,6 +179,36 @@ int kv_create(const struct kv_config *cfg);
  */
 int kv_region_sizes(const struct kv_config *cfg, uint64_t keys, size_t key_bytes,
 	size_t value_bytes, uint64_t *index_bytes, uint64_t *store_bytes);
+
+/* What one memory node holds (kv_node_status_read()). */
+struct kv_node_status {
+	bool reachable;           /* a connection opened */
+	bool formatted;           /* it holds this cluster's store */
+	uint64_t index_bytes;     /* region sizes */
+	uint64_t store_bytes;
+	uint64_t index_buckets;   /* index buckets created on this node */
+	unsigned index_depth;     /* depth of the deepest (the root is 0) */
+	enum kv_replication repl;
+	unsigned max_clients;     /* client ids ... */
+	unsigned clients;         /* ... registered now (open or crashed) */
+	uint64_t chunks, chunks_used, chunk_bytes; /* object chunks */
+	uint64_t log_bytes;       /* per client */
+	uint64_t log_used;        /* reserved in all clients' logs (marks) */
+};
+
+/**
+ * kv_node_status_read -- read what node @node of @cfg holds, through one
+ * connection of its own: the index superblock and every bucket header, the
+ * store superblock, the client id, log mark and chunk tables (one pass over
+ * the index region: a few round trips per MiB). A snapshot; no client id
+ * is taken and nothing is written.
+ * Return: 0 (*@out filled); the transport's error if the node cannot be
+ * reached (out->reachable false); PM_E_CORRUPT, PM_E_LAYOUT, PM_E_VERSION,
+ * KV_E_GROUP if it does not hold a store of this cluster at that position
+ * (out->formatted false, the index fields may be set); -EINVAL; -ENOMEM.
+ * Thread-safety: any thread.
+ */
+int kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_status *out);
 
 struct kv_client;
 

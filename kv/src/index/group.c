@@ -149,8 +149,11 @@ member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 	if (ret == 0)
 		kv__ix_member_fault(m);
 #endif
-	if (ret != 0 || !member_check(g, i, require_super))
+	if (ret != 0 || !member_check(g, i, require_super)) {
+		__atomic_fetch_or(&g->refused, 1u << i, __ATOMIC_RELAXED);
 		return;
+	}
+	__atomic_fetch_and(&g->refused, ~(1u << i), __ATOMIC_RELAXED);
 	__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELEASE);
 }
 
@@ -275,12 +278,20 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 		if (up == n)
 			break;
 		if (require_super && up >= g->f + 1) {
+			/* The others refused (dead daemon, failed device,
+			 * wrong pool): no reason to wait for them. */
+			if (up + (unsigned)__builtin_popcount(
+				__atomic_load_n(&g->refused, __ATOMIC_RELAXED)) >= n)
+				break;
 			if (quorum_at == 0)
 				quorum_at = now;
 			if (now - quorum_at >= (uint64_t)g->conn_cfg.timeout_ms * 1000000u)
 				break;
 		}
 		if (now >= deadline) {
+			/* A majority that came up late still serves. */
+			if (require_super && up >= g->f + 1)
+				break;
 			kv__ix_group_close(g);
 			return pm_error_set(KV_E_UNAVAILABLE,
 				"kv_index: fewer than %u of %u nodes reachable with a valid index",

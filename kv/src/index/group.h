@@ -90,6 +90,8 @@ struct kv_ix_group {
 	struct rdma_conn_config conn_cfg;
 	char token[RDMA_TOKEN_MAX + 1];
 	unsigned blank;             /* members used without a superblock (rebuild) */
+	unsigned refused;           /* members whose last attempt failed (atomic):
+	                             * kv__ix_group_open stops waiting for them */
 	kv_ix_admit_fn admit;       /* kv_ix_group_opts */
 	void *admit_ctx;
 	void (*yield)(void *arg);   /* kv_ix_group_opts */

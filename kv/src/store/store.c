@@ -175,15 +175,16 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	return 0;
 }
 
-/* Whether @s is a valid superblock of this group for a region of @len. */
+/* Whether @s is a valid superblock of the @n-node group @uuid for a region
+ * of @len. */
 static int
-super_check(const struct kv_st_super *s, uint64_t len, const struct kv_ix_group *g)
+super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const uint8_t uuid[16])
 {
 	int ret = pm_area_check(&s->area, &kv_st_super_type, "kv");
 
 	if (ret != 0)
 		return ret;
-	if (s->n != g->n || memcmp(s->uuid, g->uuid, 16) != 0)
+	if (s->n != n || memcmp(s->uuid, uuid, 16) != 0)
 		return pm_error_set(KV_E_GROUP, "kv: the store region belongs to another cluster");
 	if (s->area.area_size > len || s->max_clients == 0 || s->max_clients > KV_MAX_CLIENTS ||
 		s->tick_ns == 0 || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
@@ -250,7 +251,7 @@ store_admit(void *ctx, struct kv_ix_group *g, unsigned i)
 	if (rdma_batch_read(&b, c->region, 0, &s, sizeof(s)) != 0 ||
 		rdma_execute(m->conn, &b) != 0)
 		return false;
-	return super_check(&s, region_len(m, c->region), g) == 0 && s.member == i;
+	return super_check(&s, region_len(m, c->region), g->n, g->uuid) == 0 && s.member == i;
 }
 
 /* Open the value connections; @create: the store regions are not
@@ -349,7 +350,7 @@ super_load(struct kv_client *c)
 			if (!(ok >> i & 1))
 				continue;
 			memcpy(&s, c->g.m[i].buf, sizeof(s));
-			ret = super_check(&s, region_len(&c->g.m[i], c->region), &c->g);
+			ret = super_check(&s, region_len(&c->g.m[i], c->region), c->g.n, c->g.uuid);
 			if (ret == 0) {
 				c->sb = s;
 				c->C = s.max_clients;
@@ -858,6 +859,130 @@ kv_region_sizes(const struct kv_config *cfg, uint64_t keys, size_t key_bytes,
 	*index_bytes = (ix + mib - 1) & ~(mib - 1);
 	*store_bytes = (st + mib - 1) & ~(mib - 1);
 	return 0;
+}
+
+/* Read @len bytes at @off of region @region into @buf, in batches. */
+static int
+status_read(struct rdma_conn *conn, uint32_t region, uint64_t off, void *buf, uint64_t len)
+{
+	while (len > 0) {
+		uint64_t n = len < RDMA_BATCH_MAX_BYTES ? len : RDMA_BATCH_MAX_BYTES;
+		struct rdma_batch b;
+		int ret;
+
+		rdma_batch_init(&b);
+		ret = rdma_batch_read(&b, region, off, buf, (uint32_t)n);
+		if (ret == 0)
+			ret = rdma_execute(conn, &b);
+		if (ret != 0)
+			return ret;
+		off += n;
+		buf = (char *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The index part of kv_node_status: its superblock and bucket headers. */
+static int
+status_index(struct rdma_conn *conn, const struct kv_config *cfg, unsigned node,
+	struct kv_ix_super *ix, struct kv_node_status *out)
+{
+	struct rdma_region_info ri;
+	uint64_t *chunk;
+	int ret;
+
+	if ((ret = rdma_conn_region(conn, cfg->index_region, &ri)) != 0)
+		return pm_error_set(ret, "kv_node_status_read: node %u has no region %u", node,
+			cfg->index_region);
+	out->index_bytes = ri.length;
+	if (ri.length < sizeof(*ix))
+		return pm_error_set(PM_E_CORRUPT, "kv_node_status_read: node %u: index region too small",
+			node);
+	if ((ret = status_read(conn, cfg->index_region, 0, ix, sizeof(*ix))) != 0 ||
+		(ret = kv__ix_super_check(ix, ri.length, cfg->nnodes, node)) != 0)
+		return ret;
+	chunk = malloc(RDMA_BATCH_MAX_BYTES);
+	if (chunk == NULL)
+		return -ENOMEM;
+	/* A bucket exists on a node once its header word is installed; the
+	 * buckets of depth d are 2^d .. 2^(d+1)-1 (heap order). */
+	for (uint64_t idx = 1; idx < ix->nbuckets && ret == 0;) {
+		uint64_t per = RDMA_BATCH_MAX_BYTES / KV_IXB_SIZE, n = ix->nbuckets - idx;
+
+		n = n < per ? n : per;
+		ret = status_read(conn, cfg->index_region, kv_ixb_off(ix, idx, 0), chunk,
+			n * KV_IXB_SIZE);
+		for (uint64_t k = 0; ret == 0 && k < n; k++, idx++)
+			if (chunk[k * KV_IXB_WORDS] == kv_ixb_h0(idx)) {
+				out->index_buckets++;
+				if (kv_ixb_depth(idx) > out->index_depth)
+					out->index_depth = kv_ixb_depth(idx);
+			}
+	}
+	free(chunk);
+	return ret;
+}
+
+int
+kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_status *out)
+{
+	struct rdma_region_info ri;
+	struct rdma_conn *conn = NULL;
+	struct kv_ix_super ix;
+	struct kv_st_super sb;
+	uint64_t *words = NULL;
+	int ret;
+
+	pm_error_clear();
+	if (cfg == NULL || out == NULL || node >= cfg->nnodes || node >= KV_MAX_NODES)
+		return pm_error_set(-EINVAL, "kv_node_status_read: %s", "bad argument");
+	memset(out, 0, sizeof(*out));
+	ret = rdma_conn_open(&conn, cfg->nodes[node], &cfg->conn);
+	if (ret != 0)
+		return ret;
+	out->reachable = true;
+	if ((ret = status_index(conn, cfg, node, &ix, out)) != 0)
+		goto out;
+	if ((ret = rdma_conn_region(conn, cfg->store_region, &ri)) != 0) {
+		ret = pm_error_set(ret, "kv_node_status_read: node %u has no region %u", node,
+			cfg->store_region);
+		goto out;
+	}
+	out->store_bytes = ri.length;
+	if (ri.length < sizeof(sb)) {
+		ret = pm_error_set(PM_E_CORRUPT, "kv_node_status_read: store region too small");
+		goto out;
+	}
+	if ((ret = status_read(conn, cfg->store_region, 0, &sb, sizeof(sb))) != 0 ||
+		(ret = super_check(&sb, ri.length, ix.n, ix.uuid)) != 0)
+		goto out;
+	out->formatted = true;
+	out->repl = (enum kv_replication)sb.repl;
+	out->max_clients = sb.max_clients;
+	out->chunks = sb.nchunks;
+	out->chunk_bytes = sb.chunk_bytes;
+	out->log_bytes = sb.log_bytes;
+	/* The id table, the two mark tables and the chunk table are one
+	 * run of words (store superblock layout). */
+	words = malloc(sb.obj_off - sb.id_off);
+	if (words == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if ((ret = status_read(conn, cfg->store_region, sb.id_off, words,
+		sb.chunk_off + 8 * sb.nchunks - sb.id_off)) != 0)
+		goto out;
+	for (unsigned w = 0; w < sb.max_clients; w++) {
+		out->clients += words[(sb.id_off - sb.id_off) / 8 + w] != 0;
+		out->log_used += words[(sb.lmark_off - sb.id_off) / 8 + w];
+	}
+	for (uint64_t k = 0; k < sb.nchunks; k++)
+		out->chunks_used += words[(sb.chunk_off - sb.id_off) / 8 + k] != 0;
+out:
+	free(words);
+	rdma_conn_close(&conn);
+	return ret;
 }
 
 /* Insert a new object for @key; KV_E_EXISTS with the mapped location in

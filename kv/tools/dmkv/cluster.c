@@ -340,9 +340,17 @@ dmkv_cluster_up(struct dmkv_cluster *cl, uint64_t keys, size_t value_size)
 		if (ret != 0)
 			return ret;
 	}
+	/* Nodes that came back from their pools hold the store already
+	 * (kv_create would also say so, but it needs every node at once). */
+	for (unsigned i = 0; i < cl->cfg.nnodes; i++) {
+		struct kv_node_status ns;
+
+		if (kv_node_status_read(&cl->cfg, i, &ns) == 0 && ns.formatted)
+			return 0;
+	}
 	ret = kv_create(&cl->cfg);
 	if (ret == -EEXIST)
-		return 0; /* formatted before: the nodes came back from their pools */
+		return 0;
 	return ret == 0 ? 0 : dmkv_fail("formatting the store", ret);
 }
 

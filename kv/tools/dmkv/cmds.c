@@ -609,6 +609,44 @@ dmkv_cmd_load(int argc, char **argv, const char *config)
 	return code;
 }
 
+/* The "key value" line @key of a daemon's status text, or NULL. */
+static const char *
+status_field(const char *text, const char *key, char *buf, size_t cap)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = text; *p != '\0';) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+
+		if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == ' ') {
+			snprintf(buf, cap, "%.*s", (int)(len - kl - 1), p + kl + 1);
+			return buf;
+		}
+		p += len + (nl != NULL);
+	}
+	return NULL;
+}
+
+/* Ask the daemon of ofi node @uri for its status lines. */
+static void
+daemon_status(const struct dmkv_cluster *cl, const char *uri, char *text, size_t cap)
+{
+	const char *p = strstr(uri, "://"), *colon = p != NULL ? strrchr(p + 3, ':') : NULL;
+	char host[256];
+
+	text[0] = '\0';
+	if (colon == NULL || (size_t)(colon - p - 3) >= sizeof(host))
+		return;
+	memcpy(host, p + 3, (size_t)(colon - p - 3));
+	host[colon - p - 3] = '\0';
+	if (rdma_node_status_query(host, (uint16_t)atoi(colon + 1), cl->cfg.conn.token,
+		cl->cfg.conn.timeout_ms, text, cap) != 0)
+		text[0] = '\0';
+}
+
+static const char *const repl_name[] = { "swarm", "abd", "raw" };
+
 int
 dmkv_cmd_status(int argc, char **argv, const char *config)
 {
@@ -620,11 +658,12 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 	if (wants_help(argc, argv)) {
 		printf("usage: dmkv [--config FILE] [--json] status\n"
 		       "\n"
-		       "Every memory node of the cluster file: reachable or not, its transport\n"
-		       "and regions (index, values), and for a daemon what it reports (pool,\n"
-		       "size, durability, clients connected); then whether a client can open\n"
-		       "the store (a majority answers and a client id is free). Exit 0 if the\n"
-		       "store is usable, 69 if not.\n\n" DMKV_EXIT_CODES_HELP);
+		       "Every memory node of the cluster file: reachable or not, its regions,\n"
+		       "the index on it (buckets and depth), the store (replication, client ids\n"
+		       "registered, object chunks and log space in use), and for a daemon its\n"
+		       "pool, size and durability mode; then whether a client can open the\n"
+		       "store (a majority answers and a client id is free). Exit 0 if it can,\n"
+		       "69 if not.\n\n" DMKV_EXIT_CODES_HELP);
 		return 0;
 	}
 	if (argc > 1) {
@@ -636,50 +675,63 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 	if (dmkv_json)
 		printf("{\"nodes\":[");
 	for (unsigned i = 0; i < cl.cfg.nnodes; i++) {
-		struct rdma_region_info ri[2] = { { 0 } };
-		struct rdma_conn *conn = NULL;
-		char text[4096] = "";
+		struct kv_node_status ns;
+		char text[4096] = "", dur[64] = "", pool[PATH_MAX] = "";
+		const char *durability, *pool_path;
 
-		ret = rdma_conn_open(&conn, cl.cfg.nodes[i], &cl.cfg.conn);
-		if (ret == 0) {
-			up++;
-			(void)rdma_conn_region(conn, cl.cfg.index_region, &ri[0]);
-			(void)rdma_conn_region(conn, cl.cfg.store_region, &ri[1]);
-			rdma_conn_close(&conn);
-		}
-		if (ret == 0 && !dmkv_node_is_local(&cl, i)) {
-			const char *p = strstr(cl.cfg.nodes[i], "://");
-			char host[256];
-			const char *colon = p != NULL ? strrchr(p + 3, ':') : NULL;
-
-			if (colon != NULL && (size_t)(colon - p - 3) < sizeof(host)) {
-				memcpy(host, p + 3, (size_t)(colon - p - 3));
-				host[colon - p - 3] = '\0';
-				(void)rdma_node_status_query(host, (uint16_t)atoi(colon + 1),
-					cl.cfg.conn.token, cl.cfg.conn.timeout_ms, text, sizeof(text));
-			}
-		}
+		ret = kv_node_status_read(&cl.cfg, i, &ns);
+		up += ns.reachable;
+		if (ns.reachable && !dmkv_node_is_local(&cl, i))
+			daemon_status(&cl, cl.cfg.nodes[i], text, sizeof(text));
+		durability = status_field(text, "durability", dur, sizeof(dur));
+		pool_path = dmkv_node_is_local(&cl, i) ? cl.cfg.nodes[i] + 6 :
+			status_field(text, "pool", pool, sizeof(pool));
 		if (dmkv_json) {
-			printf("%s{\"node\":%u,\"uri\":\"%s\",\"reachable\":%s", i ? "," : "", i,
-				cl.cfg.nodes[i], ret == 0 ? "true" : "false");
-			if (ret == 0)
-				printf(",\"index_bytes\":%llu,\"store_bytes\":%llu",
-					(unsigned long long)ri[0].length,
-					(unsigned long long)ri[1].length);
-			else
+			printf("%s{\"node\":%u,\"uri\":\"%s\",\"reachable\":%s,\"formatted\":%s", i ? "," : "",
+				i, cl.cfg.nodes[i], ns.reachable ? "true" : "false",
+				ns.formatted ? "true" : "false");
+			if (ret != 0)
 				printf(",\"error\":\"%s\"", kv_strerror(ret));
+			if (pool_path != NULL)
+				printf(",\"pool\":\"%s\"", pool_path);
+			if (durability != NULL)
+				printf(",\"durability\":\"%s\"", durability);
+			if (ns.reachable)
+				printf(",\"index_bytes\":%llu,\"index_buckets\":%llu,\"index_depth\":%u,"
+				       "\"store_bytes\":%llu",
+					(unsigned long long)ns.index_bytes,
+					(unsigned long long)ns.index_buckets, ns.index_depth,
+					(unsigned long long)ns.store_bytes);
+			if (ns.formatted)
+				printf(",\"repl\":\"%s\",\"clients\":%u,\"max_clients\":%u,\"chunks_used\":%llu,"
+				       "\"chunks\":%llu,\"chunk_bytes\":%llu,\"log_used\":%llu,"
+				       "\"log_bytes_per_client\":%llu",
+					repl_name[ns.repl], ns.clients, ns.max_clients,
+					(unsigned long long)ns.chunks_used, (unsigned long long)ns.chunks,
+					(unsigned long long)ns.chunk_bytes, (unsigned long long)ns.log_used,
+					(unsigned long long)ns.log_bytes);
 			printf("}");
 			continue;
 		}
-		printf("node %u  %-40s %s", i, cl.cfg.nodes[i], ret == 0 ? "up" : "DOWN");
-		if (ret == 0)
-			printf("  index %llu MiB, values %llu MiB\n",
-				(unsigned long long)(ri[0].length >> 20),
-				(unsigned long long)(ri[1].length >> 20));
-		else
-			printf("  (%s)\n", kv_strerror(ret));
-		for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
-			printf("        %s\n", line);
+		printf("node %u  %s  %s\n", i, cl.cfg.nodes[i],
+			!ns.reachable ? "DOWN" : ns.formatted ? "up" : "up, no store of this cluster");
+		if (!ns.reachable || ret != 0)
+			printf("        %s: %s\n", kv_strerror(ret), pm_errormsg());
+		if (pool_path != NULL)
+			printf("        pool %s%s%s\n", pool_path, durability ? ", durability " : "",
+				durability ? durability : "");
+		if (ns.reachable)
+			printf("        index: %llu MiB region, %llu buckets, depth %u\n",
+				(unsigned long long)(ns.index_bytes >> 20),
+				(unsigned long long)ns.index_buckets, ns.index_depth);
+		if (ns.formatted)
+			printf("        store: %llu MiB region, %s, %u of %u client ids registered, "
+			       "%llu of %llu chunks (%llu MiB) used, %.1f MiB of logs reserved\n",
+				(unsigned long long)(ns.store_bytes >> 20), repl_name[ns.repl],
+				ns.clients, ns.max_clients, (unsigned long long)ns.chunks_used,
+				(unsigned long long)ns.chunks,
+				(unsigned long long)(ns.chunks_used * ns.chunk_bytes >> 20),
+				(double)ns.log_used / (1 << 20));
 	}
 	ret = kv_open(&c, &cl.cfg);
 	if (ret == 0)
