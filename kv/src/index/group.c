@@ -162,6 +162,45 @@ struct kv_ix_thread_arg {
 	bool require_super;
 };
 
+struct kv_ix_revive_arg {
+	struct kv_ix_group *g;
+	unsigned i;
+	bool require_super;
+};
+
+static void *
+revive_main(void *p)
+{
+	struct kv_ix_revive_arg *a = p;
+
+	member_revive(a->g, a->i, a->require_super);
+	return NULL;
+}
+
+/* One attempt on every DOWN member, all at once: opening a connection
+ * (the provider's setup, the node's token hash) takes tens to hundreds
+ * of milliseconds, which one after the other would add up at every open
+ * (reconnect thread). */
+static void
+revive_down(struct kv_ix_group *g, bool require_super)
+{
+	struct kv_ix_revive_arg a[KV_IX_MAX_N];
+	pthread_t t[KV_IX_MAX_N];
+	bool started[KV_IX_MAX_N] = { false };
+
+	for (unsigned i = 0; i < g->n; i++) {
+		if (member_state(&g->m[i]) != KV_IX_M_DOWN)
+			continue;
+		a[i] = (struct kv_ix_revive_arg){ g, i, require_super };
+		started[i] = pthread_create(&t[i], NULL, revive_main, &a[i]) == 0;
+		if (!started[i])
+			member_revive(g, i, require_super);
+	}
+	for (unsigned i = 0; i < g->n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+}
+
 static void *
 reconnect_main(void *p)
 {
@@ -172,9 +211,7 @@ reconnect_main(void *p)
 	for (;;) {
 		struct timespec until;
 
-		for (unsigned i = 0; i < g->n; i++)
-			if (member_state(&g->m[i]) == KV_IX_M_DOWN)
-				member_revive(g, i, require_super);
+		revive_down(g, require_super);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += KV_IX_RETRY_NS;
 		if (until.tv_nsec >= 1000000000) {
