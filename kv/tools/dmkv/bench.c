@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pm/cost.h>
 #include <pm/error.h>
 
 #include "kv/tools/dmkv/dmkv.h"
@@ -102,6 +103,7 @@ struct thr {
 	struct dmkv_hist lat[PHASES][NOPS];
 	uint64_t nfail[PHASES][NOPS];
 	struct kv_stats st[PHASES], st_last;
+	struct pm_cost cost[PHASES], cost_last; /* this thread's pm/cost.h */
 	unsigned st_phase;
 	bool measuring;         /* past the warm-up */
 	struct dmkv_hist *tl;   /* timeline, one per interval */
@@ -330,13 +332,19 @@ stats_flip(struct thr *t, unsigned phase)
 	struct kv_stats now;
 	uint64_t *d, *a, *b;
 
+	struct pm_cost cnow;
+
 	stats_read(t, &now);
+	pm_cost_read_thread(&cnow);
 	d = (uint64_t *)&t->st[t->st_phase];
 	a = (uint64_t *)&now;
 	b = (uint64_t *)&t->st_last;
 	for (size_t i = 0; i < sizeof(now) / sizeof(uint64_t); i++)
 		d[i] += a[i] - b[i];
+	for (unsigned i = 0; i < PM_COST_NCOUNTERS; i++)
+		t->cost[t->st_phase].n[i] += cnow.n[i] - t->cost_last.n[i];
 	t->st_last = now;
+	t->cost_last = cnow;
 	t->st_phase = phase;
 }
 
@@ -376,6 +384,7 @@ lane_next(struct thr *t, struct lane *l)
 	if (l->measured && !t->measuring) {
 		/* The warm-up's counters are not the run's. */
 		stats_read(t, &t->st_last);
+		pm_cost_read_thread(&t->cost_last);
 		t->measuring = true;
 	}
 	if (l->phase != t->st_phase)
@@ -486,6 +495,7 @@ client_main(void *p)
 
 	while (!atomic_load_explicit(&r->go, memory_order_acquire))
 		sched_yield();
+	pm_cost_read_thread(&t->cost_last);
 	if (t->a == NULL) {
 		struct lane *l = &t->lanes[0];
 
@@ -763,6 +773,7 @@ struct summary {
 	struct dmkv_hist lat[PHASES][NOPS], all[PHASES];
 	uint64_t nfail[PHASES][NOPS];
 	struct kv_stats st[PHASES];
+	struct pm_cost cost[PHASES];
 	struct errs errs;
 	uint64_t wrong, stale, acked, capped;
 	double span_s[PHASES];
@@ -788,6 +799,8 @@ summarise(struct run *r, struct summary *s)
 
 			for (size_t j = 0; j < sizeof(struct kv_stats) / 8; j++)
 				d[j] += a[j];
+			for (unsigned j = 0; j < PM_COST_NCOUNTERS; j++)
+				s->cost[p].n[j] += t->cost[p].n[j];
 			for (unsigned k = 0; k < NOPS; k++) {
 				dmkv_hist_merge(&s->lat[p][k], &t->lat[p][k]);
 				dmkv_hist_merge(&s->all[p], &t->lat[p][k]);
@@ -857,6 +870,18 @@ print_human(struct run *r, const struct summary *s)
 			s->span_s[p] > 0 ? (double)s->all[p].count / s->span_s[p] : 0, "", "", "", "", "",
 			rt);
 	}
+	printf("\nper operation (this process's counters, pm/cost.h):\n%-7s %8s %8s %8s %8s %8s\n",
+		"phase", "CAS", "flushes", "fences", "remote", "remote");
+	printf("%-7s %8s %8s %8s %8s %8s\n", "", "", "", "", "atomics", "persists");
+	for (unsigned p = 0; p < np; p++) {
+		double n = s->all[p].count ? (double)s->all[p].count : 1;
+		const uint64_t *c = s->cost[p].n;
+
+		printf("%-7s %8.3f %8.3f %8.3f %8.3f %8.3f\n", np > 1 ? phase_name[p] : "run",
+			(double)c[PM_COST_CAS] / n, (double)c[PM_COST_FLUSH] / n,
+			(double)c[PM_COST_FENCE] / n, (double)c[PM_COST_REMOTE_ATOMIC] / n,
+			(double)c[PM_COST_REMOTE_PERSIST] / n);
+	}
 	printf("\nfailed operations: %" PRIu64, errs_total(&s->errs));
 	for (unsigned i = 0; i < MAX_CODES && s->errs.n[i] != 0; i++)
 		printf("%s%s %" PRIu64, i == 0 ? " (" : ", ", kv_strerror(s->errs.code[i]),
@@ -873,6 +898,11 @@ print_human(struct run *r, const struct summary *s)
 	if (s->capped != 0)
 		printf("note: %" PRIu64 " thread(s) stopped early (key or writer table full)\n",
 			s->capped);
+	for (unsigned i = 0; i < MAX_CODES && s->errs.n[i] != 0; i++)
+		if (s->errs.code[i] == -ENOSPC)
+			printf("note: the clients' logs filled up: every update takes a buffer of its "
+			       "writer's log,\nwhich is not recycled yet (kv/DESIGN.md); create "
+			       "the store with a larger\n[create] log_bytes (at most 256M).\n");
 }
 
 static void
@@ -967,6 +997,13 @@ write_json(FILE *f, struct run *r, const struct summary *s, bool ok)
 			s->all[p].count == 0 ? 0 : (double)(s->st[p].rounds + s->st[p].index_rounds) /
 				(double)s->all[p].count);
 		json_stats(f, &s->st[p]);
+		fprintf(f, ",\"cost\":{\"cas\":%" PRIu64 ",\"flushes\":%" PRIu64 ",\"fences\":%" PRIu64
+			   ",\"round_trips\":%" PRIu64 ",\"remote_reads\":%" PRIu64 ",\"remote_writes\":%" PRIu64
+			   ",\"remote_atomics\":%" PRIu64 ",\"remote_persists\":%" PRIu64 "}",
+			s->cost[p].n[PM_COST_CAS], s->cost[p].n[PM_COST_FLUSH], s->cost[p].n[PM_COST_FENCE],
+			s->cost[p].n[PM_COST_ROUND_TRIP], s->cost[p].n[PM_COST_REMOTE_READ],
+			s->cost[p].n[PM_COST_REMOTE_WRITE], s->cost[p].n[PM_COST_REMOTE_ATOMIC],
+			s->cost[p].n[PM_COST_REMOTE_PERSIST]);
 		fprintf(f, ",\"by_op\":{");
 		for (unsigned k = 0, first = 1; k < NOPS; k++) {
 			if (s->lat[p][k].count == 0)
