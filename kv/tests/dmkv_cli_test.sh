@@ -116,6 +116,23 @@ expect 0 "$DMKV" --config "$L" --quiet bench --records 3000 --duration 1 --warmu
 expect_in "$OUT" "final check: 3000 records read back: 0 lost, 0 wrong, 0 unreadable"
 expect_in "$D/f.json" '"inflight":4'
 expect_in "$D/f.csv" "t_s,phase,ops,ops_per_s,failed,p50_us,p99_us,max_us"
+# The driver's checks can fail: a record deleted and records overwritten
+# behind its back during a run are a lost write and wrong values (exit 2).
+# The run lasts long enough for both to land before its final check.
+for i in 1 2 3; do
+	printf 'user%020d\t%064d\n' "$i" 0
+done >"$D/foreign.tsv"
+"$DMKV" --config "$L" --quiet bench --records 3000 --load --duration 8 --warmup 0.2 \
+	--threads 1 --workload C >"$OUT" 2>"$ERR" &
+bench=$!
+sleep 1.5
+"$DMKV" --config "$L" delete "$(printf 'user%020d' 7)" >/dev/null 2>&1 || fail "delete"
+"$DMKV" --config "$L" load --file "$D/foreign.tsv" >/dev/null 2>&1 || fail "load foreign"
+wait $bench
+rc=$?
+[ "$rc" = 2 ] || fail "bench with records deleted and overwritten exited $rc, want 2"
+grep -q "final check: 3000 records read back: 1 lost, 3 wrong, 0 unreadable" "$OUT" ||
+	fail "the final check did not count 1 lost and 3 wrong records"
 expect 0 "$DMKV" --config "$L" status
 expect_in "$OUT" "3 of 3 nodes up"
 grep -q "store: [0-9]* MiB region, swarm, 0 of 16 client ids registered, [1-9][0-9]* of" "$OUT" ||
