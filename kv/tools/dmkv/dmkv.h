@@ -42,7 +42,9 @@ enum dmkv_exit {
 struct dmkv_cluster {
 	struct kv_config cfg;
 	struct kv_config_file *file; /* owns cfg's strings (NULL: built here) */
-	char dir[PATH_MAX];          /* pools, pid files, logs, ready files */
+	/* pools, pid files, logs, ready files; PATH_MAX less room for the
+	 * "/node<i>.<ext>" names built in it, so none of them is truncated */
+	char dir[PATH_MAX - 32];
 	const char *node_bin;        /* the dmkv-node program (ofi nodes) */
 	pid_t pid[KV_MAX_NODES];     /* daemons this process started, or 0 */
 	/* Built by dmkv_cluster_make (the demo): */
