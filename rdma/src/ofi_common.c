@@ -12,11 +12,13 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,6 +61,8 @@ struct rdma__ofi_local {
 	uint8_t addr[RDMA_WIRE_ADDR_MAX];
 	struct ofi_parked *parked;  /* under ofi_locals_lock */
 	atomic_uint nparked;        /* a lock-free hint of parked != NULL */
+	const struct rdma__ofi *ofi; /* the server's endpoint, woken when
+	                              * something is parked */
 };
 
 /*
@@ -97,6 +101,7 @@ rdma__ofi_local_add(const struct rdma__ofi *o, struct rdma__ofi_local **out)
 		return -ENOMEM;
 	l->len = o->name_len;
 	memcpy(l->addr, o->name, o->name_len);
+	l->ofi = o;
 	atomic_init(&l->nparked, 0);
 	pthread_mutex_lock(&ofi_locals_lock);
 	l->next = ofi_locals;
@@ -211,6 +216,9 @@ rdma__ofi_local_park(const void *addr, size_t len, rdma__ofi_release_fn fn,
 		p->next = l->parked;
 		l->parked = p;
 		atomic_fetch_add_explicit(&l->nparked, 1, memory_order_relaxed);
+		/* under the lock: rdma__ofi_local_del, which runs before the
+		 * server's endpoint closes, cannot pass us */
+		rdma__ofi_wake(l->ofi);
 	}
 	pthread_mutex_unlock(&ofi_locals_lock);
 	if (l == NULL)
@@ -374,6 +382,51 @@ ofi_atomics_valid(struct rdma__ofi *o)
 }
 
 /*
+ * ofi_cq_open -- open o->cq; with @wait, with a file descriptor to sleep on
+ * (o->wait_fd) and an eventfd to be woken through (o->wake_fd) where the
+ * provider supports FI_WAIT_FD (then o->waits).
+ *
+ * FI_WAIT_FD rather than FI_WAIT_UNSPEC: an fd is the one kind that is
+ * certain to block in the kernel. Measured with libfabric 1.17: tcp;ofi_rxm
+ * takes FI_WAIT_FD (and makes an epoll fd over its sockets: bytes arriving
+ * for a client's RMA or atomic make it readable too), shm refuses it
+ * (-FI_ENOSYS), and shm's FI_WAIT_UNSPEC queue spins in fi_cq_sread without
+ * ever returning.
+ */
+static int
+ofi_cq_open(struct rdma__ofi *o, bool wait)
+{
+	struct fi_cq_attr cq_attr;
+	int ret;
+
+	memset(&cq_attr, 0, sizeof(cq_attr));
+	cq_attr.format = FI_CQ_FORMAT_MSG;
+	cq_attr.size = OFI_CQ_SIZE;
+	if (wait) {
+		int fd = -1;
+
+		cq_attr.wait_obj = FI_WAIT_FD;
+		ret = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
+		if (ret == 0 && fi_control(&o->cq->fid, FI_GETWAIT, &fd) == 0 &&
+				fd >= 0) {
+			o->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			if (o->wake_fd < 0)
+				return -errno;
+			o->wait_fd = fd;
+			o->waits = true;
+			return 0;
+		}
+		/* no usable wait object: a queue without one, which costs
+		 * no signalling on every completion */
+		if (ret == 0)
+			fi_close(&o->cq->fid);
+		o->cq = NULL;
+	}
+	cq_attr.wait_obj = FI_WAIT_NONE;
+	return fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
+}
+
+/*
  * rdma__ofi_open -- open an endpoint on @prov into *@o.
  */
 int
@@ -383,7 +436,6 @@ rdma__ofi_open(struct rdma__ofi *o, enum rdma__ofi_prov prov,
 	uint64_t caps = (flags & RDMA__OFI_SOURCE) ? FI_SOURCE : 0;
 	bool source = (flags & RDMA__OFI_SOURCE) != 0;
 	struct fi_av_attr av_attr;
-	struct fi_cq_attr cq_attr;
 	size_t len;
 	int ret;
 
@@ -423,12 +475,7 @@ rdma__ofi_open(struct rdma__ofi *o, enum rdma__ofi_prov prov,
 	if (ret != 0)
 		goto fail_fi;
 
-	memset(&cq_attr, 0, sizeof(cq_attr));
-	cq_attr.format = FI_CQ_FORMAT_MSG;
-	cq_attr.size = OFI_CQ_SIZE;
-	/* nobody sleeps on it: clients and servers busy-poll */
-	cq_attr.wait_obj = FI_WAIT_NONE;
-	ret = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
+	ret = ofi_cq_open(o, (flags & RDMA__OFI_WAIT_FD) != 0);
 	if (ret != 0)
 		goto fail_fi;
 
@@ -507,6 +554,8 @@ rdma__ofi_close(struct rdma__ofi *o)
 		fi_close(&o->fabric->fid);
 	if (o->info != NULL)
 		fi_freeinfo(o->info);
+	if (o->waits)
+		close(o->wake_fd);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -669,6 +718,55 @@ rdma__ofi_poll(struct rdma__ofi *o, struct rdma__ofi_comp *out, unsigned max)
 		out[i].status = 0;
 	}
 	return (int)ret;
+}
+
+/*
+ * rdma__ofi_wait -- sleep on the queue's wait object and the wake eventfd.
+ */
+int
+rdma__ofi_wait(struct rdma__ofi *o, int timeout_ms)
+{
+	struct fid *fid = &o->cq->fid;
+	struct pollfd pfd[2] = {
+		{ .fd = o->wait_fd, .events = POLLIN },
+		{ .fd = o->wake_fd, .events = POLLIN },
+	};
+	uint64_t n;
+	int ret;
+
+	/* fi_trywait arms the wait object, or refuses when the provider
+	 * holds something that would not make the fd readable (queued
+	 * completions, bytes it already read): then the caller polls again */
+	ret = fi_trywait(o->fabric, &fid, 1);
+	if (ret == -FI_EAGAIN)
+		return 1;
+	if (ret != 0)
+		return rdma__ofi_err(ret);
+	ret = poll(pfd, 2, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 1 : -errno;
+	if (pfd[1].revents & POLLIN) {
+		/* consume the wake only now, so one that came after the
+		 * caller's last look at its flags is never lost */
+		while (read(o->wake_fd, &n, sizeof(n)) < 0 && errno == EINTR)
+			;
+	}
+	return ret > 0 ? 1 : 0;
+}
+
+/*
+ * rdma__ofi_wake -- make rdma__ofi_wait return.
+ */
+void
+rdma__ofi_wake(const struct rdma__ofi *o)
+{
+	const uint64_t one = 1;
+
+	if (!o->waits)
+		return;
+	/* EAGAIN: the counter is saturated, a wake is pending anyway */
+	while (write(o->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
 }
 
 /* What an operation type is, for ordering purposes. */

@@ -98,6 +98,11 @@ struct rdma__ofi {
 	bool source;        /* completions carry the sender (FI_SOURCE) */
 	struct fid_cntr *rma_cntr; /* counts remote RMA and atomic accesses
 	                            * (FI_RMA_EVENT), or NULL */
+	bool waits;         /* RDMA__OFI_WAIT_FD was granted: the two below
+	                     * are open (a zeroed struct has none) */
+	int wait_fd;        /* the completion queue's wait object, readable
+	                     * when the endpoint has something to progress */
+	int wake_fd;        /* an eventfd rdma__ofi_wake writes */
 	size_t name_len;
 	uint8_t name[RDMA_WIRE_ADDR_MAX]; /* fi_getname of the endpoint */
 };
@@ -116,14 +121,19 @@ struct rdma__ofi_comp {
                                  * (FI_SOURCE; required) */
 #define RDMA__OFI_RMA_EVENTS 2u /* count remote accesses where the provider
                                  * can (FI_RMA_EVENT; optional) */
+#define RDMA__OFI_WAIT_FD 4u    /* give the completion queue a file
+                                 * descriptor to sleep on where the provider
+                                 * can (FI_WAIT_FD; optional) */
 
 /**
  * rdma__ofi_open -- open an endpoint on @prov into *@o.
  * @host: tcp and verbs: the local address to bind (the port is
  *        ephemeral); NULL lets the provider choose. Ignored for shm.
- * @flags: RDMA__OFI_*. Servers ask for both: they answer whoever sent a
- *        request, and a remote access is a sign of life for their
- *        progress loop (it produces no completion).
+ * @flags: RDMA__OFI_*. Servers ask for the first two: they answer whoever
+ *        sent a request, and a remote access is a sign of life for their
+ *        progress loop (it produces no completion); and for a wait object
+ *        when they may sleep (rdma__ofi_wait). Without RDMA__OFI_WAIT_FD the
+ *        queue has none, so a completion costs no signalling syscall.
  * Return: 0; RDMA_E_NO_DEVICE if the provider is not available here (or
  * lacks RMA, atomics, messages or a required flag); -errno for other
  * failures. On failure *@o holds nothing (rdma__ofi_close is still safe).
@@ -189,6 +199,27 @@ int rdma__ofi_send(struct rdma__ofi *o, const void *buf, size_t len,
  */
 int rdma__ofi_poll(struct rdma__ofi *o, struct rdma__ofi_comp *out, unsigned max);
 
+/**
+ * rdma__ofi_wait -- sleep until @o's provider has something to progress
+ * (a completion, or bytes on one of its sockets: for tcp;ofi_rxm that
+ * includes a client's RMA and atomic requests and connection requests),
+ * rdma__ofi_wake is called, or @timeout_ms passes. Needs o->waits.
+ * The caller reads the queue (rdma__ofi_poll) after every return: that is
+ * what progresses what woke it.
+ * Return: 1 woken (or something was already waiting: fi_trywait refused);
+ * 0 timed out; a negative code if the wait object failed.
+ */
+int rdma__ofi_wait(struct rdma__ofi *o, int timeout_ms);
+
+/**
+ * rdma__ofi_wake -- make a sleeping or the next rdma__ofi_wait return 1.
+ * A wake is never lost: it stays pending until a wait consumes it, so a
+ * thread that sets a flag and then wakes is seen by a waiter that checked
+ * the flag just before sleeping. A no-op unless o->waits. Thread-safety:
+ * any thread, while @o is open.
+ */
+void rdma__ofi_wake(const struct rdma__ofi *o);
+
 /*
  * Servers of this process. A client whose node runs in its own process
  * must treat it specially, because libfabric does (ofi.c): shm lets the
@@ -206,7 +237,8 @@ typedef void (*rdma__ofi_release_fn)(void *arg);
 
 /**
  * rdma__ofi_local_add -- record that server endpoint @o runs in this
- * process. Return: 0 and *@out; -ENOMEM.
+ * process; @o must stay open until rdma__ofi_local_del. Return: 0 and
+ * *@out; -ENOMEM.
  */
 int rdma__ofi_local_add(const struct rdma__ofi *o, struct rdma__ofi_local **out);
 
@@ -230,7 +262,8 @@ bool rdma__ofi_local_has(const void *addr, size_t len);
 
 /**
  * rdma__ofi_local_park -- hand @arg to the server of this process at @addr,
- * which calls @fn(@arg) at its next safe point. Return: true; false if
+ * which calls @fn(@arg) at its next safe point (woken for it if it sleeps
+ * in rdma__ofi_wait). Return: true; false if
  * there is no such server (any more): then nothing of it can touch the
  * client, and the caller releases @arg itself.
  */
