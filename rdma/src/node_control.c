@@ -95,6 +95,7 @@ rdma_node_serve_config_init(struct rdma_node_serve_config *cfg)
 	cfg->port = RDMA_NODE_DEFAULT_PORT;
 	cfg->backends = RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM;
 	cfg->max_clients = NODE_DEFAULT_MAX_CLIENTS;
+	cfg->poll = RDMA_NODE_POLL_ADAPTIVE;
 }
 
 /* ---- control listener ---- */
@@ -630,10 +631,10 @@ node_stop_servers(struct rdma_node *n)
 	n->backends = 0;
 }
 
-/* node_start_servers -- start a server per requested backend; 0 if at least
- * one started or none was requested */
+/* node_start_servers -- start a server per requested backend, progressing
+ * as @poll says; 0 if at least one started or none was requested */
 static int
-node_start_servers(struct rdma_node *n, unsigned backends)
+node_start_servers(struct rdma_node *n, unsigned backends, enum rdma_node_poll poll)
 {
 	const struct rdma__server *all[NODE_NSERVERS] = {
 		&rdma__server_ofi_tcp, &rdma__server_ofi_shm, &rdma__server_verbs,
@@ -656,6 +657,7 @@ node_start_servers(struct rdma_node *n, unsigned backends)
 			.counters = &n->counters,
 			.log = n->log,
 			.log_arg = n->log_arg,
+			.poll = poll,
 		};
 		ret = all[i]->start(&s->state, &s->env);
 		if (ret == 0) {
@@ -714,7 +716,8 @@ rdma_node_serve(struct rdma_node *n, const struct rdma_node_serve_config *cfg)
 	    (cfg->backends & ~(unsigned)(RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM |
 		RDMA_NODE_SERVE_VERBS | RDMA_NODE_SERVE_OFI_VERBS)) != 0)
 		return -EINVAL;
-	if (cfg->max_clients > NODE_MAX_CLIENTS_LIMIT)
+	if (cfg->max_clients > NODE_MAX_CLIENTS_LIMIT ||
+	    (cfg->poll != RDMA_NODE_POLL_ADAPTIVE && cfg->poll != RDMA_NODE_POLL_BUSY))
 		return -EINVAL;
 	strcpy(n->host, host);
 	n->max_clients = cfg->max_clients != 0 ? cfg->max_clients : NODE_DEFAULT_MAX_CLIENTS;
@@ -743,7 +746,7 @@ rdma_node_serve(struct rdma_node *n, const struct rdma_node_serve_config *cfg)
 		ret = -errno;
 		goto fail;
 	}
-	ret = node_start_servers(n, cfg->backends);
+	ret = node_start_servers(n, cfg->backends, cfg->poll);
 	if (ret != 0) {
 		rdma__node_log(n, RDMA_NODE_LOG_ERROR, "no requested backend could start");
 		goto fail;

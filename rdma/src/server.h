@@ -37,6 +37,10 @@ struct rdma__server_env {
 	struct rdma__server_counters *counters;
 	rdma_node_log_fn log;
 	void *log_arg;
+	enum rdma_node_poll poll;                  /* how an ofi progress thread
+	                                            * waits (verbs' thread only
+	                                            * sees connection events and
+	                                            * always sleeps) */
 };
 
 struct rdma__server {

@@ -132,11 +132,34 @@ int rdma_node_region(const struct rdma_node *n, unsigned index,
  */
 const char *rdma_node_file_path(const struct rdma_node *n);
 
+/*
+ * How the progress thread of a libfabric backend waits for work
+ * (rdma_node_serve_config.poll). Neither provider here moves data without
+ * the node's thread polling, and a client's RMA or atomic access needs it
+ * too, so the choice is between latency and leaving the CPU to others.
+ */
+enum rdma_node_poll {
+	/* Spin while traffic comes; after a few tens of microseconds without
+	 * any, sleep in the kernel on the provider's wait object until bytes
+	 * arrive (requests, RMA and atomics, new connections). An idle node
+	 * uses no CPU, and co-located threads -- clients, other nodes, more
+	 * threads than cores -- get the cores when they need them; a request
+	 * after a pause pays a wake-up. A provider without a wait object
+	 * (shm) is served as with BUSY. The default. */
+	RDMA_NODE_POLL_ADAPTIVE,
+	/* Poll without sleeping: spin, yield to runnable threads when idle,
+	 * nap between polls only after 30 s without traffic. The lowest
+	 * latency on a machine where each progress thread has a core of its
+	 * own; on fewer cores every round trip waits for the scheduler. */
+	RDMA_NODE_POLL_BUSY,
+};
+
 struct rdma_node_serve_config {
 	const char *host;    /* control and data address; default "127.0.0.1" */
 	uint16_t port;       /* control port; default RDMA_NODE_DEFAULT_PORT; 0 = any */
 	unsigned backends;   /* RDMA_NODE_SERVE_*; default TCP | SHM */
 	unsigned max_clients;/* default 64 */
+	enum rdma_node_poll poll; /* default RDMA_NODE_POLL_ADAPTIVE */
 };
 
 /**
@@ -148,13 +171,14 @@ void rdma_node_serve_config_init(struct rdma_node_serve_config *cfg);
 /**
  * rdma_node_serve -- start serving remote clients: a control listener on
  * host:port (HELLO with token, region table, status) and a fabric server per
- * backend, each with its own progress thread (busy polling).
+ * backend, each with its own progress thread (polling as cfg->poll says).
  *
  * A backend that cannot start here (no RDMA device for VERBS) is logged and
  * skipped; clients asking for it are refused with RDMA_E_NO_DEVICE.
  * Return: 0; -EADDRINUSE if the port is taken; -EADDRNOTAVAIL for a bad
- * host; -EALREADY if already serving; RDMA_E_NO_DEVICE if no requested
- * backend could start.
+ * host; -EINVAL for an unknown backend or poll mode, or too many clients;
+ * -EALREADY if already serving; RDMA_E_NO_DEVICE if no requested backend
+ * could start.
  * Thread-safety: one caller per node.
  */
 int rdma_node_serve(struct rdma_node *n, const struct rdma_node_serve_config *cfg);
