@@ -17,23 +17,31 @@
  * produces no completion at the target, so "recent activity" is a
  * completion, a remote access counted by an FI_RMA_EVENT counter (shm has
  * one; tcp;ofi_rxm has not), a wake-up from the wait object (below), or an
- * admission. After activity the thread spins. Then it depends on the poll
- * mode (rdma/node.h, enum rdma_node_poll):
+ * admission. After activity the thread polls again. Then it depends on the
+ * poll mode (rdma/node.h, enum rdma_node_poll):
  *
  * Adaptive, where the provider gives the queue a wait fd (tcp;ofi_rxm;
- * ofi_common.c, ofi_cq_open): after RDMA_OFI_SERVER_SPIN_US without
- * activity the thread sleeps in rdma__ofi_wait. The fd turns readable when
+ * ofi_common.c, ofi_cq_open): as soon as a poll finds nothing to do, the
+ * thread sleeps in rdma__ofi_wait. The fd turns readable when
  * bytes arrive on any of the provider's sockets, so a sleeping target
  * still serves a client's RMA and atomics (the wake-up reads the queue,
  * and that progresses them) and new connections; an eventfd wakes it for
  * stop, admissions and parked endpoints; and it sleeps at most
- * OFI_WAIT_MS, so whatever wakes neither is still seen. Why spin first:
- * a request that finds the thread asleep pays a wake-up, about 20 us here
- * (measured on 2 cores: a loopback ping-pong takes 25 us against a
- * spinning server and 50 us against one that sleeps every time), and a
- * client's next request usually follows its reply within that; spinning
- * about as long as a wake-up costs before sleeping never costs more than
- * twice the best choice made in hindsight (the spin-then-block bound).
+ * OFI_WAIT_MS, so whatever wakes neither is still seen.
+ *
+ * It does not spin first. How long to spin before sleeping was measured,
+ * not taken from the spin-then-block rule (spin about as long as a
+ * wake-up costs), which assumes the spinning core is free. Three
+ * dmkv-node daemons and one client thread on 2 cores, YCSB-C: 0 us of
+ * spin 16.3k ops/s (read p50 59 us), 5 us 14.9k, 10 us 13.4k, 20 us 11.3k
+ * (p50 85 us): where cores are shared, a server's spin is time its peers'
+ * requests wait for a core. With a core each (rdma_bench: client and node
+ * on 2 cores), a sleep and wake-up costs a few microseconds per operation,
+ * within the noise of a loopback run (an 8-byte RMA read took 20-22 us
+ * against a sleeping node, 18-23 us against a busy one; a raw libfabric
+ * ping-pong, where every request finds the server asleep, 30-40 us
+ * against 15 us), and 20 us of spin did not measurably win them back. A
+ * node with cores to spare is what RDMA_NODE_POLL_BUSY is for.
  *
  * Busy (and adaptive on a provider without a wait fd: shm): after a while
  * without activity the thread yields on every poll (a core is still
@@ -80,13 +88,6 @@ _Static_assert(RDMA_OFI_SERVER_SLOTS >= 1 && RDMA_OFI_SERVER_SLOTS <= 1024,
 #endif
 _Static_assert(RDMA_OFI_SERVER_NAP_AFTER_MS >= 1,
 	"RDMA_OFI_SERVER_NAP_AFTER_MS must be positive");
-
-/* Adaptive: time without activity before the thread sleeps. */
-#ifndef RDMA_OFI_SERVER_SPIN_US
-#define RDMA_OFI_SERVER_SPIN_US 30
-#endif
-_Static_assert(RDMA_OFI_SERVER_SPIN_US >= 0 && RDMA_OFI_SERVER_SPIN_US <= 1000000,
-	"RDMA_OFI_SERVER_SPIN_US out of range");
 
 /* Adaptive: the longest sleep. Nothing known needs it (stop, admissions
  * and parked endpoints wake the thread, it never sleeps with sends to
@@ -354,31 +355,21 @@ ofi_stopping(struct ofi_server *s)
 }
 
 /*
- * ofi_progress_adaptive -- spin while there is activity, sleep on the wait
- * object after RDMA_OFI_SERVER_SPIN_US without. Return: true when stopped;
- * false if waiting failed (logged), for the caller to poll busily instead.
+ * ofi_progress_adaptive -- poll while there is activity, sleep on the wait
+ * object as soon as there is none. Return: true when stopped; false if
+ * waiting failed (logged), for the caller to poll busily instead.
  */
 static bool
 ofi_progress_adaptive(struct ofi_server *s)
 {
 	uint64_t events = rdma__ofi_rma_events(&s->ofi);
-	uint64_t idle_since = 0; /* 0: active on the last poll */
 
 	while (!ofi_stopping(s)) {
-		uint64_t now;
 		int ret;
 
-		if (ofi_poll_once(s, &events)) {
-			idle_since = 0;
+		if (ofi_poll_once(s, &events))
 			continue;
-		}
-		now = rdma__now_ns();
-		if (idle_since == 0)
-			idle_since = now;
-		if (now - idle_since < (uint64_t)RDMA_OFI_SERVER_SPIN_US * 1000u) {
-			rdma__cpu_relax();
-			continue;
-		}
+		/* what wakes us is progressed by the next poll */
 		ret = rdma__ofi_wait(&s->ofi, OFI_WAIT_MS);
 		if (ret < 0) {
 			rdma__log(s->env, RDMA_NODE_LOG_ERROR,
@@ -386,10 +377,6 @@ ofi_progress_adaptive(struct ofi_server *s)
 				s->name, pm_strerror(ret));
 			return false;
 		}
-		/* woken: what woke us is read by the next poll, and
-		 * more may follow it */
-		if (ret > 0)
-			idle_since = 0;
 	}
 	return true;
 }

@@ -139,13 +139,14 @@ const char *rdma_node_file_path(const struct rdma_node *n);
  * too, so the choice is between latency and leaving the CPU to others.
  */
 enum rdma_node_poll {
-	/* Spin while traffic comes; after a few tens of microseconds without
-	 * any, sleep in the kernel on the provider's wait object until bytes
-	 * arrive (requests, RMA and atomics, new connections). An idle node
-	 * uses no CPU, and co-located threads -- clients, other nodes, more
-	 * threads than cores -- get the cores when they need them; a request
-	 * after a pause pays a wake-up. A provider without a wait object
-	 * (shm) is served as with BUSY. The default. */
+	/* Poll while there is work; as soon as a poll finds none, sleep in
+	 * the kernel on the provider's wait object until bytes arrive
+	 * (requests, RMA and atomics, new connections). An idle node uses no
+	 * CPU, and co-located threads -- clients, other nodes, more threads
+	 * than cores -- get the cores when they need them; a request that
+	 * finds the node asleep pays a wake-up (a few microseconds). A
+	 * provider without a wait object (shm) is served as with BUSY. The
+	 * default. */
 	RDMA_NODE_POLL_ADAPTIVE,
 	/* Poll without sleeping: spin, yield to runnable threads when idle,
 	 * nap between polls only after 30 s without traffic. The lowest
