@@ -64,6 +64,7 @@ struct node_opts {
 	const char *listen;
 	uint16_t port;
 	unsigned backends;
+	enum rdma_node_poll poll;
 	const char *token;
 	const char *token_file;
 	/* command line only */
@@ -84,6 +85,7 @@ enum {
 	OPT_BACKENDS = 1u << 7,
 	OPT_TOKEN = 1u << 8,
 	OPT_TOKEN_FILE = 1u << 9,
+	OPT_POLL = 1u << 10,
 };
 
 /* The keys a config file and the flags share. */
@@ -100,6 +102,7 @@ static const struct {
 	{ "listen", "--listen", OPT_LISTEN },
 	{ "port", "--port", OPT_PORT },
 	{ "backends", "--backends", OPT_BACKENDS },
+	{ "poll", "--poll", OPT_POLL },
 	{ "token", "--token", OPT_TOKEN },
 	{ "token_file", "--token-file", OPT_TOKEN_FILE },
 };
@@ -180,11 +183,21 @@ print_help(void)
 "  --backends LIST      comma-separated tcp, shm, verbs (rdma-core), ofi-verbs\n"
 "                       (libfabric verbs;ofi_rxm), or none for the\n"
 "                       control port only (default tcp,shm)\n"
+"  --poll MODE          how the tcp and shm backends' progress threads wait\n"
+"                       for work: adaptive (default) polls while there is\n"
+"                       work and sleeps in the kernel as soon as there is\n"
+"                       none, so an idle node uses no CPU and co-located\n"
+"                       threads get the cores (shm has nothing to sleep on\n"
+"                       and is polled as with busy); busy never sleeps: the\n"
+"                       lowest latency when the node has cores of its own,\n"
+"                       but with more busy threads than cores each round\n"
+"                       trip waits for the scheduler\n"
 "  --token T            cluster token clients must present\n"
 "  --token-file F       read the token from the first line of F\n"
 "  --config FILE        INI file with a [node] section; keys pool, create,\n"
 "                       pool_size, region (repeatable), durability, listen,\n"
-"                       port, backends, token, token_file; flags override it\n"
+"                       port, backends, poll, token, token_file; flags\n"
+"                       override it\n"
 "  --ready-file F       once serving, write the control port and a newline\n"
 "                       to F (atomically; removed at clean shutdown)\n"
 "  --log-level LEVEL    error, warn, info or debug (default info)\n"
@@ -297,6 +310,19 @@ parse_backends(const char *s, unsigned *out)
 	return 0;
 }
 
+/* parse_poll -- "adaptive" or "busy" */
+static int
+parse_poll(const char *s, enum rdma_node_poll *out)
+{
+	if (strcmp(s, "adaptive") == 0)
+		*out = RDMA_NODE_POLL_ADAPTIVE;
+	else if (strcmp(s, "busy") == 0)
+		*out = RDMA_NODE_POLL_BUSY;
+	else
+		return -1;
+	return 0;
+}
+
 /* parse_bool -- config-file truth values */
 static int
 parse_bool(const char *s, bool *out)
@@ -368,6 +394,10 @@ opt_set(struct node_opts *o, unsigned bit, const char *value, char *err, size_t 
 		break;
 	case OPT_BACKENDS:
 		if (parse_backends(value, &o->backends) != 0)
+			goto bad;
+		break;
+	case OPT_POLL:
+		if (parse_poll(value, &o->poll) != 0)
 			goto bad;
 		break;
 	case OPT_TOKEN:
@@ -552,6 +582,7 @@ enum {
 	LONG_LISTEN,
 	LONG_PORT,
 	LONG_BACKENDS,
+	LONG_POLL,
 	LONG_TOKEN,
 	LONG_TOKEN_FILE,
 	LONG_CONFIG,
@@ -572,6 +603,7 @@ static const struct option node_long_opts[] = {
 	{ "listen", required_argument, NULL, LONG_LISTEN },
 	{ "port", required_argument, NULL, LONG_PORT },
 	{ "backends", required_argument, NULL, LONG_BACKENDS },
+	{ "poll", required_argument, NULL, LONG_POLL },
 	{ "token", required_argument, NULL, LONG_TOKEN },
 	{ "token-file", required_argument, NULL, LONG_TOKEN_FILE },
 	{ "config", required_argument, NULL, LONG_CONFIG },
@@ -624,6 +656,7 @@ parse_args(int argc, char **argv, enum node_cmd cmd, struct node_opts *o)
 		case LONG_LISTEN: bit = OPT_LISTEN; break;
 		case LONG_PORT: bit = OPT_PORT; break;
 		case LONG_BACKENDS: bit = OPT_BACKENDS; break;
+		case LONG_POLL: bit = OPT_POLL; break;
 		case LONG_TOKEN: bit = OPT_TOKEN; break;
 		case LONG_TOKEN_FILE: bit = OPT_TOKEN_FILE; break;
 		case LONG_CONFIG:
@@ -693,6 +726,7 @@ merge(const struct node_opts *cli, const struct node_opts *file, struct node_opt
 	TAKE(OPT_LISTEN, listen);
 	TAKE(OPT_PORT, port);
 	TAKE(OPT_BACKENDS, backends);
+	TAKE(OPT_POLL, poll);
 #undef TAKE
 	if (!(cli->set & OPT_REGION) && (file->set & OPT_REGION)) {
 		out->nregions = file->nregions;
@@ -716,6 +750,7 @@ opts_default(struct node_opts *o)
 	o->listen = "127.0.0.1";
 	o->port = RDMA_NODE_DEFAULT_PORT;
 	o->backends = RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM;
+	o->poll = RDMA_NODE_POLL_ADAPTIVE;
 	o->log_level = RDMA_NODE_LOG_INFO;
 }
 
@@ -865,8 +900,10 @@ cmd_serve(const struct node_opts *o)
 	scfg.host = o->listen;
 	scfg.port = o->port;
 	scfg.backends = o->backends;
-	node_main_logf(RDMA_NODE_LOG_INFO, "serving on %s:%u, backends %s", o->listen,
-		(unsigned)o->port, backends_text(o->backends, buf, sizeof(buf)));
+	scfg.poll = o->poll;
+	node_main_logf(RDMA_NODE_LOG_INFO, "serving on %s:%u, backends %s, poll %s", o->listen,
+		(unsigned)o->port, backends_text(o->backends, buf, sizeof(buf)),
+		o->poll == RDMA_NODE_POLL_BUSY ? "busy" : "adaptive");
 	ret = rdma_node_serve(node, &scfg);
 	if (ret != 0) {
 		int code = serve_exit_code(ret);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rdma/tests/daemon_test.cc -- dmkv-node as a process: --help, usage and
 // config-file errors, the exit code of every failure the daemon documents,
-// clean shutdown on SIGTERM and SIGINT, the status command, and persistence
-// across SIGKILL and restart (data written by a local-backend client).
+// clean shutdown on SIGTERM and SIGINT, the status command, persistence
+// across SIGKILL and restart (data written by a local-backend client), and
+// the --poll modes (an idle adaptive node sleeps, and RMA wakes it).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -10,13 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
-
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -95,7 +100,8 @@ TEST(DaemonCli, HelpMentionsEveryOption)
 	RunResult r = RunNode({"--help"});
 	ASSERT_EQ(r.exit_code, 0) << Describe(r);
 	for (const char *opt : {"--pool", "--create", "--pool-size", "--region", "--durability",
-		     "--listen", "--port", "--backends", "--token", "--token-file", "--config",
+		     "--listen", "--port", "--backends", "--poll", "adaptive", "busy", "--token",
+		     "--token-file", "--config",
 		     "--ready-file", "--log-level", "--quiet", "--connect", "--help", "--version",
 		     "status", "serve", "SIGTERM"})
 		EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
@@ -126,6 +132,7 @@ TEST(DaemonCli, UsageErrorsExit64AndNameTheFlag)
 		{{"--pool", pool, "--durability", "sometimes"}, "--durability"},
 		{{"--pool", pool, "--backends", "tcp,carrier-pigeon"}, "--backends"},
 		{{"--pool", pool, "--backends", ""}, "--backends"},
+		{{"--pool", pool, "--poll", "lazy"}, "--poll"},
 		{{"--pool", pool, "--region", "0"}, "--region"},
 		{{"--pool", pool, "--region", "12Q"}, "--region"},
 		{{"--pool", pool, "--pool-size", "99999999999999999999"}, "--pool-size"},
@@ -176,6 +183,7 @@ TEST(DaemonCli, BadConfigLineExits64WithFileAndLine)
 		{"[node]\ntoken = a\ntoken_file = /x\n", 3, "token"},
 		{"[node]\nregion = 1M\nregion = -5\n", 3, "region"},
 		{"[node]\ndurability = maybe\n", 2, "durability"},
+		{"[node]\nport = 1\npoll = sometimes\n", 3, "poll"},
 	};
 	for (const Case &c : cases) {
 		WriteFile(ini, c.text);
@@ -200,7 +208,7 @@ TEST(DaemonCli, ConfigFileAndOverrides)
 	WriteFile(ini,
 		"# a node\n[node]\ncreate = true\nregion = 2M\nregion = 8K ; inline comment\n"
 		"backends = none\ntoken = from-file\ndurability = msync\nlisten = 127.0.0.1\n"
-		"port = 1\n");
+		"port = 1\npoll = busy\n");
 	NodeOptions o;
 	o.name = "cfgnode";
 	o.create = false;   // from the file
@@ -217,6 +225,7 @@ TEST(DaemonCli, ConfigFileAndOverrides)
 	EXPECT_NE(r.out.find("region.1 length 8192\n"), std::string::npos) << r.out;
 	EXPECT_NE(r.out.find("durability msync\n"), std::string::npos) << r.out;
 	EXPECT_NE(r.out.find("backends none\n"), std::string::npos) << r.out;
+	EXPECT_NE(node.Stderr().find("poll busy"), std::string::npos) << node.StderrTail();
 	r = RunNode({"status", "--connect", node.ControlAddress(), "--token", "from-file"});
 	EXPECT_EQ(r.exit_code, kNoPerm) << Describe(r);
 	EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
@@ -421,6 +430,99 @@ TEST(DaemonCrash, SigkillKeepsPersistedData)
 	cc.token = "not-k";
 	EXPECT_EQ(rdma_conn_open(&c, uri.c_str(), &cc), RDMA_E_AUTH);
 	EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
+}
+
+// CPU time (user and system) that process @pid has used so far, in seconds;
+// -1 if it cannot be read.
+double CpuSeconds(pid_t pid)
+{
+	std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+	size_t end = stat.rfind(')'); // the command name may hold spaces
+	if (end == std::string::npos)
+		return -1;
+	std::istringstream in(stat.substr(end + 1));
+	std::string field;
+	unsigned long long ticks = 0;
+	// the fields after the name start at 3 (state); utime is 14, stime 15
+	for (int i = 3; i <= 15 && in >> field; i++)
+		if (i >= 14)
+			ticks += std::stoull(field);
+	return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Either poll mode serves RMA and atomics that arrive after a pause (on
+// tcp they progress only while the node's thread polls, so an adaptive
+// node that sleeps must be woken by them, not found by its 100 ms timer),
+// and an idle adaptive node uses no CPU.
+TEST(DaemonPoll, IdleNodeSleepsAndRmaWakesIt)
+{
+	for (const char *mode : {"adaptive", "busy"}) {
+		SCOPED_TRACE(mode);
+		NodeOptions o;
+		o.name = std::string("poll-") + mode;
+		o.backends = "tcp";
+		o.token = "p";
+		o.extra = {"--poll", mode};
+		NodeProcess node(o);
+		std::string err;
+		ASSERT_TRUE(node.Start(&err)) << err;
+		EXPECT_NE(node.Stderr().find(std::string("poll ") + mode), std::string::npos)
+			<< node.StderrTail();
+
+		rdma_conn_config cc;
+		rdma_conn_config_init(&cc);
+		cc.token = "p";
+		std::string uri = "ofi+tcp://" + node.ControlAddress();
+		rdma_conn *c = nullptr;
+		ASSERT_EQ(rdma_conn_open(&c, uri.c_str(), &cc), 0) << node.StderrTail();
+
+		// One operation a batch, no persist: handed to the provider as
+		// RMA or an atomic, no message the node would see.
+		rdma_stats before, after;
+		rdma_stats_read_thread(&before);
+		std::vector<double> ms;
+		uint64_t sum = 0;
+		for (uint64_t i = 1; i <= 21; i++) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+			uint64_t old = 0, back = 0;
+			rdma_batch b;
+			rdma_batch_init(&b);
+			auto t0 = std::chrono::steady_clock::now();
+			if (i % 2 != 0) {
+				ASSERT_EQ(rdma_batch_faa(&b, 0, 64, i, &old), 0);
+				ASSERT_EQ(rdma_execute(c, &b), 0);
+				EXPECT_EQ(old, sum);
+				sum += i;
+			} else {
+				ASSERT_EQ(rdma_batch_read(&b, 0, 64, &back, 8), 0);
+				ASSERT_EQ(rdma_execute(c, &b), 0);
+				EXPECT_EQ(back, sum);
+			}
+			ms.push_back(std::chrono::duration<double, std::milli>(
+				std::chrono::steady_clock::now() - t0).count());
+		}
+		rdma_stats_read_thread(&after);
+		rdma_stats_diff(&after, &before, &after);
+		EXPECT_EQ(after.shipped, 0u) << "the operations were meant to be RMA";
+		EXPECT_EQ(after.provider_ops, 21u);
+		std::sort(ms.begin(), ms.end());
+		std::printf("%s: an operation after a pause: median %.3f ms, max %.3f ms\n", mode,
+			ms[ms.size() / 2], ms.back());
+		EXPECT_LT(ms[ms.size() / 2], 20.0) << "median ms of an operation after a pause";
+
+		if (std::string(mode) == "adaptive") {
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+			double cpu0 = CpuSeconds(node.Pid());
+			std::this_thread::sleep_for(std::chrono::milliseconds(500));
+			double cpu = CpuSeconds(node.Pid()) - cpu0;
+			ASSERT_GE(cpu0, 0);
+			std::printf("adaptive: CPU of an idle node: %.3f s in 0.5 s\n", cpu);
+			EXPECT_LT(cpu, 0.05) << "CPU seconds of an idle node in 0.5 s";
+		}
+		rdma_conn_close(&c);
+		EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
+	}
 }
 
 } // namespace
