@@ -10,8 +10,10 @@
 // One in-process memory node (rdma/node.h) serves every backend: a pool on
 // /dev/shm (PMEM durability with PMEM_IS_PMEM_FORCE=1, so persists are real
 // clwb + sfence), reached as local:, ofi+tcp:// and ofi+shm://. Its progress
-// threads busy-poll, as the client does, so on these 2-core machines the
-// client and the node each have a core.
+// threads poll as $RDMA_BENCH_POLL says: "busy" (the default here: they
+// never sleep, as the client does, so on these 2-core machines the client
+// and the node each have a core, the dedicated-machine case) or "adaptive"
+// (the node's default: the tcp thread sleeps whenever it is idle).
 //
 // Names: rdma/<backend>/<op>/batch:<n>, where <backend> "ofi+tcp:rma" and
 // "ofi+shm:rma" are connections with max_provider_ops lifted (rdma.h); one
@@ -69,6 +71,14 @@ std::string PoolDir()
 	return d != nullptr && *d != '\0' ? d : "/dev/shm";
 }
 
+// The node's poll mode ($RDMA_BENCH_POLL, default busy).
+rdma_node_poll PollMode()
+{
+	const char *p = std::getenv("RDMA_BENCH_POLL");
+	return p != nullptr && std::string(p) == "adaptive" ? RDMA_NODE_POLL_ADAPTIVE
+							   : RDMA_NODE_POLL_BUSY;
+}
+
 // The memory node every rdma benchmark talks to, made on first use.
 class Node {
  public:
@@ -113,6 +123,7 @@ class Node {
 		rdma_node_serve_config_init(&sc);
 		sc.port = 0;
 		sc.backends = RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM;
+		sc.poll = PollMode();
 		ret = rdma_node_serve(node_, &sc);
 		if (ret != 0)
 			error_ = std::string("rdma_node_serve: ") + pm_strerror(ret);

@@ -15,8 +15,10 @@
 #   BAZEL, BAZEL_STARTUP_FLAGS, BAZEL_BUILD_FLAGS (default -c opt), PYTHON,
 #   SKIP_BUILD=1          as for run_onll.sh
 #   RDMA_BENCH_POOL_DIR   pool directory (default /dev/shm)
-# The node's progress threads and the client busy-poll, so run it on an
-# otherwise idle machine: on 2 cores any other load distorts latencies.
+#   RDMA_BENCH_POLL       the node's poll mode, busy (default) or adaptive
+# The node's progress threads (busy by default) and the client busy-poll,
+# so run it on an otherwise idle machine: on 2 cores any other load
+# distorts latencies.
 # About 40 s.
 #
 # Exit status: 0 done; 1 the build or the benchmark failed; 2 bad usage;
