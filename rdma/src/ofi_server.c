@@ -143,7 +143,7 @@ struct ofi_server {
 	bool thread_started;
 	pthread_t thread;
 	atomic_bool stop;
-	atomic_bool poke;      /* a client was admitted: stay awake */
+	atomic_bool poke;      /* a client was admitted: activity */
 	struct rdma__ofi_local *local; /* our entry among this process's
 	                                * servers (ofi_common.h) */
 };
@@ -336,7 +336,8 @@ ofi_poll_once(struct ofi_server *s, uint64_t *events)
 		*events = now_events;
 		active = true;
 	}
-	/* relaxed: a hint to stay awake, it orders nothing */
+	/* relaxed: a hint that ends idling (a busy thread's nap), it
+	 * orders nothing */
 	if (atomic_load_explicit(&s->poke, memory_order_relaxed)) {
 		atomic_store_explicit(&s->poke, false, memory_order_relaxed);
 		active = true;
@@ -598,7 +599,7 @@ ofi_server_admit(void *state, const struct rdma_wire_hello *hello,
 	memcpy(welcome->addr, s->ofi.name, s->ofi.name_len);
 	welcome->addr_len = (uint16_t)s->ofi.name_len;
 	/* relaxed: a hint for the progress loop (ofi_poll_once); the
-	 * client connects next, so be awake for it */
+	 * client connects next, so wake a sleeping thread for it */
 	atomic_store_explicit(&s->poke, true, memory_order_relaxed);
 	rdma__ofi_wake(&s->ofi);
 	return 0;
