@@ -8,20 +8,32 @@
 // each, every system of --systems runs in turn (default swarm, abd, raw),
 // each on a fresh cluster of --nodes nodes made in this process
 // (node_bench.h: pools in --pool-dir, default /dev/shm, PMEM durability
-// with PMEM_IS_PMEM_FORCE=1, so persists are real clwb + sfence; local:
-// or ofi+tcp served from the process), with two regions per node: region 0
-// the key index (--index-mb), region 1 the values (--store-mb; 0 sizes it
-// from the key count, value size and log). Then, for each system:
+// with PMEM_IS_PMEM_FORCE=1, so persists are real clwb + sfence, or with
+// --durability msync an msync per persist, for pools on a disk file
+// system; local: or ofi+tcp served from the process), with two regions per
+// node: region 0 the key index (--index-mb), region 1 the values
+// (--store-mb; 0 sizes it from the key count, value size and log). Then,
+// for each system:
 //   create  kv_create with kv_config.repl = the system, --max-clients,
 //           --log-mb (per client per node; nothing in a log is recycled
 //           yet, see below), --cache-entries (8 x keys: the location
 //           cache is 4-way set associative by key hash; a miss costs an
 //           index lookup);
 //   load    --loaders threads, each its own client, insert the --keys
-//           keys (key id i to thread i mod loaders), then close;
+//           keys (key id i to thread i mod loaders), then close (with
+//           --load-local, create and load go through local: even on tcp:
+//           the pools are the same, and on a core shared by three nodes'
+//           progress threads a tcp load of 100000 keys takes most of an
+//           hour; with --load-durability pmem and --durability msync the
+//           load persists with cache-line flushes, then every pool is
+//           written back and its node reopened with msync: on a disk file
+//           system a load with an msync per persist takes about 6 ms per
+//           key);
 //   open    every measuring thread opens its own client (kv_open);
 //   warm    each client gets every key once (untimed; fills its location
-//           and metadata cache: --warm all, or off);
+//           and metadata cache: --warm all), or the N most popular ones
+//           (--warm N: key ids 0..N-1, the Zipfian's first ranks; for tcp,
+//           where a get of every key costs minutes), or none (off);
 //   run     for --duration-ms, each thread loops one operation at a time
 //           (1 in flight: the asynchronous API does not exist yet): a get
 //           with probability read% (A 50, B 95), else an update, of a key
@@ -64,6 +76,7 @@
 
 #include <kv/kv.h>
 #include <pm/error.h>
+#include <pm/persist.h>
 
 #include "benchmarks/node_bench.h"
 #include "benchmarks/zipf.h"
@@ -107,7 +120,8 @@ const char kUsage[] =
 	"  --keys N            keys loaded and drawn from (default 100000)\n"
 	"  --nodes N           memory nodes, 1, 3, 5 or 7 (default 3)\n"
 	"  --duration-ms MS    the measured run (default 3000)\n"
-	"  --warm MODE         all (each client gets every key once) | off (default all)\n"
+	"  --warm MODE         all (each client gets every key once) | N (the N most\n"
+	"                      popular keys) | off (default all)\n"
 	"  --loaders N         threads (clients) that load the keys (default 8)\n"
 	"  --max-updates N     updates per thread before it stops (default 0: what\n"
 	"                      its log holds)\n"
@@ -123,6 +137,12 @@ const char kUsage[] =
 	"  --timeout-ms MS     kv_config.timeout_ms (default 5000)\n"
 	"  --pin auto|split|none  as kv_index_bench (default auto: split for tcp)\n"
 	"  --pool-dir DIR      pool directory (default /dev/shm)\n"
+	"  --durability D      pmem (real cache-line flushes; with PMEM_IS_PMEM_FORCE=1\n"
+	"                      on a RAM file system) | msync (any file system) (default pmem)\n"
+	"  --load-durability D pmem | msync: persists of the create and load, then\n"
+	"                      every pool is written back (fsync) and reopened with\n"
+	"                      --durability (default: --durability, no reopen)\n"
+	"  --load-local        with tcp: create and load through local: (same pools)\n"
 	"  --label TEXT        copied into the JSON\n"
 	"  -h, --help\n"
 	"Exit status: 0 done (store errors are in the JSON); 1 setup failed; 64 bad usage.\n";
@@ -137,6 +157,7 @@ struct Options {
 	unsigned nodes = 3;
 	unsigned duration_ms = 3000;
 	std::string warm = "all";
+	unsigned warm_keys = 0; // from warm and keys
 	unsigned loaders = 8;
 	unsigned max_updates = 0;
 	unsigned max_clients = 16;
@@ -148,6 +169,10 @@ struct Options {
 	unsigned timeout_ms = 5000;
 	std::string pin = "auto";
 	std::string pool_dir = "/dev/shm";
+	pm_durability durability = PM_DURABILITY_PMEM;
+	pm_durability load_durability = PM_DURABILITY_PMEM; // = durability unless given
+	bool load_durability_set = false;
+	bool load_local = false;
 	std::string label;
 };
 
@@ -254,7 +279,8 @@ struct Run {
 	const Options *o;
 	std::string workload;
 	unsigned vsize = 0, threads = 0, loaders = 0;
-	kv_config cfg{};
+	kv_config cfg{};      // the measuring clients'
+	kv_config load_cfg{}; // create and load: cfg, or local: with --load-local
 	std::unique_ptr<bench::Zipf> zipf;
 	uint64_t update_cap = 0;
 	Barrier barrier;
@@ -363,7 +389,7 @@ void Loader(Run *r, unsigned l)
 	char key[kKeyMax];
 	std::vector<char> val(r->vsize + 1);
 
-	int ret = kv_open(&c, &r->cfg);
+	int ret = kv_open(&c, &r->load_cfg);
 	if (ret != 0) {
 		r->open_error[l] = "loader " + std::to_string(l) + ": kv_open: " + ErrName(ret) +
 			": " + pm_errormsg();
@@ -395,12 +421,12 @@ void Worker(Run *r, unsigned t)
 			pm_errormsg();
 	// Without a client the thread still meets every barrier.
 	r->barrier.Wait();
-	if (c != nullptr && o.warm == "all") {
+	if (c != nullptr && o.warm_keys > 0) {
 		Part &p = r->parts[kWarm][t];
-		p.samples.reserve(o.keys);
-		const uint64_t off = static_cast<uint64_t>(t) * o.keys / r->threads;
-		Loop(c, &p, o.keys, 0, [&](uint64_t i) {
-			CheckedGet(*r, c, &p, (off + i) % o.keys, i, key, buf.data(), buf.size());
+		p.samples.reserve(o.warm_keys);
+		const uint64_t off = static_cast<uint64_t>(t) * o.warm_keys / r->threads;
+		Loop(c, &p, o.warm_keys, 0, [&](uint64_t i) {
+			CheckedGet(*r, c, &p, (off + i) % o.warm_keys, i, key, buf.data(), buf.size());
 			return kGet;
 		});
 	}
@@ -565,7 +591,11 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	   << ",\"max_clients\":" << o.max_clients << ",\"cache_entries\":" << cache_entries
 	   << ",\"log_mb\":" << log_mb
 	   << ",\"index_mb\":" << index_mb << ",\"store_mb\":" << (store_bytes >> 20)
-	   << ",\"seed\":" << o.seed << ",\"timeout_ms\":" << o.timeout_ms;
+	   << ",\"seed\":" << o.seed << ",\"timeout_ms\":" << o.timeout_ms
+	   << ",\"durability\":" << JsonStr(pm_durability_name(o.durability))
+	   << ",\"load_durability\":" << JsonStr(pm_durability_name(o.load_durability))
+	   << ",\"pool_dir\":" << JsonStr(o.pool_dir) << ",\"load_via\":"
+	   << JsonStr(o.load_local ? "local" : o.transport);
 	if (!o.label.empty())
 		cj << ",\"label\":" << JsonStr(o.label);
 	const std::string config_json = cj.str();
@@ -577,10 +607,13 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	if (CpuSplit::Wanted(o.pin, o.transport))
 		cpus.Split();
 	Nodes nodes;
+	const bool reopen = o.load_durability != o.durability;
 	std::string err = nodes.Open(o.transport, o.nodes, o.pool_dir, "kv_bench", seq,
-		{ static_cast<uint64_t>(index_mb) << 20, (store_bytes + 0xFFFFF) & ~0xFFFFFull });
+		{ static_cast<uint64_t>(index_mb) << 20, (store_bytes + 0xFFFFF) & ~0xFFFFFull },
+		o.load_durability);
 	cpus.Clients();
-	const std::vector<const char *> ptrs = nodes.UriPtrs();
+	std::vector<const char *> ptrs = nodes.UriPtrs();
+	const std::vector<const char *> load_ptrs = nodes.UriPtrs(o.load_local);
 
 	Run r(threads, loaders);
 	r.o = &o;
@@ -598,6 +631,8 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	r.cfg.max_clients = o.max_clients;
 	r.cfg.log_bytes = static_cast<uint64_t>(log_mb) << 20;
 	r.cfg.repl = ReplOf(system);
+	r.load_cfg = r.cfg;
+	r.load_cfg.nodes = load_ptrs.data();
 	const uint64_t load_use = (o.keys + loaders - 1) / loaders * buf;
 	const uint64_t log_room = r.cfg.log_bytes > load_use + 64 * buf ?
 		(r.cfg.log_bytes - load_use) / buf - 64 : 0;
@@ -609,7 +644,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 		r.update_cap = o.max_updates ? std::min<uint64_t>(o.max_updates, log_room) : log_room;
 	r.zipf = std::make_unique<bench::Zipf>(std::max(1u, o.keys), kZipfTheta);
 	if (err.empty()) {
-		int ret = kv_create(&r.cfg);
+		int ret = kv_create(&r.load_cfg);
 		if (ret != 0)
 			err = "kv_create: " + ErrName(ret) + ": " + pm_errormsg();
 	}
@@ -634,6 +669,19 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 			open_err = e;
 	uint64_t bad = 0;
 	const std::string load_json = PhaseJson(r.parts[kLoad], false, &bad);
+	uint64_t reopen_ns = 0;
+	if (reopen && open_err.empty() && bad == 0) {
+		const uint64_t t0 = NowNs();
+		if (CpuSplit::Wanted(o.pin, o.transport))
+			cpus.Split(); // the nodes' new progress threads
+		const std::string e = nodes.Reopen(o.durability);
+		cpus.Clients();
+		if (!e.empty())
+			open_err = "reopen: " + e;
+		ptrs = nodes.UriPtrs(); // tcp: new ports
+		r.cfg.nodes = ptrs.data();
+		reopen_ns = NowNs() - t0;
+	}
 	if (open_err.empty() && bad == 0) {
 		std::vector<std::thread> ws;
 		for (unsigned t = 0; t < threads; t++)
@@ -653,6 +701,8 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 		j << (i ? "," : "") << JsonStr(nodes.uris()[i]);
 	j << "],\"pin\":" << JsonStr(cpus.desc()) << ",\"setup_ms\":" << setup_ns / 1e6
 	  << ",\"update_cap\":" << r.update_cap;
+	if (reopen)
+		j << ",\"reopen_ms\":" << reopen_ns / 1e6;
 	if (!open_err.empty())
 		j << ",\"open_error\":" << JsonStr(open_err);
 	j << ",\"phases\":{\"load\":" << load_json;
@@ -697,6 +747,9 @@ int main(int argc, char **argv)
 		{ "timeout-ms", required_argument, nullptr, 'O' },
 		{ "pin", required_argument, nullptr, 'P' },
 		{ "pool-dir", required_argument, nullptr, 'p' },
+		{ "durability", required_argument, nullptr, 'd' },
+		{ "load-local", no_argument, nullptr, 'o' },
+		{ "load-durability", required_argument, nullptr, 'e' },
 		{ "label", required_argument, nullptr, 'l' },
 		{ "help", no_argument, nullptr, 'h' },
 		{ nullptr, 0, nullptr, 0 },
@@ -746,7 +799,8 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			o.warm = optarg;
-			ok = o.warm == "all" || o.warm == "off";
+			ok = o.warm == "all" || o.warm == "off" ||
+				ParseUnsigned(optarg, &o.warm_keys, 1, 1u << 24);
 			break;
 		case 'L':
 			ok = ParseUnsigned(optarg, &o.loaders, 1, KV_MAX_CLIENTS);
@@ -785,6 +839,17 @@ int main(int argc, char **argv)
 		case 'p':
 			o.pool_dir = optarg;
 			break;
+		case 'd':
+		case 'e': {
+			pm_durability &d = c == 'd' ? o.durability : o.load_durability;
+			ok = pm_durability_parse(optarg, &d) == 0 &&
+				(d == PM_DURABILITY_PMEM || d == PM_DURABILITY_MSYNC);
+			o.load_durability_set |= c == 'e';
+			break;
+		}
+		case 'o':
+			o.load_local = true;
+			break;
 		case 'l':
 			o.label = optarg;
 			break;
@@ -799,6 +864,9 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		return Usage("unexpected argument");
+	if (!o.load_durability_set)
+		o.load_durability = o.durability;
+	o.warm_keys = o.warm == "all" ? o.keys : o.warm == "off" ? 0 : std::min(o.warm_keys, o.keys);
 	for (unsigned t : o.threads)
 		if (t + 0u > o.max_clients)
 			return Usage("more threads than --max-clients");

@@ -8,6 +8,7 @@
 #ifndef BENCHMARKS_NODE_BENCH_H
 #define BENCHMARKS_NODE_BENCH_H
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include <pm/error.h>
+#include <pm/persist.h>
 #include <rdma/node.h>
 #include <rdma/rdma.h>
 
@@ -81,23 +83,24 @@ private:
 
 // The memory nodes of one configuration, in this process (rdma/node.h):
 // pool files in a directory (a RAM file system by default) with PMEM
-// durability (with PMEM_IS_PMEM_FORCE=1 persists are real clwb + sfence).
-// Transport "local": clients reach them as local:<pool> (the client thread
-// does every load, CAS and flush itself); "tcp": each node also serves
-// ofi+tcp on 127.0.0.1 (TCP backend only, one busy-polling progress thread
-// per node, in this process -- not daemons).
+// durability by default (with PMEM_IS_PMEM_FORCE=1 persists are real
+// clwb + sfence), or MSYNC for pools on a disk file system (a persist is an
+// msync of the range). Transport "local": clients reach them as
+// local:<pool> (the client thread does every load, CAS and flush itself);
+// "tcp": each node also serves ofi+tcp on 127.0.0.1 (TCP backend only, one
+// busy-polling progress thread per node, in this process -- not daemons).
 class Nodes {
 public:
 	~Nodes() { Close(); }
 
 	// Creates @n nodes named <@pool_dir>/<@name>.<pid>.<@seq>.<i>.pool,
-	// each with the regions of @region_bytes (at most RDMA_MAX_REGIONS).
-	// Returns "" or what failed.
+	// each with the regions of @region_bytes (at most RDMA_MAX_REGIONS),
+	// persisting with @durability. Returns "" or what failed.
 	std::string Open(const std::string &transport, unsigned n, const std::string &pool_dir,
-		const std::string &name, unsigned seq, const std::vector<uint64_t> &region_bytes)
+		const std::string &name, unsigned seq, const std::vector<uint64_t> &region_bytes,
+		pm_durability durability = PM_DURABILITY_PMEM)
 	{
-		const bool tcp = transport == "tcp";
-
+		tcp_ = transport == "tcp";
 		for (unsigned i = 0; i < n; i++) {
 			std::string path = pool_dir + "/" + name + "." + std::to_string(getpid()) + "." +
 				std::to_string(seq) + "." + std::to_string(i) + ".pool";
@@ -105,34 +108,38 @@ public:
 			unlink((path + ".node").c_str());
 			paths_.push_back(path);
 			nodes_.push_back(nullptr);
-			rdma_node_config cfg;
-			rdma_node_config_init(&cfg);
-			cfg.pool_path = paths_.back().c_str();
-			cfg.flags = RDMA_NODE_CREATE;
-			cfg.nregions = static_cast<unsigned>(region_bytes.size());
-			for (size_t r = 0; r < region_bytes.size(); r++)
-				cfg.region_size[r] = region_bytes[r];
-			cfg.durability = PM_DURABILITY_PMEM;
-			int ret = rdma_node_open(&nodes_.back(), &cfg);
-			if (ret != 0)
-				return "rdma_node_open(" + path + "): " + pm_strerror(ret) + ": " +
-					pm_errormsg() +
-					(ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
-			if (!tcp) {
-				uris_.push_back("local:" + path);
-				continue;
+			uris_.emplace_back();
+			local_uris_.push_back("local:" + path);
+			std::string err = OpenNode(i, RDMA_NODE_CREATE, region_bytes, durability);
+			if (!err.empty())
+				return err;
+		}
+		return "";
+	}
+
+	// Closes every node, writes its whole pool file back (fsync), and
+	// opens it again persisting with @durability (tcp: on new ports, so
+	// URIs taken before are stale). For a load made with cheap persists on
+	// a disk file system: the measured part then starts with every page
+	// clean and nothing left for the kernel to write back under it. No
+	// client may be open. Returns "" or what failed.
+	std::string Reopen(pm_durability durability)
+	{
+		for (unsigned i = 0; i < nodes_.size(); i++) {
+			rdma_node_close(&nodes_[i]);
+			int fd = open(paths_[i].c_str(), O_RDWR | O_CLOEXEC);
+			if (fd < 0 || fsync(fd) != 0) {
+				const std::string err = "fsync(" + paths_[i] + "): " + strerror(errno);
+				if (fd >= 0)
+					close(fd);
+				return err;
 			}
-			rdma_node_serve_config sc;
-			rdma_node_serve_config_init(&sc);
-			sc.host = "127.0.0.1";
-			sc.port = 0;
-			sc.backends = RDMA_NODE_SERVE_TCP;
-			ret = rdma_node_serve(nodes_.back(), &sc);
-			if (ret != 0)
-				return std::string("rdma_node_serve: ") + pm_strerror(ret) + ": " +
-					pm_errormsg();
-			uris_.push_back("ofi+tcp://127.0.0.1:" +
-				std::to_string(rdma_node_port(nodes_.back())));
+			close(fd);
+			// trusted: this process made the pool, so skip PMDK's check of
+			// the whole file in a child
+			std::string err = OpenNode(i, RDMA_NODE_TRUSTED, {}, durability);
+			if (!err.empty())
+				return err;
 		}
 		return "";
 	}
@@ -159,22 +166,60 @@ public:
 		nodes_.clear();
 		paths_.clear();
 		uris_.clear();
+		local_uris_.clear();
 	}
 
 	const std::vector<std::string> &uris() const { return uris_; }
-	// The URIs as the C string array a config takes (valid while open).
-	std::vector<const char *> UriPtrs() const
+	// The URIs as the C string array a config takes (valid while open);
+	// @local: the local:<pool> ones even when the nodes serve tcp (they
+	// are in this process, so a client may reach the same pools either way).
+	std::vector<const char *> UriPtrs(bool local = false) const
 	{
 		std::vector<const char *> p;
-		for (const auto &u : uris_)
+		for (const auto &u : local ? local_uris_ : uris_)
 			p.push_back(u.c_str());
 		return p;
 	}
 
 private:
+	// Opens node @i (its path set) with @flags; with RDMA_NODE_CREATE its
+	// regions are @region_bytes. Serves it over tcp if the nodes do; sets
+	// its URI.
+	std::string OpenNode(unsigned i, unsigned flags, const std::vector<uint64_t> &region_bytes,
+		pm_durability durability)
+	{
+		rdma_node_config cfg;
+		rdma_node_config_init(&cfg);
+		cfg.pool_path = paths_[i].c_str();
+		cfg.flags = flags;
+		cfg.nregions = static_cast<unsigned>(region_bytes.size());
+		for (size_t r = 0; r < region_bytes.size(); r++)
+			cfg.region_size[r] = region_bytes[r];
+		cfg.durability = durability;
+		int ret = rdma_node_open(&nodes_[i], &cfg);
+		if (ret != 0)
+			return "rdma_node_open(" + paths_[i] + "): " + pm_strerror(ret) + ": " +
+				pm_errormsg() + (ret == PM_E_NOT_PMEM ? " (set PMEM_IS_PMEM_FORCE=1)" : "");
+		if (!tcp_) {
+			uris_[i] = local_uris_[i];
+			return "";
+		}
+		rdma_node_serve_config sc;
+		rdma_node_serve_config_init(&sc);
+		sc.host = "127.0.0.1";
+		sc.port = 0;
+		sc.backends = RDMA_NODE_SERVE_TCP;
+		ret = rdma_node_serve(nodes_[i], &sc);
+		if (ret != 0)
+			return std::string("rdma_node_serve: ") + pm_strerror(ret) + ": " + pm_errormsg();
+		uris_[i] = "ofi+tcp://127.0.0.1:" + std::to_string(rdma_node_port(nodes_[i]));
+		return "";
+	}
+
+	bool tcp_ = false;
 	std::vector<std::string> paths_;
 	std::vector<rdma_node *> nodes_;
-	std::vector<std::string> uris_;
+	std::vector<std::string> uris_, local_uris_;
 };
 
 // CPUs (--pin): with tcp, every node's progress thread busy-polls, and so
