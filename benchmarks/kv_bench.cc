@@ -79,6 +79,7 @@
 #include <pm/persist.h>
 
 #include "benchmarks/node_bench.h"
+#include "benchmarks/ycsb.h"
 #include "benchmarks/zipf.h"
 
 namespace {
@@ -87,22 +88,25 @@ using nodebench::BadValue;
 using nodebench::Barrier;
 using nodebench::CpuSplit;
 using nodebench::JsonStr;
-using nodebench::Mix;
+using nodebench::LatencyJson;
 using nodebench::Nodes;
 using nodebench::NowNs;
 using nodebench::ParseUnsigned;
 using nodebench::Pct;
-using nodebench::Rng;
 using nodebench::SplitList;
+using ycsb::CheckValue;
+using ycsb::KeyOf;
+using ycsb::kKeyMax;
+using ycsb::kZipfTheta;
+using ycsb::ReadPct;
+using ycsb::ValueOf;
 
 constexpr int kExitOk = 0;
 constexpr int kExitSetup = 1;
 constexpr int kExitUsage = 64;
 
 constexpr unsigned kMaxThreads = 64;
-constexpr unsigned kKeyMax = 32;    // bytes of a key
 constexpr unsigned kMaxErrors = 10; // a thread leaves a phase after this many
-constexpr double kZipfTheta = 0.99;
 // A log buffer: the value header and the value, in 128-byte units
 // (kv/src/store/layout.h, KV_ST_BUF_UNIT).
 constexpr uint64_t kBufHeader = 40, kBufUnit = 128;
@@ -181,33 +185,9 @@ kv_replication ReplOf(const std::string &s)
 	return s == "abd" ? KV_REPL_ABD : s == "raw" ? KV_REPL_RAW : KV_REPL_SWARM;
 }
 
-unsigned ReadPct(const std::string &w)
-{
-	return w == "A" ? 50 : 95;
-}
-
 uint64_t BufBytes(unsigned vsize)
 {
 	return (kBufHeader + vsize + kBufUnit - 1) / kBufUnit * kBufUnit;
-}
-
-// The key of id @id: "user" and 16 hex digits of a mix of the id and the
-// seed (20 bytes, YCSB-like).
-size_t KeyOf(uint64_t id, uint64_t seed, char *out)
-{
-	return static_cast<size_t>(snprintf(out, kKeyMax, "user%016llx",
-		static_cast<unsigned long long>(Mix(id ^ Mix(seed)))));
-}
-
-// A value of @n bytes for key @id: the id, a version, then filler.
-void ValueOf(uint64_t id, uint64_t version, unsigned n, char *out)
-{
-	char head[16];
-	memcpy(head, &id, 8);
-	memcpy(head + 8, &version, 8);
-	memcpy(out, head, std::min<unsigned>(n, 16));
-	for (unsigned i = 16; i < n; i++)
-		out[i] = static_cast<char>('a' + (id + i) % 26);
 }
 
 std::string ErrName(int code)
@@ -372,13 +352,10 @@ void CheckedGet(const Run &r, kv_client *c, Part *p, uint64_t id, uint64_t opno,
 		p->Error(rc, "get", opno);
 		return;
 	}
-	uint64_t got = 0;
-	if (vlen >= 8)
-		memcpy(&got, buf, 8);
-	if (vlen != r.vsize || (r.vsize >= 8 && got != id))
-		p->Wrong("get #" + std::to_string(opno) + " of key id " + std::to_string(id) +
-			": " + std::to_string(vlen) + " bytes, id " + std::to_string(got) +
-			"; expected " + std::to_string(r.vsize) + " bytes of id " + std::to_string(id));
+	const std::string wrong = CheckValue(buf, vlen, r.vsize, id);
+	if (!wrong.empty())
+		p->Wrong("get #" + std::to_string(opno) + " of key id " + std::to_string(id) + ": " +
+			wrong);
 }
 
 void Loader(Run *r, unsigned l)
@@ -433,15 +410,15 @@ void Worker(Run *r, unsigned t)
 	r->barrier.Wait();
 	if (c != nullptr) {
 		Part &p = r->parts[kRun][t];
-		Rng rng{ Mix(o.seed * 1000003u + 7919u * t + r->vsize) };
-		const unsigned read_pct = ReadPct(r->workload);
+		ycsb::Stream ops(*r->zipf, o.seed, t, r->vsize, r->workload);
 		uint64_t updates = 0;
 		const uint64_t slow0 = StatsOf(c).slow_writes;
 		p.samples.reserve(1u << 20);
 		const uint64_t stop = NowNs() + static_cast<uint64_t>(o.duration_ms) * 1000000u;
 		Loop(c, &p, UINT64_MAX, stop, [&](uint64_t i) {
-			const uint64_t id = r->zipf->Next(rng);
-			if (rng.Below(100) < read_pct) {
+			bool get;
+			const uint64_t id = ops.Next(&get);
+			if (get) {
 				CheckedGet(*r, c, &p, id, i, key, buf.data(), buf.size());
 				return static_cast<int>(kGet);
 			}
@@ -488,10 +465,8 @@ std::string OpJson(const std::vector<Part> &parts, int type, double secs)
 	std::sort(rt.begin(), rt.end());
 	const uint64_t n = lat.size();
 	const double dn = n > 0 ? static_cast<double>(n) : 1;
-	double lsum = 0, rsum = 0;
+	double rsum = 0;
 	std::map<uint64_t, uint64_t> hist;
-	for (uint64_t x : lat)
-		lsum += static_cast<double>(x);
 	for (uint64_t x : rt) {
 		rsum += static_cast<double>(x);
 		hist[x]++;
@@ -499,9 +474,7 @@ std::string OpJson(const std::vector<Part> &parts, int type, double secs)
 	std::ostringstream j;
 	j.precision(6);
 	j << "{\"ops\":" << n << ",\"ops_per_s\":" << (secs > 0 ? static_cast<double>(n) / secs : 0)
-	  << ",\"lat_ns\":{\"p50\":" << Pct(lat, 0.50) << ",\"p90\":" << Pct(lat, 0.90)
-	  << ",\"p99\":" << Pct(lat, 0.99) << ",\"p999\":" << Pct(lat, 0.999)
-	  << ",\"max\":" << (n ? lat.back() : 0) << ",\"mean\":" << lsum / dn << "}"
+	  << ",\"lat_ns\":" << LatencyJson(lat)
 	  << ",\"rounds\":{\"p50\":" << Pct(rt, 0.50) << ",\"p99\":" << Pct(rt, 0.99)
 	  << ",\"p999\":" << Pct(rt, 0.999) << ",\"max\":" << (n ? rt.back() : 0)
 	  << ",\"mean\":" << rsum / dn << ",\"hist\":{";

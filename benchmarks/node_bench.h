@@ -3,7 +3,8 @@
 // nodes (kv_index_bench, kv_bench) share: the clock, a splitmix generator,
 // a barrier, in-process memory nodes reached as local: or over ofi+tcp,
 // the CPU split between the nodes' threads and the clients, nearest-rank
-// percentiles, JSON strings and option parsing. Not Google Benchmark:
+// percentiles and latency summaries, JSON strings and option parsing
+// (kv_compare_bench, which has no nodes, uses all but the nodes). Not Google Benchmark:
 // these binaries print one JSON line per configuration.
 #ifndef BENCHMARKS_NODE_BENCH_H
 #define BENCHMARKS_NODE_BENCH_H
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -281,6 +283,22 @@ inline uint64_t Pct(const std::vector<uint64_t> &sorted, double q)
 	size_t k = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
 	k = std::min(std::max<size_t>(k, 1), sorted.size());
 	return sorted[k - 1];
+}
+
+// The latencies @sorted (ns, ascending) as a JSON object: nearest-rank
+// p50/p90/p99/p99.9, max and mean.
+inline std::string LatencyJson(const std::vector<uint64_t> &sorted)
+{
+	double sum = 0;
+	for (uint64_t x : sorted)
+		sum += static_cast<double>(x);
+	std::ostringstream j;
+	j.precision(6);
+	j << "{\"p50\":" << Pct(sorted, 0.50) << ",\"p90\":" << Pct(sorted, 0.90)
+	  << ",\"p99\":" << Pct(sorted, 0.99) << ",\"p999\":" << Pct(sorted, 0.999)
+	  << ",\"max\":" << (sorted.empty() ? 0 : sorted.back())
+	  << ",\"mean\":" << sum / static_cast<double>(std::max<size_t>(sorted.size(), 1)) << "}";
+	return j.str();
 }
 
 // @s as a JSON string literal.
