@@ -32,12 +32,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -45,6 +43,8 @@
 #include <pm/error.h>
 #include <rdma/node.h>
 #include <rdma/rdma.h>
+
+#include "benchmarks/echo_server.h"
 
 namespace {
 
@@ -217,65 +217,9 @@ void BM_Rdma(benchmark::State &state, std::string backend, std::string op, int n
 	state.counters["bytes_per_batch"] = (d.bytes_read + d.bytes_written) / batches;
 }
 
-// A loopback TCP echo server thread that busy-polls, like the node.
-class EchoServer {
- public:
-	explicit EchoServer(size_t msg) : msg_(msg)
-	{
-		lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		sockaddr_in a{};
-		a.sin_family = AF_INET;
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		socklen_t len = sizeof(a);
-		if (bind(lfd_, (sockaddr *)&a, sizeof(a)) != 0 || listen(lfd_, 1) != 0 ||
-		    getsockname(lfd_, (sockaddr *)&a, &len) != 0)
-			return;
-		port_ = ntohs(a.sin_port);
-		thread_ = std::thread([this] { Serve(); });
-	}
-	~EchoServer()
-	{
-		stop_ = true;
-		if (thread_.joinable())
-			thread_.join();
-		close(lfd_);
-	}
-	uint16_t port() const { return port_; }
-
- private:
-	void Serve()
-	{
-		int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
-		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		std::vector<char> buf(msg_);
-		while (!stop_) {
-			size_t got = 0;
-			while (got < msg_ && !stop_) {
-				ssize_t r = recv(fd, buf.data() + got, msg_ - got, MSG_DONTWAIT);
-				if (r == 0)
-					goto out;
-				if (r > 0)
-					got += (size_t)r;
-			}
-			if (got == msg_ && send(fd, buf.data(), msg_, MSG_NOSIGNAL) != (ssize_t)msg_)
-				break;
-		}
-	out:
-		close(fd);
-	}
-	size_t msg_;
-	int lfd_ = -1;
-	uint16_t port_ = 0;
-	std::atomic<bool> stop_{false};
-	std::thread thread_;
-};
-
 void BM_TcpEcho(benchmark::State &state, size_t msg)
 {
-	EchoServer server(msg);
+	bench::EchoServer server(msg);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sockaddr_in a{};
 	a.sin_family = AF_INET;
