@@ -12,7 +12,10 @@ set -euo pipefail
 # Tests and benchmarks: GoogleTest, Google Benchmark.
 # Tools: pmempool (pmdk-tools) to inspect pools; clang for libFuzzer targets;
 # matplotlib for the benchmark plots (benchmarks/mcas_report.py); spin for the
-# index protocol's models (kv/spin/run_models.sh, //kv/spin:models_test).
+# index protocol's models (kv/spin/run_models.sh, //kv/spin:models_test);
+# redis-server and memcached, the systems the store is compared with
+# (benchmarks/run_kv_compare.sh starts its own instances on free loopback
+# ports; a service the packages start is neither used nor touched).
 PACKAGES=(
 	bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java
 	build-essential clang
@@ -23,6 +26,7 @@ PACKAGES=(
 	libgtest-dev libbenchmark-dev
 	python3-matplotlib
 	spin
+	redis-server memcached
 )
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
