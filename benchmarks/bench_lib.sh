@@ -15,6 +15,11 @@
 #                               (exit 1 if it fails)
 #   bench_report SCRIPT JSON... runs benchmarks/SCRIPT on the JSON files into
 #                               $results; returns the report's status
+#   bench_collect LINES OUT K=V...  one JSON document at OUT: a context (date,
+#                               commit, host, CPUs, load average, then each
+#                               K=V, V as JSON if it parses, else a string)
+#                               and "runs", the JSON lines of the file LINES
+#                               (the command-line benchmarks' output)
 # Environment: BAZEL, BAZEL_STARTUP_FLAGS, BAZEL_BUILD_FLAGS, PYTHON,
 # SKIP_BUILD (see the scripts' --help).
 
@@ -92,4 +97,34 @@ bench_report() { # script json...
 	fi
 	echo "$prog: report with $PYTHON" >&2
 	"$PYTHON" "$repo/benchmarks/$script" --out "$results" "$@"
+}
+
+bench_collect() { # lines out key=value...
+	bench_locate
+	python3 - "$prog" "$bench_commit" "$@" <<'PY'
+import datetime, json, os, socket, sys
+prog, commit, lines, out = sys.argv[1:5]
+context = {
+    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "git_commit": commit,
+    "host_name": socket.gethostname(),
+    "num_cpus": os.cpu_count(),
+    "load_avg": list(os.getloadavg()),
+}
+for kv in sys.argv[5:]:
+    k, _, v = kv.partition("=")
+    try:
+        context[k] = json.loads(v)
+    except ValueError:
+        context[k] = v
+runs = []
+for line in open(lines, encoding="utf-8"):
+    line = line.strip()
+    if line:
+        runs.append(json.loads(line))
+with open(out, "w", encoding="utf-8") as f:
+    json.dump({"context": context, "runs": runs}, f, indent=1)
+    f.write("\n")
+print("%s: wrote %s (%d runs)" % (prog, out, len(runs)), file=sys.stderr)
+PY
 }

@@ -104,34 +104,10 @@ done
 elapsed=$(($(date +%s) - start))
 
 # One JSON document: the context and every configuration's line.
-python3 - "$lines" "$results/kv_index.json" "$bench_commit" "$quick" "$elapsed" \
-	"local: ${local_flags[*]}; tcp: ${tcp_flags[*]}; extra: ${bench_flags[*]+"${bench_flags[*]}"}" <<'PY'
-import datetime, json, os, socket, sys
-lines, out, commit, quick, elapsed, flags = sys.argv[1:]
-runs = []
-for line in open(lines, encoding="utf-8"):
-    line = line.strip()
-    if line:
-        runs.append(json.loads(line))
-doc = {
-    "context": {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": commit,
-        "host_name": socket.gethostname(),
-        "num_cpus": os.cpu_count(),
-        "load_avg": list(os.getloadavg()),
-        "quick": quick == "1",
-        "elapsed_s": int(elapsed),
-        "flags": flags,
-        "note": "wall-clock numbers from a 2-core machine shared with other work: indicative only",
-    },
-    "runs": runs,
-}
-with open(out, "w", encoding="utf-8") as f:
-    json.dump(doc, f, indent=1)
-    f.write("\n")
-print("run_kv_index: wrote %s (%d runs, %s s)" % (out, len(runs), elapsed), file=sys.stderr)
-PY
+bench_collect "$lines" "$results/kv_index.json" quick="$([ "$quick" = 1 ] && echo true || echo false)" \
+	elapsed_s="$elapsed" \
+	flags="local: ${local_flags[*]}; tcp: ${tcp_flags[*]}; extra: ${bench_flags[*]+"${bench_flags[*]}"}" \
+	note="wall-clock numbers from a 2-core machine shared with other work: indicative only"
 
 rstatus=0
 bench_report kv_index_report.py "$results/kv_index.json" || rstatus=$?
