@@ -62,7 +62,7 @@ LOCAL_P50_NS = 2000         # ours local: get and update p50 under 2 us
 COLS = ["system", "system_name", "medium", "transport", "workload", "threads", "poll", "op",
         "ops", "secs", "ops_per_s", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns",
         "lat_max_ns", "lat_mean_ns", "durable", "ok", "errors", "wrong", "cache_misses",
-        "capped", "warm", "durability", "first_error"]
+        "capped", "warm", "durability", "load_avg_1m", "first_error"]
 
 report_util._prog = "kv_compare_report"
 log = report_util.log
@@ -106,6 +106,7 @@ def rows_of(runs):
                 "wrong": run["wrong"], "cache_misses": totals.get("cache_misses", ""),
                 "capped": run.get("capped", ""), "warm": r.get("warm", ""),
                 "durability": r.get("durability", ""),
+                "load_avg_1m": r.get("load_avg_1m"),
                 "first_error": run.get("first_error", ""),
             })
     return rows
@@ -188,8 +189,8 @@ def target_lines(ix):
 
 def workload_table(ix, wl):
     out = ["| system | medium | threads | get p50 / p99 us | update p50 / p99 us | ops/s | "
-           "get p50 / durable Redis | update p50 / durable Redis | get p50 / memcached |",
-           "|---" * 9 + "|"]
+           "get p50 / durable Redis | update p50 / durable Redis | get p50 / memcached | load |",
+           "|---" * 10 + "|"]
     for t in ix.threads:
         for s, m in ix.keys(wl, t):
             lat = []
@@ -202,9 +203,10 @@ def workload_table(ix, wl):
             if m != rm:
                 vs_redis = [x + " (tmpfs)" if x != "-" else x for x in vs_redis]
             vs_mc = fmt(ratio(ix.get(s, m, wl, t, "get"), ix.get("memcached", "none", wl, t, "get")))
-            out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
                 NAME[s], m, t, lat[0], lat[1], fmt_rate(ix.get(s, m, wl, t, "all", "ops_per_s")),
-                vs_redis[0], vs_redis[1], vs_mc))
+                vs_redis[0], vs_redis[1], vs_mc, fmt(ix.get(s, m, wl, t, "all", "load_avg_1m"),
+                                                      1)))
     return out
 
 
@@ -308,7 +310,7 @@ def markdown(ix, rows, runs, context):
         "cost. Redis and memcached themselves sleep in `epoll_wait` between requests, as "
         "users run them; our nodes' progress threads poll.",
         "",
-        "**Reading the numbers.** %s The servers have one core; with 4 client threads on the "
+        "**Reading the numbers.** %s. The servers have one core; with 4 client threads on the "
         "other core, busy-polling clients take turns at the scheduler's pace. Over `ofi+tcp` "
         "our three nodes' progress threads share the servers' core: each spins for a while "
         "after serving a request before it yields, so a round trip to a majority waits for "
@@ -316,7 +318,7 @@ def markdown(ix, rows, runs, context):
         "rows (benchmarks/README.md). The `ofi+tcp` clients warmed their location cache "
         "with the most popular keys only (a get of every key over tcp costs minutes here); "
         "their cache misses are under \"What went wrong\"." % context.get(
-            "note", "Machine unknown."),
+            "note", "machine unknown").capitalize(),
     ]
     if context.get("flags"):
         out += ["", "Flags: `%s`." % context["flags"]]
@@ -329,7 +331,8 @@ def markdown(ix, rows, runs, context):
         out.append("Latency p50 / p99 in us per op type; ops/s of all threads; ratios of p50 "
                    "to durable Redis on the same medium (rows without a medium: to Redis on "
                    "tmpfs) and of the get p50 to memcached's, at the same thread count "
-                   "(below 1: faster).")
+                   "(below 1: faster); the machine's 1-minute load average when the row's "
+                   "process ended (2 CPUs: above 2, other work competed for them).")
         out.append("")
         out += workload_table(ix, wl)
     out += ["", "## Busy-polled against blocking clients", ""]

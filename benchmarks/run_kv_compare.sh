@@ -116,7 +116,7 @@ cleanup() {
 		fi
 	done
 	bench_pid="" server_pid=""
-	rm -rf "${dirs[@]+"${dirs[@]}"}" "$lines"
+	rm -rf "${dirs[@]+"${dirs[@]}"}" "$lines" "$lines.one"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -135,25 +135,30 @@ echo "$prog: tmpfs medium $tmpfs_dir ($tmpfs_fs), disk medium $disk_dir ($disk_f
 
 status=0
 # run NAME CMD...: one benchmark process into $lines, within the limit; a
-# killed one leaves a line saying so. In the background, so that Ctrl-C
-# interrupts the wait at once (timeout runs it in a process group of its
-# own, which the terminal's signal does not reach).
+# killed one leaves a line saying so. Each line gets the 1-minute load
+# average at the process's end ("load_avg_1m"): other work on the machine
+# moves the numbers, and the report shows by how much it was there. In the
+# background, so that Ctrl-C interrupts the wait at once (timeout runs it
+# in a process group of its own, which the terminal's signal does not
+# reach).
 run() {
-	local name="$1" rc=0
+	local name="$1" rc=0 load _
 	shift
 	echo "$prog: $*" >&2
-	timeout --signal=KILL "$limit" "$@" >>"$lines" &
+	timeout --signal=KILL "$limit" "$@" >"$lines.one" &
 	bench_pid=$!
 	wait "$bench_pid" || rc=$?
 	bench_pid=""
+	read -r load _ </proc/loadavg
+	if [ "$rc" = 137 ]; then
+		printf '{"bench":"%s","killed_after_s":%s,"ok":false}\n' "$name" "$limit" >>"$lines.one"
+		# a killed kv_bench leaves its pools
+		rm -f "$tmpfs_dir"/kv_bench.* "$disk_dir"/kv_bench.*
+	fi
+	sed "s/^{/{\"load_avg_1m\":$load,/" "$lines.one" >>"$lines"
 	if [ "$rc" != 0 ]; then
 		status=1
 		echo "$prog: exit status $rc" >&2
-		if [ "$rc" = 137 ]; then
-			printf '{"bench":"%s","killed_after_s":%s,"ok":false}\n' "$name" "$limit" >>"$lines"
-			# a killed kv_bench leaves its pools
-			rm -f "$tmpfs_dir"/kv_bench.* "$disk_dir"/kv_bench.*
-		fi
 	fi
 }
 
