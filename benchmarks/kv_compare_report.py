@@ -203,8 +203,9 @@ def workload_table(ix, wl):
             if m != rm:
                 vs_redis = [x + " (tmpfs)" if x != "-" else x for x in vs_redis]
             vs_mc = fmt(ratio(ix.get(s, m, wl, t, "get"), ix.get("memcached", "none", wl, t, "get")))
-            out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-                NAME[s], m, t, lat[0], lat[1], fmt_rate(ix.get(s, m, wl, t, "all", "ops_per_s")),
+            flag = "" if ix.get(s, m, wl, t, "all", "ok") else " (!)"
+            out.append("| %s%s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                NAME[s], flag, m, t, lat[0], lat[1], fmt_rate(ix.get(s, m, wl, t, "all", "ops_per_s")),
                 vs_redis[0], vs_redis[1], vs_mc, fmt(ix.get(s, m, wl, t, "all", "load_avg_1m"),
                                                       1)))
     return out
@@ -290,7 +291,9 @@ def markdown(ix, rows, runs, context):
     if versions:
         out.append("")
         out.append("Servers: %s (Debian packages), started by the script on free loopback "
-                   "ports and pinned to CPU %s; the clients run on the other CPU." % (
+                   "ports and pinned to CPU %s, as are the echo thread and, over `ofi+tcp`, "
+                   "our nodes' progress threads; their clients run on the other CPU (ours "
+                   "over `local:` and the memory floor use both)." % (
                        ", ".join(versions), context.get("servers_cpu", "?")))
     out += [
         "",
@@ -332,7 +335,8 @@ def markdown(ix, rows, runs, context):
                    "to durable Redis on the same medium (rows without a medium: to Redis on "
                    "tmpfs) and of the get p50 to memcached's, at the same thread count "
                    "(below 1: faster); the machine's 1-minute load average when the row's "
-                   "process ended (2 CPUs: above 2, other work competed for them).")
+                   "process ended (2 CPUs: above 2, other work competed for them). (!): the "
+                   "run had errors or a client that did not open, see \"What went wrong\".")
         out.append("")
         out += workload_table(ix, wl)
     out += ["", "## Busy-polled against blocking clients", ""]
