@@ -831,8 +831,11 @@ TEST_F(NodeServe, PortInUse)
 	sc.host = "127.0.0.1";
 	sc.backends = 1u << 7;
 	EXPECT_EQ(rdma_node_serve(node_, &sc), -EINVAL);
-	// After all that, serving works.
 	sc.backends = 0;
+	sc.poll = static_cast<rdma_node_poll>(7);
+	EXPECT_EQ(rdma_node_serve(node_, &sc), -EINVAL);
+	sc.poll = RDMA_NODE_POLL_BUSY;
+	// After all that, serving works.
 	sc.port = 0;
 	EXPECT_EQ(rdma_node_serve(node_, &sc), 0);
 }
