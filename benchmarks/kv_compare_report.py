@@ -315,10 +315,10 @@ def markdown(ix, rows, runs, context):
         "",
         "**Reading the numbers.** %s. The servers have one core; with 4 client threads on the "
         "other core, busy-polling clients take turns at the scheduler's pace. Over `ofi+tcp` "
-        "our three nodes' progress threads share the servers' core: each spins for a while "
-        "after serving a request before it yields, so a round trip to a majority waits for "
-        "the spins of the others; that, not the network or the protocol, sets the `ofi+tcp` "
-        "rows (benchmarks/README.md). The `ofi+tcp` clients warmed their location cache "
+        "our three nodes' progress threads share the servers' core; they poll while "
+        "requests come and sleep on the provider's wait fd when none do (`dmkv-node --poll "
+        "adaptive`, the default), and a round trip waits for the majority's threads to be "
+        "scheduled and woken. The `ofi+tcp` clients warmed their location cache "
         "with the most popular keys only (a get of every key over tcp costs minutes here); "
         "their cache misses are under \"What went wrong\"." % context.get(
             "note", "machine unknown").capitalize(),

@@ -90,7 +90,9 @@ private:
 // msync of the range). Transport "local": clients reach them as
 // local:<pool> (the client thread does every load, CAS and flush itself);
 // "tcp": each node also serves ofi+tcp on 127.0.0.1 (TCP backend only, one
-// busy-polling progress thread per node, in this process -- not daemons).
+// progress thread per node, in this process -- not daemons; the node's
+// default poll mode, adaptive: it polls while requests come and sleeps on
+// the provider's wait fd when none do, as dmkv-node does).
 class Nodes {
 public:
 	~Nodes() { Close(); }
@@ -224,10 +226,10 @@ private:
 	std::vector<std::string> uris_, local_uris_;
 };
 
-// CPUs (--pin): with tcp, every node's progress thread busy-polls, and so
-// does every client waiting for a round; on a 2-core machine a node thread
-// that shares a core with a spinning client waits for the scheduler tick
-// (4 ms) on every round. Split: the nodes' threads (created inside
+// CPUs (--pin): with tcp, every node's progress thread polls while it is
+// busy, and every client spins while it waits for a round; on a 2-core
+// machine a node thread that shares a core with a spinning client can wait
+// for the scheduler tick (4 ms) on a round. Split: the nodes' threads (created inside
 // rdma_node_serve, which inherit the creating thread's CPU mask) on the
 // last CPU, the clients on the others. Use: Split() (if wanted) before the
 // nodes are made, Clients() after (this thread and the clients it starts
