@@ -4,63 +4,51 @@
 #ifndef BENCHMARKS_ZIPF_H
 #define BENCHMARKS_ZIPF_H
 
-#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 
+#include "kv/tools/dmkv/ycsb.h"
+
 namespace bench {
 
-// Zipfian record numbers in [0, n) with parameter theta (Gray et al.,
-// "Quickly generating billion-record synthetic databases", SIGMOD'94; the
-// method of YCSB's ZipfianGenerator): record 0 is the most popular. zeta(n)
-// is computed once per (n, theta) and process. Next() takes any generator
-// whose Next() returns 64 uniform bits, and is const: one Zipf may be
-// shared by threads with generators of their own.
+// Zipfian record numbers in [0, n) with parameter theta: record 0 is the
+// most popular. The distribution is dmkv's (kv/tools/dmkv/ycsb.h,
+// dmkv_ycsb_zipf: Gray et al., "Quickly generating billion-record synthetic
+// databases", SIGMOD'94, the method of YCSB's ZipfianGenerator), so the
+// benchmarks and `dmkv bench` draw the same skew. zeta(n) is computed once
+// per (n, theta) and process. Next() takes any generator whose Next()
+// returns 64 uniform bits, and is const: one Zipf may be shared by threads
+// with generators of their own.
 class Zipf {
  public:
-	Zipf(uint64_t n, double theta) : n_(n)
-	{
-		const double zeta2 = 1.0 + std::pow(0.5, theta);
-		zetan_ = Zeta(n, theta);
-		alpha_ = 1.0 / (1.0 - theta);
-		eta_ = (1.0 - std::pow(2.0 / static_cast<double>(n), 1.0 - theta)) /
-			(1.0 - zeta2 / zetan_);
-		half_pow_ = 1.0 + std::pow(0.5, theta);
-	}
+	Zipf(uint64_t n, double theta) : ks_(Keyspace(n, theta)) {}
 	template <class Gen>
 	uint64_t Next(Gen &rng) const
 	{
-		const double u = static_cast<double>(rng.Next() >> 11) * 0x1.0p-53;
-		const double uz = u * zetan_;
-		if (uz < 1.0)
-			return 0;
-		if (uz < half_pow_)
-			return 1;
-		uint64_t r = static_cast<uint64_t>(static_cast<double>(n_) *
-			std::pow(eta_ * u - eta_ + 1.0, alpha_));
-		return r < n_ ? r : n_ - 1;
+		return dmkv_ycsb_zipf(ks_, static_cast<double>(rng.Next() >> 11) * 0x1.0p-53);
 	}
 
  private:
-	static double Zeta(uint64_t n, double theta)
+	// The constants of (n, theta), made once per process and kept.
+	static const dmkv_ycsb_keyspace *Keyspace(uint64_t n, double theta)
 	{
 		static std::mutex mu;
-		static std::map<std::pair<uint64_t, double>, double> cache;
+		static std::map<std::pair<uint64_t, double>, std::unique_ptr<dmkv_ycsb_keyspace>> cache;
 		std::lock_guard<std::mutex> lk(mu);
-		auto it = cache.find({ n, theta });
-		if (it != cache.end())
-			return it->second;
-		double s = 0;
-		for (uint64_t i = 1; i <= n; i++)
-			s += 1.0 / std::pow(static_cast<double>(i), theta);
-		cache[{ n, theta }] = s;
-		return s;
+		auto &ks = cache[{ n, theta }];
+		if (!ks) {
+			ks.reset(new dmkv_ycsb_keyspace);
+			if (dmkv_ycsb_keyspace_init(ks.get(), n, theta) != 0)
+				std::abort(); // the benchmarks pass n >= 1, 0 < theta < 1
+		}
+		return ks.get();
 	}
 
-	uint64_t n_;
-	double zetan_, alpha_, eta_, half_pow_;
+	const dmkv_ycsb_keyspace *ks_;
 };
 
 } // namespace bench

@@ -153,13 +153,9 @@ dmkv_ycsb_below(struct dmkv_ycsb_gen *g, uint64_t n)
 	return (uint64_t)(((unsigned __int128)dmkv_ycsb_rand(g) * n) >> 64);
 }
 
-/* dmkv_ycsb_zipf_rank -- a zipfian rank in [0, ks->loaded), 0 the most
- * popular (the file comment) */
-static uint64_t
-dmkv_ycsb_zipf_rank(struct dmkv_ycsb_gen *g)
+uint64_t
+dmkv_ycsb_zipf(const struct dmkv_ycsb_keyspace *ks, double u)
 {
-	const struct dmkv_ycsb_keyspace *ks = g->ks;
-	double u = dmkv_ycsb_unit(g);
 	double uz = u * ks->zetan;
 	uint64_t r;
 
@@ -170,6 +166,14 @@ dmkv_ycsb_zipf_rank(struct dmkv_ycsb_gen *g)
 	r = (uint64_t)((double)ks->loaded * pow(ks->eta * u - ks->eta + 1.0, ks->alpha));
 	/* u close to 1 may round up to n. */
 	return r < ks->loaded ? r : ks->loaded - 1;
+}
+
+/* dmkv_ycsb_zipf_rank -- a zipfian rank in [0, ks->loaded), 0 the most
+ * popular (the file comment) */
+static uint64_t
+dmkv_ycsb_zipf_rank(struct dmkv_ycsb_gen *g)
+{
+	return dmkv_ycsb_zipf(g->ks, dmkv_ycsb_unit(g));
 }
 
 /* dmkv_ycsb_fnv1a -- FNV-1a 64 of @v's eight bytes, least significant

@@ -149,6 +149,15 @@ struct dmkv_ycsb_keyspace {
  */
 int dmkv_ycsb_keyspace_init(struct dmkv_ycsb_keyspace *ks, uint64_t records, double theta);
 
+/**
+ * dmkv_ycsb_zipf -- the zipfian rank in [0, ks->loaded) (0 the most popular;
+ * Gray et al.'s method, the file comment) of a uniform @u in [0, 1): what
+ * the generators draw, for callers with random streams of their own (the
+ * C++ benchmarks' benchmarks/zipf.h).
+ * Return: the rank. Thread-safety: reads @ks's constants only; any thread.
+ */
+uint64_t dmkv_ycsb_zipf(const struct dmkv_ycsb_keyspace *ks, double u);
+
 /* One thread's request generator. */
 struct dmkv_ycsb_gen {
 	const struct dmkv_ycsb_workload *w;
