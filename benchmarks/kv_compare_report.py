@@ -31,13 +31,10 @@ Exit status: 0 done; 2 bad usage or no usable input; 3 CSV and markdown
 written but plots skipped (no matplotlib).
 """
 
-import csv
 import math
-import os
 import sys
 
-from report_util import (EXIT_NO_PLOTS, EXIT_OK, EXIT_USAGE, fmt, fmt_rate, header, load_docs,
-                         parse_args, pyplot, save_figure, write_lines)
+from report_util import fmt, fmt_rate, header, parse_args, save_figure
 import report_util
 
 # Display order and names.
@@ -387,33 +384,7 @@ def plot(plt, ix, outdir):
 
 def main(argv):
     args = parse_args(argv, "kv_compare_report", __doc__, "kv_compare.json")
-    paths = args.inputs or [os.path.join(args.results, "kv_compare.json")]
-    runs, context = [], {}
-    for _, doc in load_docs(paths):
-        context = context or doc.get("context", {})
-        runs.extend(doc.get("runs", []))
-    if not runs:
-        log("no runs in %s" % ", ".join(paths))
-        return EXIT_USAGE
-    outdir = args.out or args.results
-    os.makedirs(outdir, exist_ok=True)
-    rows = rows_of(runs)
-    path = os.path.join(outdir, "kv_compare_runs.csv")
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=COLS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
-    log("wrote %s (%d rows)" % (path, len(rows)))
-    ix = Index(rows)
-    write_lines(markdown(ix, rows, runs, context), os.path.join(outdir, "kv_compare_report.md"))
-    if args.no_plots:
-        return EXIT_OK
-    plt = pyplot()
-    if plt is None:
-        return EXIT_NO_PLOTS
-    plot(plt, ix, outdir)
-    return EXIT_OK
+    return report_util.report_lines(args, "kv_compare", rows_of, COLS, Index, markdown, plot)
 
 
 if __name__ == "__main__":

@@ -39,13 +39,12 @@ written but plots skipped (no matplotlib).
 """
 
 import argparse
-import csv
 import json
 import os
 import sys
 
-from report_util import (EXIT_NO_PLOTS, EXIT_OK, EXIT_USAGE, axis_threads, fmt, fmt_rate,
-                         header, pyplot, save_figure, write_lines)
+from report_util import (EXIT_NO_PLOTS, EXIT_OK, axis_threads, fmt, fmt_rate, header, pyplot,
+                         save_figure)
 import report_util
 
 SYSTEMS = ["swarm", "abd", "raw"]
@@ -439,33 +438,7 @@ def main(argv):
     p.add_argument("--out", default=None, help="output directory (default: --results)")
     p.add_argument("--no-plots", action="store_true")
     args = p.parse_args(argv)
-    paths = args.inputs or [os.path.join(args.results, "kv.json")]
-    runs, context = [], {}
-    for _, doc in report_util.load_docs(paths):
-        context = context or doc.get("context", {})
-        runs.extend(doc.get("runs", []))
-    if not runs:
-        log("no runs in %s" % ", ".join(paths))
-        return EXIT_USAGE
-    outdir = args.out or args.results
-    os.makedirs(outdir, exist_ok=True)
-    rows = rows_of(runs)
-    path = os.path.join(outdir, "kv_runs.csv")
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=COLS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
-    log("wrote %s (%d rows)" % (path, len(rows)))
-    ix = Index(rows)
-    write_lines(markdown(ix, rows, runs, context), os.path.join(outdir, "kv_report.md"))
-    if args.no_plots:
-        return EXIT_OK
-    plt = pyplot()
-    if plt is None:
-        return EXIT_NO_PLOTS
-    plot(plt, ix, outdir)
-    return EXIT_OK
+    return report_util.report_lines(args, "kv", rows_of, COLS, Index, markdown, plot)
 
 
 if __name__ == "__main__":

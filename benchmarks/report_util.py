@@ -230,6 +230,43 @@ def save_figure(plt, fig, outdir, name):
     log("wrote %s" % path)
 
 
+def report_lines(args, stem, rows_of, cols, index_of, markdown, plot):
+    """The report of a command-line benchmark's JSON document(s) (kv_bench,
+    kv_index_bench, kv_compare_bench): its runs (args.inputs, default
+    <args.results>/<stem>.json) as rows into <stem>_runs.csv, the markdown
+    report <stem>_report.md and the plots, in args.out (default
+    args.results). rows_of(runs) gives the rows, index_of(rows) what
+    markdown(index, rows, runs, context) and plot(plt, index, outdir) take.
+    Returns the exit status."""
+    paths = args.inputs or [os.path.join(args.results, stem + ".json")]
+    runs, context = [], {}
+    for _, doc in load_docs(paths):
+        context = context or doc.get("context", {})
+        runs.extend(doc.get("runs", []))
+    if not runs:
+        log("no runs in %s" % ", ".join(paths))
+        return EXIT_USAGE
+    outdir = args.out or args.results
+    os.makedirs(outdir, exist_ok=True)
+    rows = rows_of(runs)
+    path = os.path.join(outdir, stem + "_runs.csv")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    log("wrote %s (%d rows)" % (path, len(rows)))
+    ix = index_of(rows)
+    write_lines(markdown(ix, rows, runs, context), os.path.join(outdir, stem + "_report.md"))
+    if args.no_plots:
+        return EXIT_OK
+    plt = pyplot()
+    if plt is None:
+        return EXIT_NO_PLOTS
+    plot(plt, ix, outdir)
+    return EXIT_OK
+
+
 def pyplot():
     """matplotlib.pyplot on the Agg backend, or None if unavailable."""
     try:
