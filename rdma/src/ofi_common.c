@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -427,6 +428,97 @@ ofi_cq_open(struct rdma__ofi *o, bool wait)
 }
 
 /*
+ * Naming shm endpoints. The shm provider names a region after the process id
+ * and an endpoint index unless told otherwise, and a SIGKILLed process leaves
+ * its region in /dev/shm. A later process that happens to get the same pid
+ * then finds a region whose recorded owner (itself) is alive and fi_enable
+ * fails with -FI_EBUSY: with pid_max at 32768 that happens within one test run
+ * (found by CI). So every shm endpoint is named here by pid, the process's
+ * start time (pid and start time name a process uniquely until reboot) and a
+ * per-process counter, and opening one first unlinks the regions of our own
+ * naming whose process is gone, so crashed daemons and clients do not leak
+ * their 16 MiB regions either.
+ */
+#define OFI_SHM_PREFIX "dmem-"
+
+/*
+ * ofi_proc_start -- start time of process @pid in clock ticks since boot.
+ * Return: 0 and *@start; -1 if there is no such process.
+ */
+static int
+ofi_proc_start(long pid, unsigned long long *start)
+{
+	char path[64], buf[1024];
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* field 2 is "(comm)" and may hold spaces: count from its end; the
+	 * start time is field 22, the 20th after it */
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	for (int field = 2; field < 22 && p != NULL; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", start) != 1)
+		return -1;
+	return 0;
+}
+
+/*
+ * ofi_shm_sweep -- unlink the shm regions named by ofi_shm_name whose
+ * process is gone. Best effort: a region that cannot be removed stays.
+ */
+static void
+ofi_shm_sweep(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		unsigned long long start, now;
+		long pid;
+		char path[300];
+
+		if (sscanf(e->d_name, OFI_SHM_PREFIX "%ld-%llu-", &pid,
+				&start) != 2)
+			continue;
+		if (ofi_proc_start(pid, &now) == 0 && now == start)
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		(void)unlink(path);
+	}
+	closedir(d);
+}
+
+/*
+ * ofi_shm_name -- name shm endpoint @ep uniquely until reboot (see above).
+ * Return: 0; a negative libfabric code.
+ */
+static int
+ofi_shm_name(struct fid_ep *ep)
+{
+	static atomic_uint next;
+	unsigned long long start = 0;
+	char name[96];
+
+	ofi_shm_sweep();
+	(void)ofi_proc_start((long)getpid(), &start);
+	snprintf(name, sizeof(name), OFI_SHM_PREFIX "%ld-%llu-%u",
+		(long)getpid(), start, atomic_fetch_add(&next, 1));
+	return fi_setname(&ep->fid, name, strlen(name) + 1);
+}
+
+/*
  * rdma__ofi_open -- open an endpoint on @prov into *@o.
  */
 int
@@ -488,6 +580,11 @@ rdma__ofi_open(struct rdma__ofi *o, enum rdma__ofi_prov prov,
 	ret = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (ret != 0)
 		goto fail_fi;
+	if (prov == RDMA__OFI_SHM) {
+		ret = ofi_shm_name(o->ep);
+		if (ret != 0)
+			goto fail_fi;
+	}
 	if ((flags & RDMA__OFI_RMA_EVENTS) && (o->info->caps & FI_RMA_EVENT)) {
 		struct fi_cntr_attr cntr_attr;
 

@@ -13,6 +13,7 @@
 // Child processes are this binary run again (/proc/self/exe --child ROLE),
 // so each starts with a fresh libfabric; the parent waits for each with a
 // bound and kills it on overrun. Every loop is bounded in count.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -389,6 +390,24 @@ TEST_P(OfiMultiProcTest, ReadersNeverSeeMetadataAheadOfBuffer)
 // A persist acknowledged before the node is SIGKILLed survives: the node
 // restarts from its pool on the same port, the client reconnects and reads
 // the data back. The old connection's next batch fails, bounded.
+// The shm regions in /dev/shm that name process @pid as their owner.
+unsigned ShmRegionsOf(pid_t pid)
+{
+	const std::string prefix = "dmem-" + std::to_string(pid) + "-";
+	unsigned n = 0;
+	DIR *d = opendir("/dev/shm");
+
+	if (d == nullptr)
+		return 0;
+	while (struct dirent *e = readdir(d))
+		n += strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+	closedir(d);
+	return n;
+}
+
+// Also: a SIGKILLed shm daemon's region does not outlive it for long (the
+// next shm endpoint opened sweeps it), and a region left by a dead process
+// can never block a later process that gets the same pid.
 TEST_P(OfiMultiProcTest, KilledNodeRestartsWithPersistedData)
 {
 	rdmatest::NodeProcess first(DaemonOptions(Name("mp_kill")));
@@ -417,7 +436,12 @@ TEST_P(OfiMultiProcTest, KilledNodeRestartsWithPersistedData)
 	ASSERT_EQ(rdma_execute(c, &b), 0);
 	EXPECT_EQ(old, 0u);
 
+	const pid_t first_pid = first.Pid();
 	EXPECT_EQ(first.Kill(SIGKILL), 128 + SIGKILL);
+	// The shm endpoint of the killed daemon left its region behind.
+	if (GetParam() == "shm") {
+		EXPECT_GT(ShmRegionsOf(first_pid), 0u);
+	}
 
 	uint64_t meta = 0;
 	rdma_batch_init(&b);
@@ -438,6 +462,8 @@ TEST_P(OfiMultiProcTest, KilledNodeRestartsWithPersistedData)
 	}
 	ASSERT_TRUE(started) << err;
 	ASSERT_EQ(second.Port(), port);
+	// ... which the next shm endpoint opened on this host removed.
+	EXPECT_EQ(ShmRegionsOf(first_pid), 0u);
 
 	ASSERT_EQ(rdma_conn_reconnect(c), 0);
 	std::vector<uint64_t> back(kWords);
