@@ -433,11 +433,13 @@ ofi_cq_open(struct rdma__ofi *o, bool wait)
  * its region in /dev/shm. A later process that happens to get the same pid
  * then finds a region whose recorded owner (itself) is alive and fi_enable
  * fails with -FI_EBUSY: with pid_max at 32768 that happens within one test run
- * (found by CI). So every shm endpoint is named here by pid, the process's
- * start time (pid and start time name a process uniquely until reboot) and a
- * per-process counter, and opening one first unlinks the regions of our own
- * naming whose process is gone, so crashed daemons and clients do not leak
- * their 16 MiB regions either.
+ * (found by CI). So every shm endpoint is named here by its pid namespace,
+ * pid, the process's start time (together they name a process uniquely until
+ * reboot) and a per-process counter, and opening one first unlinks the
+ * regions of our own naming, in our pid namespace, whose process is gone, so
+ * crashed daemons and clients do not leak their 16 MiB regions either. (A
+ * region named in another pid namespace that shares /dev/shm is left alone:
+ * its pids mean nothing here.)
  */
 #define OFI_SHM_PREFIX "dmem-"
 
@@ -473,11 +475,29 @@ ofi_proc_start(long pid, unsigned long long *start)
 }
 
 /*
+ * ofi_pid_ns -- the inode number of this process's pid namespace (0 if
+ * unknown).
+ */
+static unsigned long long
+ofi_pid_ns(void)
+{
+	char link[64];
+	unsigned long long ino = 0;
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+
+	if (n > 0) {
+		link[n] = '\0';
+		(void)sscanf(link, "pid:[%llu]", &ino);
+	}
+	return ino;
+}
+
+/*
  * ofi_shm_sweep -- unlink the shm regions named by ofi_shm_name whose
  * process is gone. Best effort: a region that cannot be removed stays.
  */
 static void
-ofi_shm_sweep(void)
+ofi_shm_sweep(unsigned long long ns)
 {
 	DIR *d = opendir("/dev/shm");
 	struct dirent *e;
@@ -485,12 +505,12 @@ ofi_shm_sweep(void)
 	if (d == NULL)
 		return;
 	while ((e = readdir(d)) != NULL) {
-		unsigned long long start, now;
+		unsigned long long their_ns, start, now;
 		long pid;
 		char path[300];
 
-		if (sscanf(e->d_name, OFI_SHM_PREFIX "%ld-%llu-", &pid,
-				&start) != 2)
+		if (sscanf(e->d_name, OFI_SHM_PREFIX "%llu-%ld-%llu-", &their_ns,
+				&pid, &start) != 3 || their_ns != ns)
 			continue;
 		if (ofi_proc_start(pid, &now) == 0 && now == start)
 			continue;
@@ -508,12 +528,12 @@ static int
 ofi_shm_name(struct fid_ep *ep)
 {
 	static atomic_uint next;
-	unsigned long long start = 0;
-	char name[96];
+	unsigned long long ns = ofi_pid_ns(), start = 0;
+	char name[128];
 
-	ofi_shm_sweep();
+	ofi_shm_sweep(ns);
 	(void)ofi_proc_start((long)getpid(), &start);
-	snprintf(name, sizeof(name), OFI_SHM_PREFIX "%ld-%llu-%u",
+	snprintf(name, sizeof(name), OFI_SHM_PREFIX "%llu-%ld-%llu-%u", ns,
 		(long)getpid(), start, atomic_fetch_add(&next, 1));
 	return fi_setname(&ep->fid, name, strlen(name) + 1);
 }

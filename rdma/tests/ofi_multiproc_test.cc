@@ -393,14 +393,19 @@ TEST_P(OfiMultiProcTest, ReadersNeverSeeMetadataAheadOfBuffer)
 // The shm regions in /dev/shm that name process @pid as their owner.
 unsigned ShmRegionsOf(pid_t pid)
 {
-	const std::string prefix = "dmem-" + std::to_string(pid) + "-";
+	// dmem-NS-PID-START-N (rdma/src/ofi_common.c)
+	const std::string mid = "-" + std::to_string(pid) + "-";
 	unsigned n = 0;
 	DIR *d = opendir("/dev/shm");
 
 	if (d == nullptr)
 		return 0;
-	while (struct dirent *e = readdir(d))
-		n += strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+	while (struct dirent *e = readdir(d)) {
+		if (strncmp(e->d_name, "dmem-", 5) != 0)
+			continue;
+		const char *ns_end = strchr(e->d_name + 5, '-');
+		n += ns_end != nullptr && strncmp(ns_end, mid.c_str(), mid.size()) == 0;
+	}
 	closedir(d);
 	return n;
 }

@@ -35,8 +35,8 @@
  *                     of data delivered over TCP is done on the memory node).
  *                     Either way one round trip; the counters say which.
  *                     ofi+shm endpoints (node and client) each hold a region
- *                     /dev/shm/dmem-PID-START-N; one left by a killed
- *                     process is removed by the next ofi+shm endpoint opened
+ *                     /dev/shm/dmem-NS-PID-START-N; one left by a
+ *                     killed process is removed by the next ofi+shm endpoint opened
  *                     on the host.
  *   verbs://H:P       rdma-core RC queue pair: the batch is one chained list
  *                     of work requests posted with one doorbell; persist is an
