@@ -198,6 +198,63 @@ TEST_F(IndexTest, RoundTripsWhileGrowing)
 	}
 }
 
+// Before every operation one or two members run their next batch but lose
+// the reply (the client cannot tell it ran): the operation's later rounds
+// meet its own earlier CASes. Results stay those of a std::map, and
+// nothing is unavailable.
+TEST_F(IndexTest, LostRepliesChangeNoResult)
+{
+	std::map<std::string, uint64_t> model;
+	std::mt19937_64 rng(11);
+	kv_index_close(&ix_);
+	cfg_->cfg.timeout_ms = 3000;
+	cfg_->cfg.conn.timeout_ms = 100;
+	ASSERT_EQ(kv_index_open(&ix_, &cfg_->cfg), 0) << pm_errormsg();
+	for (unsigned op = 0; op < 60; op++) {
+		const unsigned m = static_cast<unsigned>(rng() % 3);
+		ASSERT_EQ(kv__ix_test_inject_once(ix_, m, RDMA_FAULT_DROP_REPLY, 0), 0);
+		if (rng() % 2) {
+			ASSERT_EQ(kv__ix_test_inject_once(ix_, (m + 1) % 3, RDMA_FAULT_DROP_REPLY, 0), 0);
+		}
+		std::string k = Key(static_cast<unsigned>(rng() % 40));
+		uint64_t loc, got = 0, existing = 0;
+		auto it = model.find(k);
+		switch (rng() % 3) {
+		case 0: {
+			int ret = Insert(k, &loc, &existing);
+			if (it == model.end()) {
+				ASSERT_EQ(ret, 0) << op << " " << pm_errormsg();
+				model[k] = loc;
+			} else {
+				ASSERT_EQ(ret, KV_E_EXISTS) << op;
+				ASSERT_EQ(existing, it->second);
+			}
+			break;
+		}
+		case 1:
+			if (it != model.end()) {
+				ASSERT_EQ(kv_index_remove(ix_, k.data(), k.size(), it->second), 0)
+					<< op << " " << pm_errormsg();
+				model.erase(it);
+			}
+			break;
+		default: {
+			int ret = kv_index_lookup(ix_, k.data(), k.size(), &got);
+			ASSERT_EQ(ret, it == model.end() ? -ENOENT : 0) << op;
+			if (ret == 0) {
+				ASSERT_EQ(got, it->second);
+			}
+		}
+		}
+	}
+	EXPECT_EQ(Stats().unavailable, 0u);
+	for (const auto &[k, loc] : model) {
+		uint64_t got = 0;
+		ASSERT_EQ(kv_index_lookup(ix_, k.data(), k.size(), &got), 0) << k;
+		EXPECT_EQ(got, loc);
+	}
+}
+
 // With f = 1 of 3 nodes failing, cut off or slow, results stay those of a
 // std::map; with f + 1 failing, operations return KV_E_UNAVAILABLE (never
 // a wrong answer) and succeed again once a majority is back.

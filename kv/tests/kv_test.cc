@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,6 +332,87 @@ TEST_F(KvTest, StaleCachedLocationAfterDeleteAndReinsert)
 	Get(d, "k2", &ret);
 	EXPECT_EQ(ret, -ENOENT);
 	EXPECT_EQ(Update(d, "k2", "c"), -ENOENT);
+	kv_close(&d);
+}
+
+// A delete whose first round ran on the nodes but whose replies were lost
+// (RDMA_FAULT_DROP_REPLY on every store connection for one round) finds
+// its own tombstone when it asks again: that is not "deleted before", so
+// it deletes and reports 0, and the key is gone. (It reported -ENOENT.)
+TEST_F(KvTest, DeleteWhoseRepliesWereLostIsNotAbsent)
+{
+	kv_config cfg = cfg_;
+	cfg.conn.timeout_ms = 200; // the lost replies are given up soon
+	kv_client *d = nullptr;
+	ASSERT_EQ(kv_open(&d, &cfg), 0) << pm_errormsg();
+	for (int round = 0; round < 3; round++) {
+		const std::string k = "lost-" + std::to_string(round);
+		ASSERT_EQ(Insert(d, k, "v"), 0);
+		EXPECT_EQ(Get(d, k), "v"); // cached: the delete's first round is the store's
+		for (unsigned m = 0; m < 3; m++)
+			ASSERT_EQ(kv__st_test_inject_once(d, m, RDMA_FAULT_DROP_REPLY, 0), 0);
+		kv_stats before = Stats(d);
+		EXPECT_EQ(Delete(d, k), 0) << pm_errormsg();
+		kv_stats after = Stats(d);
+		EXPECT_GE(after.rounds - before.rounds, 2u) << "the first round was lost and retried";
+		int ret = 0;
+		Get(c_, k, &ret);
+		EXPECT_EQ(ret, -ENOENT);
+		EXPECT_EQ(Delete(c_, k), -ENOENT);
+	}
+	kv_close(&d);
+}
+
+// One client, every operation kind, and before each operation one or two
+// store members whose next round runs on the node but loses its reply: the
+// results are exactly those of a map (one client: no concurrency to
+// excuse anything), and nothing reports unavailable.
+TEST_F(KvTest, LostRepliesChangeNoResult)
+{
+	kv_config cfg = cfg_;
+	cfg.conn.timeout_ms = 100;
+	kv_client *d = nullptr;
+	ASSERT_EQ(kv_open(&d, &cfg), 0) << pm_errormsg();
+	std::map<std::string, std::string> model;
+	std::mt19937 rng(7);
+	for (int i = 0; i < 48; i++) {
+		const std::string k = "r" + std::to_string(rng() % 5);
+		const std::string v = "v" + std::to_string(i) + std::string(rng() % 300, 'x');
+		const bool has = model.count(k) != 0;
+		const unsigned m = rng() % 3;
+		ASSERT_EQ(kv__st_test_inject_once(d, m, RDMA_FAULT_DROP_REPLY, 0), 0);
+		if (rng() % 2) {
+			ASSERT_EQ(kv__st_test_inject_once(d, (m + 1) % 3, RDMA_FAULT_DROP_REPLY, 0), 0);
+		}
+		int ret = 0;
+		switch (rng() % 5) {
+		case 0:
+			EXPECT_EQ(Insert(d, k, v), has ? KV_E_EXISTS : 0) << i;
+			if (!has)
+				model[k] = v;
+			break;
+		case 1:
+			EXPECT_EQ(Update(d, k, v), has ? 0 : -ENOENT) << i;
+			if (has)
+				model[k] = v;
+			break;
+		case 2:
+			EXPECT_EQ(Put(d, k, v), 0) << i;
+			model[k] = v;
+			break;
+		case 3:
+			EXPECT_EQ(Get(d, k, &ret), has ? model[k] : "<" + std::string(kv_strerror(-ENOENT)) + ">")
+				<< i;
+			break;
+		default:
+			EXPECT_EQ(Delete(d, k), has ? 0 : -ENOENT) << i;
+			model.erase(k);
+			break;
+		}
+	}
+	EXPECT_EQ(Stats(d).unavailable, 0u);
+	for (const auto &[k, v] : model)
+		EXPECT_EQ(Get(c_, k), v);
 	kv_close(&d);
 }
 

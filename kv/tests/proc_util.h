@@ -145,6 +145,11 @@ private:
 		o.regions = regions_;
 		o.backends = "tcp";
 		o.extra = {"--durability", "msync", "--port", std::to_string(port)};
+		// KV_PROC_POLL=busy|adaptive picks the daemons' poll mode.
+		if (const char *poll = getenv("KV_PROC_POLL")) {
+			o.extra.push_back("--poll");
+			o.extra.push_back(poll);
+		}
 		return o;
 	}
 

@@ -176,7 +176,7 @@ rdma_conn_region(const struct rdma_conn *c, unsigned index,
 int
 rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault, uint32_t delay_us)
 {
-	if (fault > RDMA_FAULT_DELAY)
+	if (fault > RDMA_FAULT_DROP_REPLY)
 		return -EINVAL;
 	c->fault = fault;
 	c->delay_us = delay_us;
@@ -253,6 +253,13 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 	if (ret != 0)
 		return pm_error_set(conn_fail(c, ret), "rdma_post: %s backend: %s",
 			c->backend->name, pm_strerror(ret));
+	if (c->fault == RDMA_FAULT_DROP_REPLY) {
+		/* Run it to the end on the node, then forget the answer. */
+		while (c->backend->poll(c) == -EINPROGRESS &&
+			rdma__now_ns() - c->post_ns <= (uint64_t)c->timeout_ms * 1000000u)
+			rdma__cpu_relax();
+		c->state = RDMA__LOST;
+	}
 	return 0;
 }
 

@@ -50,7 +50,8 @@ enum rdma__conn_state {
 	RDMA__IDLE,      /* no batch in flight */
 	RDMA__DEFERRED,  /* posted under RDMA_FAULT_DELAY, not yet handed over */
 	RDMA__INFLIGHT,  /* handed to the backend */
-	RDMA__LOST,      /* posted under RDMA_FAULT_PARTITION: never completes */
+	RDMA__LOST,      /* posted under RDMA_FAULT_PARTITION or _DROP_REPLY:
+	                  * never completes */
 	RDMA__BROKEN,    /* failed in flight; reconnect needed */
 };
 

@@ -345,6 +345,19 @@ TEST(RdmaLocal, InjectedFaults)
 	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_NONE, 0), 0);
 	ASSERT_EQ(rdma_execute(c, &b), 0);
 	EXPECT_EQ(got, 1u);
+
+	// Dropped reply: the batch runs at once, the wait still times out.
+	uint64_t two = 2;
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_write(&b, 1, 0, &two, 8), 0);
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_DROP_REPLY, 0), 0);
+	ASSERT_EQ(rdma_post(c, &b), 0);
+	EXPECT_EQ(node.Bytes(kRegion1Off, 8), std::string(reinterpret_cast<const char *>(&two), 8));
+	EXPECT_EQ(rdma_poll(c), -EINPROGRESS);
+	EXPECT_EQ(rdma_wait(c), -ETIMEDOUT);
+	EXPECT_EQ(rdma_post(c, &b), RDMA_E_CONN);
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_NONE, 0), 0);
+	ASSERT_EQ(rdma_conn_reconnect(c), 0);
 	rdma_conn_close(&c);
 }
 

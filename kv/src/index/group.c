@@ -66,8 +66,25 @@ kv__ix_member_fault(struct kv_ix_member *m)
 	uint64_t req = __atomic_load_n(&m->fault_req, __ATOMIC_RELAXED);
 
 	if (req != m->fault_applied && m->conn != NULL &&
-		rdma_conn_inject(m->conn, (enum rdma_fault)(req >> 32), (uint32_t)req) == 0)
+		rdma_conn_inject(m->conn, (enum rdma_fault)(req >> 32 & 0xff),
+			(uint32_t)req) == 0) {
 		m->fault_applied = req;
+		/* healed when the next round begins */
+		if (req & KV_IX_FAULT_ONCE)
+			__atomic_compare_exchange_n(&m->fault_req, &req, 0, false,
+				__ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+int
+kv__ix_fault_request(struct kv_ix_group *g, unsigned i, enum rdma_fault fault,
+	uint32_t delay_us, uint64_t flags)
+{
+	if (i >= g->n)
+		return -EINVAL;
+	__atomic_store_n(&g->m[i].fault_req,
+		(flags & KV_IX_FAULT_ONCE) | (uint64_t)fault << 32 | delay_us, __ATOMIC_RELAXED);
+	return 0;
 }
 #endif
 

@@ -70,8 +70,9 @@ struct kv_ix_member {
 	bool background;            /* the batch in flight is a background commit */
 	int rc;                     /* result of the current round's batch */
 #ifdef KV_IX_TESTING
-	/* The fault a test asked for, fault << 32 | delay_us (atomic: any
-	 * thread), and the one applied to conn (its owner's). */
+	/* The fault a test asked for, KV_IX_FAULT_ONCE | fault << 32 |
+	 * delay_us (atomic: any thread), and the one applied to conn (its
+	 * owner's). */
 	uint64_t fault_req, fault_applied;
 #endif
 	struct rdma_batch batch;
@@ -247,9 +248,20 @@ int kv__ix_unclaim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_
 	uint64_t deadline_ns);
 
 #ifdef KV_IX_TESTING
+/* A fault for one round: the member's connection suffers it in the next
+ * round that begins, and is healed in the round after. */
+#define KV_IX_FAULT_ONCE (1ull << 40)
+
 /* kv__ix_member_fault -- apply the fault a test asked for to @m's
  * connection, if it changed (the thread that owns @m now). */
 void kv__ix_member_fault(struct kv_ix_member *m);
+
+/* kv__ix_fault_request -- ask for @fault (with @delay_us, and
+ * KV_IX_FAULT_ONCE in @flags for one round only) on member @i of @g from
+ * its next round on. Return: 0; -EINVAL for a bad member. Thread-safety:
+ * any thread. */
+int kv__ix_fault_request(struct kv_ix_group *g, unsigned i, enum rdma_fault fault,
+	uint32_t delay_us, uint64_t flags);
 #endif
 
 /**

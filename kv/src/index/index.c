@@ -834,11 +834,14 @@ int
 kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fault,
 	uint32_t delay_us)
 {
-	if (member >= ix->g.n)
-		return -EINVAL;
-	__atomic_store_n(&ix->g.m[member].fault_req, (uint64_t)fault << 32 | delay_us,
-		__ATOMIC_RELAXED);
-	return 0;
+	return kv__ix_fault_request(&ix->g, member, fault, delay_us, 0);
+}
+
+int
+kv__ix_test_inject_once(struct kv_index *ix, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us)
+{
+	return kv__ix_fault_request(&ix->g, member, fault, delay_us, KV_IX_FAULT_ONCE);
 }
 
 int

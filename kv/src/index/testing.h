@@ -24,6 +24,15 @@ int kv__ix_test_inject(struct kv_index *ix, unsigned member, enum rdma_fault fau
 	uint32_t delay_us);
 
 /**
+ * kv__ix_test_inject_once -- as kv__ix_test_inject, for the next round
+ * that begins only: the round after heals it.
+ * Return: 0; -EINVAL for a bad member.
+ * Thread-safety: any thread.
+ */
+int kv__ix_test_inject_once(struct kv_index *ix, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us);
+
+/**
  * kv__ix_test_set_timeout -- the handle's operation timeout from now on
  * (opening needs a longer one than the races a test provokes).
  * Return: nothing (void). Thread-safety: the handle's thread.

@@ -528,6 +528,13 @@ kv__st_test_no_verify(struct kv_client *c, bool on)
 {
 	c->test_no_verify = on;
 }
+
+int
+kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us)
+{
+	return kv__ix_fault_request(&c->g, member, fault, delay_us, KV_IX_FAULT_ONCE);
+}
 #endif
 
 /* The clock, in ticks since the store's epoch, with this client's skew

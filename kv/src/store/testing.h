@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include <kv/kv.h>
+#include <rdma/rdma.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,6 +23,17 @@ extern "C" {
  * Return: nothing (void). Thread-safety: the handle's thread.
  */
 void kv__st_test_no_verify(struct kv_client *c, bool on);
+
+/**
+ * kv__st_test_inject_once -- make the client's store connection to member
+ * @member suffer @fault (rdma_conn_inject) in the next round that begins,
+ * and heal it in the round after (the index's connections are not
+ * touched).
+ * Return: 0; -EINVAL for a bad member.
+ * Thread-safety: any thread.
+ */
+int kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us);
 
 #ifdef __cplusplus
 }

@@ -306,6 +306,10 @@ enum rdma_fault {
 	RDMA_FAULT_PARTITION, /* posts are accepted but never delivered: the
 	                       * wait times out and nothing executes */
 	RDMA_FAULT_DELAY,     /* each batch is delivered delay_us after its post */
+	RDMA_FAULT_DROP_REPLY, /* each batch runs on the node at its post, but
+	                        * its completion never arrives: the wait times
+	                        * out, and the client cannot tell that it ran
+	                        * (a reply lost with the connection) */
 };
 
 /**
