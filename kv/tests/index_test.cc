@@ -3,7 +3,9 @@
 // sequential semantics against std::map (with splits), round trips on the
 // counters, faults of up to f nodes and of f+1, reopen, bad input, damaged
 // words.
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -437,11 +439,24 @@ TEST_F(IndexTest, DamagedWordsAreNotFollowed)
 // so fast rounds collide and classic rounds, splits and helping happen):
 // the history is linearizable.
 void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
-	unsigned timeout_ms = 5000, bool tcp = false)
+	unsigned timeout_ms = 5000, bool tcp = false, bool any_remover = false,
+	bool one_round_faults = false)
 {
 	const std::vector<std::string> uris = tcp ? group->TcpUris() : group->Uris();
-	constexpr unsigned kOps = 300, kKeys = 24;
+	constexpr unsigned kOps = 300;
+	const unsigned kKeys = any_remover ? 4 : 24;
 	lincheck::Recorder<lincheck::IndexOp> rec(kThreads, kOps);
+	// With @any_remover, the removes are pending in the history; what
+	// the store needs of them is checked here: a mapping whose remove
+	// returned is never found by an operation invoked after that.
+	std::mutex gone_mu;
+	std::map<uint64_t, uint64_t> gone_at; // location -> when its remove returned
+	std::atomic<uint64_t> clock{1};
+	auto found_after_gone = [&](uint64_t loc, uint64_t invoked) {
+		std::lock_guard<std::mutex> lock(gone_mu);
+		auto it = gone_at.find(loc);
+		return it != gone_at.end() && it->second < invoked;
+	};
 	std::vector<std::thread> threads;
 	for (unsigned t = 0; t < kThreads; t++) {
 		threads.emplace_back([&, t] {
@@ -451,6 +466,8 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 			// hashing) may take long, under TSan most of all; the
 			// operations then get @timeout_ms.
 			cfg.cfg.timeout_ms = 60000;
+			if (one_round_faults)
+				cfg.cfg.conn.timeout_ms = 30;
 			kv_index *ix = nullptr;
 			ASSERT_EQ(kv_index_open(&ix, &cfg.cfg), 0) << pm_errormsg();
 			kv__ix_test_set_timeout(ix, timeout_ms);
@@ -462,6 +479,12 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 			std::mt19937_64 rng(100 + t);
 			std::vector<std::pair<uint64_t, uint64_t>> mine; // (key, loc)
 			for (unsigned op = 0; op < kOps; op++) {
+				if (one_round_faults && rng() % 3 == 0) {
+					const rdma_fault kinds[] = { RDMA_FAULT_DROP_REPLY, RDMA_FAULT_FAIL,
+						RDMA_FAULT_DELAY };
+					ASSERT_EQ(kv__ix_test_inject_once(ix, static_cast<unsigned>(rng() % 3),
+						kinds[rng() % 3], 60000), 0);
+				}
 				uint64_t key = rng() % kKeys, got = 0;
 				std::string k = Key(static_cast<unsigned>(key));
 				unsigned kind = static_cast<unsigned>(rng() % 3);
@@ -469,7 +492,10 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 					uint64_t loc = KeyStore::Loc(4 + t, op);
 					ASSERT_TRUE(ks.Put(loc, k));
 					auto id = h.invoke(lincheck::IndexOp::insert(key, loc));
+					const uint64_t invoked = clock++;
 					int ret = kv_index_insert(ix, k.data(), k.size(), loc, &got);
+					EXPECT_FALSE(ret == KV_E_EXISTS && found_after_gone(got, invoked))
+						<< "insert met removed mapping " << got;
 					if (ret == KV_E_UNAVAILABLE && timeout_ms < 5000)
 						continue; // pending: it may take effect later
 					ASSERT_TRUE(ret == 0 || ret == KV_E_EXISTS) << pm_errormsg();
@@ -477,6 +503,22 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 						lincheck::IndexOp::insert_exists(key, loc, got));
 					if (ret == 0)
 						mine.emplace_back(key, loc);
+					else if (any_remover)
+						mine.emplace_back(key, got);
+				} else if (kind == 1 && !mine.empty() && any_remover) {
+					// As the store unmaps a deleted object: whoever
+					// meets the mapping removes it, so removes of one
+					// mapping overlap and may both return 0; they are
+					// left pending (they may or may not take effect).
+					size_t i = rng() % mine.size();
+					auto [key2, loc] = mine[i];
+					mine.erase(mine.begin() + static_cast<long>(i));
+					std::string k2 = Key(static_cast<unsigned>(key2));
+					h.invoke(lincheck::IndexOp::remove(key2, loc));
+					int ret = kv_index_remove(ix, k2.data(), k2.size(), loc);
+					ASSERT_TRUE(ret == 0 || ret == -ENOENT) << pm_errormsg();
+					std::lock_guard<std::mutex> lock(gone_mu);
+					gone_at.emplace(loc, clock++);
 				} else if (kind == 1 && !mine.empty()) {
 					// Only the inserter removes a mapping, so two removes
 					// of one mapping never overlap (kv_index_remove may
@@ -494,12 +536,17 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 						lincheck::IndexOp::remove_absent(key2, loc));
 				} else {
 					auto id = h.invoke(lincheck::IndexOp::lookup(key));
+					const uint64_t invoked = clock++;
 					int ret = kv_index_lookup(ix, k.data(), k.size(), &got);
+					EXPECT_FALSE(ret == 0 && found_after_gone(got, invoked))
+						<< "lookup found removed mapping " << got;
 					if (ret == KV_E_UNAVAILABLE && timeout_ms < 5000)
 						continue;
 					ASSERT_TRUE(ret == 0 || ret == -ENOENT) << pm_errormsg();
 					h.complete(id, ret == 0 ? lincheck::IndexOp::lookup_found(key, got) :
 						lincheck::IndexOp::lookup_absent(key));
+					if (ret == 0 && any_remover)
+						mine.emplace_back(key, got);
 				}
 			}
 			kv_index_close(&ix);
@@ -514,6 +561,21 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 TEST_F(IndexTest, ConcurrentClientsAreLinearizable)
 {
 	ConcurrentClients(group_.get(), false);
+}
+
+// The same with every client removing the mappings it meets, as the store
+// unmaps deleted objects: removes of one mapping overlap.
+TEST_F(IndexTest, ConcurrentRemoversOfOneMappingAreLinearizable)
+{
+	ConcurrentClients(group_.get(), false, 4, 5000, false, true);
+}
+
+// The same with, before about one operation in three, a fault on one member
+// for one round: a lost reply (the batch ran), a failed post, or a delay
+// past the connection timeout. One member at a time: nothing is unavailable.
+TEST_F(IndexTest, ConcurrentClientsWithOneRoundFaultsAreLinearizable)
+{
+	ConcurrentClients(group_.get(), false, 4, 5000, false, true, true);
 }
 
 // The same with node 2 failed for some clients and slow for the others

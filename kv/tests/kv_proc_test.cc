@@ -310,6 +310,19 @@ protected:
 			sum.write_backs, sum.read_iters, sum.oop_reads, sum.fallbacks,
 			(NowNs() - t0) / 1e6, result.ok ? "linearizable" : "NOT linearizable");
 		EXPECT_TRUE(result.ok) << result.explanation;
+		// Unavailable operations by the last fault before them.
+		std::map<std::string, unsigned> by_event;
+		for (const auto &r : h.records) {
+			if (r.status != static_cast<uint8_t>(RecordStatus::kUnavailable))
+				continue;
+			std::string after = "start";
+			for (const auto &[t, what] : events_)
+				if (t <= r.call)
+					after = what;
+			by_event[after]++;
+		}
+		for (const auto &[what, n] : by_event)
+			printf("unavailable after \"%s\": %u\n", what.c_str(), n);
 		return h;
 	}
 
@@ -375,7 +388,11 @@ protected:
 		return lost;
 	}
 
+	// A fault injected now, for the report of unavailable operations.
+	void Event(const std::string &what) { events_.emplace_back(NowNs(), what); }
+
 	uint64_t seed_ = 0;
+	std::vector<std::pair<uint64_t, std::string>> events_;
 	std::mt19937_64 rng_;
 	std::string dir_;
 	Board *board_ = nullptr;
@@ -504,29 +521,41 @@ TEST_F(KvOfiTest, DaemonsKilledStoppedAndRestartedLoseNothing)
 	board_->go = 1;
 	ASSERT_TRUE(AllDone(1, 3, holds[0]));
 	board_->go = 2;
+	Event("daemon 1 killed");
 	ASSERT_EQ(daemons_[1]->Kill(SIGKILL), 128 + SIGKILL);
 	ASSERT_TRUE(AllDone(1, 3, holds[1]));
 	board_->go = 3;
+	Event("daemon 1 restarting");
 	Restart(1);
+	Event("daemon 1 restarted");
 	ASSERT_TRUE(AllDone(1, 3, holds[2]));
+	// The next fault stops another daemon: wait until every client has
+	// the restarted one back (index and store connections), so at most f
+	// are ever out.
+	ASSERT_TRUE(WaitFor([&] { return daemons_[1]->ClientsConnected() >= 6; }, 30000));
 	board_->go = 4;
+	Event("client run 4");
 	ASSERT_TRUE(WaitFor([&] { return Done(victim) >= holds[2] + 3; }, 60000));
 	kill(pids[victim - 1], SIGKILL);
 	board_->client[victim].finished = 1; /* for AllDone() */
+	Event("client killed, daemon 2 stopped");
 	daemons_[2]->Kill(SIGSTOP);
 	ASSERT_TRUE(AllDone(1, 3, holds[3]));
 	board_->go = 5;
 	daemons_[2]->Kill(SIGCONT);
+	Event("daemon 2 continued");
 	for (unsigned i = 0; i < 3; i++) {
 		int code = Reap(pids[i]);
 		if (i + 1 != victim) {
 			EXPECT_EQ(code, kExitOk) << "client " << i + 1;
 		}
 	}
+	Event("all daemons killed");
 	for (unsigned i = 0; i < 3; i++)
 		daemons_[i]->Kill(SIGKILL);
 	for (unsigned i = 0; i < 3; i++)
 		Restart(i);
+	Event("all daemons restarted");
 	Workload reader = Base(9);
 	reader.read_all = true;
 	reader.timeout_ms = 10000;

@@ -15,8 +15,11 @@
 
 #include <kv/kv.h>
 
+#include "kv/src/index/testing.h"
 #include "kv/src/store/testing.h"
 #include "kv/tests/node_group.h"
+#include "tests/lincheck/lincheck.h"
+#include "tests/lincheck/models.h"
 
 namespace {
 
@@ -414,6 +417,100 @@ TEST_F(KvTest, LostRepliesChangeNoResult)
 	for (const auto &[k, v] : model)
 		EXPECT_EQ(Get(c_, k), v);
 	kv_close(&d);
+}
+
+// Client threads on a few keys, and before about one operation in three a
+// fault on one member for one round -- a lost reply (the batch ran), a
+// failed post, or a delay past the connection timeout -- on the client's
+// store or index connections: the history is linearizable.
+TEST_F(KvTest, ConcurrentClientsWithOneRoundFaultsAreLinearizable)
+{
+	constexpr unsigned kThreads = 4, kOps = 150, kKeys = 6;
+	const rdma_fault kinds[] = { RDMA_FAULT_DROP_REPLY, RDMA_FAULT_DROP_REPLY, RDMA_FAULT_FAIL,
+		RDMA_FAULT_DELAY };
+	lincheck::Recorder<lincheck::KvOp> rec(kThreads, kOps);
+	std::atomic<unsigned> unavailable{0};
+	std::vector<std::thread> threads;
+	for (unsigned t = 0; t < kThreads; t++) {
+		threads.emplace_back([&, t] {
+			kv_config cfg = cfg_;
+			cfg.conn.timeout_ms = 30;
+			cfg.timeout_ms = 5000;
+			kv_client *c = nullptr;
+			ASSERT_EQ(kv_open(&c, &cfg), 0) << pm_errormsg();
+			auto &h = rec.handle(t);
+			std::mt19937 rng(1000 + t);
+			for (unsigned op = 0; op < kOps; op++) {
+				if (rng() % 3 == 0) {
+					unsigned m = rng() % 3;
+					rdma_fault f = kinds[rng() % 4];
+					unsigned where = rng() % 2;
+					if (where)
+						ASSERT_EQ(kv__st_test_inject_once(c, m, f, 60000), 0);
+					else
+						ASSERT_EQ(kv__ix_test_inject_once(kv__st_test_index(c), m, f,
+							60000), 0);
+				}
+				const uint64_t key = rng() % kKeys, val = uint64_t{t + 1} << 32 | op;
+				const std::string k = "c" + std::to_string(key);
+				const std::string v = "v" + std::to_string(val);
+				const unsigned kind = rng() % 5;
+				lincheck::KvOp call = kind == 0 ? lincheck::KvOp::insert(key, val) :
+					kind == 1 ? lincheck::KvOp::update(key, val) :
+					kind == 2 ? lincheck::KvOp::put(key, val) :
+					kind == 3 ? lincheck::KvOp::get(key) : lincheck::KvOp::del(key);
+				auto id = h.invoke(call);
+				int ret = 0;
+				lincheck::KvOp done;
+				switch (kind) {
+				case 0:
+					ret = Insert(c, k, v);
+					done = ret == 0 ? lincheck::KvOp::insert_ok(key, val) :
+						lincheck::KvOp::insert_exists(key, val);
+					ASSERT_TRUE(ret == 0 || ret == KV_E_EXISTS || ret == KV_E_UNAVAILABLE)
+						<< ret;
+					break;
+				case 1:
+					ret = Update(c, k, v);
+					done = ret == 0 ? lincheck::KvOp::update_ok(key, val) :
+						lincheck::KvOp::update_absent(key, val);
+					ASSERT_TRUE(ret == 0 || ret == -ENOENT || ret == KV_E_UNAVAILABLE)
+						<< ret;
+					break;
+				case 2:
+					ret = Put(c, k, v);
+					done = lincheck::KvOp::put_ok(key, val);
+					ASSERT_TRUE(ret == 0 || ret == KV_E_UNAVAILABLE) << ret;
+					break;
+				case 3: {
+					std::string got = Get(c, k, &ret);
+					ASSERT_TRUE(ret == 0 || ret == -ENOENT || ret == KV_E_UNAVAILABLE)
+						<< ret;
+					done = ret == 0 ? lincheck::KvOp::get_found(key,
+						std::stoull(got.substr(1))) : lincheck::KvOp::get_absent(key);
+					break;
+				}
+				default:
+					ret = Delete(c, k);
+					done = ret == 0 ? lincheck::KvOp::del_ok(key) :
+						lincheck::KvOp::del_absent(key);
+					ASSERT_TRUE(ret == 0 || ret == -ENOENT || ret == KV_E_UNAVAILABLE)
+						<< ret;
+					break;
+				}
+				if (ret == KV_E_UNAVAILABLE)
+					unavailable++; // stays pending: it may have taken effect
+				else
+					h.complete(id, done);
+			}
+			kv_close(&c);
+		});
+	}
+	for (auto &th : threads)
+		th.join();
+	auto result = lincheck::check(lincheck::KvModel(), rec.history());
+	EXPECT_TRUE(result.ok) << result.explanation;
+	EXPECT_EQ(unavailable.load(), 0u) << "one member at a time is faulty: f = 1";
 }
 
 // A writer whose clock runs behind guesses stale timestamps: its writes

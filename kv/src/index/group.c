@@ -80,10 +80,16 @@ int
 kv__ix_fault_request(struct kv_ix_group *g, unsigned i, enum rdma_fault fault,
 	uint32_t delay_us, uint64_t flags)
 {
+	/* Numbered, so a request equal to the one applied last (the same
+	 * one-round fault again before the first was healed) is a change. */
+	static uint64_t seq;
+	uint64_t n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED) & 0xffff;
+
 	if (i >= g->n)
 		return -EINVAL;
 	__atomic_store_n(&g->m[i].fault_req,
-		(flags & KV_IX_FAULT_ONCE) | (uint64_t)fault << 32 | delay_us, __ATOMIC_RELAXED);
+		n << 48 | (flags & KV_IX_FAULT_ONCE) | (uint64_t)fault << 32 | delay_us,
+		__ATOMIC_RELAXED);
 	return 0;
 }
 #endif

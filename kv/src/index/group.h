@@ -70,9 +70,9 @@ struct kv_ix_member {
 	bool background;            /* the batch in flight is a background commit */
 	int rc;                     /* result of the current round's batch */
 #ifdef KV_IX_TESTING
-	/* The fault a test asked for, KV_IX_FAULT_ONCE | fault << 32 |
-	 * delay_us (atomic: any thread), and the one applied to conn (its
-	 * owner's). */
+	/* The fault a test asked for, request number << 48 |
+	 * KV_IX_FAULT_ONCE | fault << 32 | delay_us (atomic: any thread),
+	 * and the one applied to conn (its owner's). */
 	uint64_t fault_req, fault_applied;
 #endif
 	struct rdma_batch batch;

@@ -38,8 +38,11 @@
  * writer is the slot's index, so words of one slot compare as
  * integers, and words of different slots by kv_st_order() = (ts, writer,
  * flag), the tuple order of Safe-Guess (sect. 3.2). 0 is the empty
- * register; KV_ST_TOMB (maximal ts) is the delete tombstone (SWARM-KV
- * sect. 5.3.2), which nothing outranks.
+ * register; a word with the maximal ts is a delete's tombstone (SWARM-KV
+ * sect. 5.3.2), which nothing outranks. Its ptr field is a number the
+ * deleting client draws per delete (kv_st_tomb()), so a delete tells its
+ * own tombstone -- met again after a lost reply, or copied back into its
+ * slot by a reader -- from one an earlier delete left (kv__sw_delete).
  *
  * Timestamp-lock word (sect. 3.3, one per writer per node): ts << 1 | mode
  * (1 = WRITE, 0 = READ); 0 is bottom. A writer's lock only ever sees its own
@@ -67,7 +70,6 @@
 #define KV_ST_TS_MAX ((UINT64_C(1) << KV_ST_TS_BITS) - 1)
 #define KV_ST_PTR_MAX ((UINT64_C(1) << KV_ST_PTR_BITS) - 1)
 #define KV_ST_VERIFIED UINT64_C(1)
-#define KV_ST_TOMB ((KV_ST_TS_MAX << 22) | KV_ST_VERIFIED)
 /* Most bytes of a client's log: what ptr can address. */
 #define KV_ST_LOG_MAX ((KV_ST_PTR_MAX + 1) * KV_ST_BUF_UNIT)
 
@@ -83,6 +85,12 @@ static inline uint64_t kv_st_meta(uint64_t ts, uint64_t ptr, int verified)
 }
 static inline uint64_t kv_st_ts(uint64_t meta) { return meta >> 22; }
 static inline uint64_t kv_st_ptr(uint64_t meta) { return (meta >> 1) & KV_ST_PTR_MAX; }
+/* kv_st_tomb -- the tombstone numbered @nonce (its low KV_ST_PTR_BITS). */
+static inline uint64_t kv_st_tomb(uint64_t nonce)
+{
+	return kv_st_meta(KV_ST_TS_MAX, nonce & KV_ST_PTR_MAX, 1);
+}
+static inline int kv_st_is_tomb(uint64_t meta) { return kv_st_ts(meta) == KV_ST_TS_MAX; }
 
 /* kv_st_order -- the Safe-Guess order of @meta in writer @w's slot:
  * (ts, writer, flag). 0 for the empty word. */

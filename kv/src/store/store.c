@@ -6,6 +6,7 @@
  * (kv/index.h) and the replicated registers of swarm.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -377,6 +378,9 @@ id_claim(struct kv_client *c)
 		return pm_error_set(-errno, "kv_open: getrandom failed");
 	c->id_owner |= 1;
 	start = c->id_owner >> 32;
+	/* Tombstone numbers start at random: a tombstone the id's previous
+	 * holder left is then unlikely to pass for one of this client's. */
+	c->tomb_nonce = c->id_owner >> 11;
 	for (unsigned k = 0; k < c->C; k++) {
 		unsigned id = (unsigned)((start + k) % c->C);
 		uint64_t off = c->sb.id_off + 8u * id;
@@ -479,9 +483,14 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 	*out = c;
 	return 0;
 
-fail:
+fail: {
+	/* kv_close's own calls clear the message: keep this failure's */
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", pm_errormsg());
 	kv_close(&c);
-	return ret;
+	return pm_error_set(ret, "%s", why);
+}
 }
 
 int
@@ -534,6 +543,12 @@ kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_fault fa
 	uint32_t delay_us)
 {
 	return kv__ix_fault_request(&c->g, member, fault, delay_us, KV_IX_FAULT_ONCE);
+}
+
+struct kv_index *
+kv__st_test_index(struct kv_client *c)
+{
+	return c->ix;
 }
 #endif
 
@@ -1046,7 +1061,7 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 		ret = kv__sw_read(c, &og, &old, &v);
 		if (ret != 0)
 			return ret;
-		if (v.meta != KV_ST_TOMB && v.meta != 0)
+		if (!kv_st_is_tomb(v.meta) && v.meta != 0)
 			return KV_E_EXISTS;
 		ret = unmap(c, key, klen, *existing);
 		if (ret != 0)
@@ -1155,7 +1170,7 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 		ret = kv__sw_read(c, &geo, &e, &v);
 		if (ret != 0)
 			break;
-		if (v.meta != 0 && v.meta != KV_ST_TOMB) {
+		if (v.meta != 0 && !kv_st_is_tomb(v.meta)) {
 			*vlen = v.vlen;
 			cache_put(c, &e);
 			break;
@@ -1163,7 +1178,7 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 		/* Deleted (sect. 5.3.4), or a crashed insert's empty object:
 		 * if the location was cached, the key may live elsewhere now. */
 		cache_drop(c, h);
-		if (v.meta == KV_ST_TOMB) {
+		if (kv_st_is_tomb(v.meta)) {
 			ret = unmap(c, key, klen, e.loc);
 			if (ret != 0)
 				break;
@@ -1188,8 +1203,10 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 		bool cached;
 
 		ret = locate(c, key, klen, h, &e, &cached);
-		if (ret == -ENOENT)
+		if (ret == -ENOENT) {
 			ret = gone_ret; /* see below */
+			break;
+		}
 		if (ret != 0)
 			break;
 		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);

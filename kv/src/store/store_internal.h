@@ -76,6 +76,7 @@ struct kv_client {
 	/* clock */
 	int64_t skew_ticks;        /* configured skew plus re-synchronisations */
 	uint64_t last_ts;
+	uint64_t tomb_nonce;     /* numbers this client's tombstones (kv_st_tomb) */
 	/* cache */
 	struct kv_st_cent *cache;
 	unsigned ncache;           /* a power of two >= 4 (4-way sets), or 0 */
@@ -149,7 +150,8 @@ int kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_
 	const void *val, uint32_t vlen, enum kv_sw_result *res);
 
 /* kv__sw_read -- Safe-Guess READ (R11-R21) of the object @geo into @v.
- * Return: 0 (v->meta 0: empty; KV_ST_TOMB: deleted); KV_E_UNAVAILABLE. */
+ * Return: 0 (v->meta 0: empty; a tombstone, kv_st_is_tomb(): deleted);
+ * KV_E_UNAVAILABLE. */
 int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct kv_st_val *v);
 
@@ -157,7 +159,7 @@ int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_c
 struct kv_sw_gone {
 	bool tomb_seen;  /* a member read held a tombstone: this incarnation
 	                  * is deleted, or being deleted by another client */
-	bool gone;       /* f+1 members read held it empty or deleted: the key
+	bool gone;       /* f+1 members read held it deleted: the key
 	                  * was gone before (two overlapping deletes cannot
 	                  * both see that: majorities intersect, and each
 	                  * member runs one of their batches first) */

@@ -412,7 +412,7 @@ sw_write_back(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 	if (top == 0 || popcount(sw_holders(c, v, w, top)) >= c->g.f + 1)
 		return 0;
 	c->st.write_backs++;
-	if (top == KV_ST_TOMB) {
+	if (kv_st_is_tomb(top)) {
 		return sw_install(c, geo, e, w, top, NULL, NULL, false, v,
 			sw_holders(c, v, w, top));
 	}
@@ -499,7 +499,7 @@ abd_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e
 	ret = sw_read_round(c, geo, &v);
 	if (ret != 0)
 		return ret;
-	*res = v.top == KV_ST_TOMB ? KV_SW_DELETED : KV_SW_DONE;
+	*res = kv_st_is_tomb(v.top) ? KV_SW_DELETED : KV_SW_DONE;
 	if (*res == KV_SW_DELETED)
 		return 0;
 	ret = kv__st_log_alloc(c, blen, &ptr, &off);
@@ -523,7 +523,7 @@ abd_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 		return ret;
 	out->meta = v.top;
 	out->vlen = 0;
-	if (v.top == 0 || v.top == KV_ST_TOMB)
+	if (v.top == 0 || kv_st_is_tomb(v.top))
 		return 0;
 	v.ip_member = -1;
 	return sw_fetch(c, geo, &v, v.top, v.top_w, out);
@@ -594,7 +594,7 @@ raw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_val *out
 		memcpy(&h, p, sizeof(h));
 		if (h.vlen <= geo->ip_cap &&
 			kv__sw_vhdr_ok(&h, p + sizeof(h), h.meta, h.writer, geo->loc)) {
-			out->meta = h.meta == (KV_ST_TOMB & ~KV_ST_VERIFIED) ? KV_ST_TOMB : h.meta | 1;
+			out->meta = h.meta | KV_ST_VERIFIED;
 			out->writer = h.writer;
 			out->vlen = h.vlen;
 			memcpy(out->buf, p + sizeof(h), h.vlen < out->cap ? h.vlen : out->cap);
@@ -604,6 +604,35 @@ raw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_val *out
 		if (ret != 0)
 			return ret;
 	}
+}
+
+/*
+ * S6 of the write of GUESSED word (@ts) read a tombstone: the object is
+ * deleted, or being deleted. The word is in this client's slot on f+1
+ * members, and a reader whose majority missed the tombstone may have
+ * taken it (R15-R18), so the write cannot simply report the delete. Lock
+ * readers out of @ts (S10's lock): if that succeeds no reader has taken
+ * the word or will, and once the tombstone is on f+1 members (written back
+ * here, for a deleter that may be slow or dead) no reader sees the word
+ * again: KV_SW_DELETED. If a reader holds @ts in READ mode it took the
+ * word while the delete was not complete: the write is ordered before the
+ * delete (ts order) and took effect: KV_SW_DONE. (kv_test
+ * ConcurrentClientsWithOneRoundFaultsAreLinearizable found an update
+ * reporting -ENOENT whose value a get had returned.)
+ */
+static int
+sw_write_deleted(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct sw_view *v, uint64_t ts, enum kv_sw_result *res)
+{
+	bool locked;
+	int ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked);
+
+	if (ret != 0 || !locked)
+		return ret;
+	ret = sw_write_back(c, geo, e, v);
+	if (ret == 0)
+		*res = KV_SW_DELETED;
+	return ret;
 }
 
 int
@@ -639,10 +668,8 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	if (ret != 0)
 		return ret;
 	*res = KV_SW_DONE;
-	if (v.top == KV_ST_TOMB) {
-		*res = KV_SW_DELETED;
-		return 0;
-	}
+	if (kv_st_is_tomb(v.top))
+		return sw_write_deleted(c, geo, e, &v, ts, res);
 	e->top_ts = kv_st_ts(v.top);
 	/* S7-S8: the guess was fresh; VERIFY in the background (digest
 	 * sect. 2.4: "m <= w | VERIFIED" also accepts a reader's VERIFY). */
@@ -681,9 +708,10 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	ret = sw_install(c, geo, e, c->cid, word, &h, val, true, &v, 0);
 	if (ret != 0)
 		return ret;
-	if (v.top == KV_ST_TOMB)
-		*res = KV_SW_DELETED;
-	else
+	/* A tombstone now is a delete that had not completed when S6 read a
+	 * majority without one: this write is ordered before it (ts order,
+	 * the tombstone's is maximal) and took effect. */
+	if (!kv_st_is_tomb(v.top))
 		sw_verify_post(c, geo, c->cid, word, word, 1u << sw_primary(c, geo), &h, val);
 	return 0;
 }
@@ -714,10 +742,10 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 			return ret;
 		m = v.top;
 		w = v.top_w;
-		if (m != KV_ST_TOMB)
+		if (!kv_st_is_tomb(m))
 			e->top_ts = kv_st_ts(m);
 		/* R14 */
-		if (m == 0 || m == KV_ST_TOMB) {
+		if (m == 0 || kv_st_is_tomb(m)) {
 			out->meta = m;
 			out->vlen = 0;
 			return 0;
@@ -759,27 +787,30 @@ int
 kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct kv_sw_gone *gone)
 {
-	unsigned held = 0, answered = 0, dead = 0, unsure = 0;
-	bool widen = false, tomb = false;
+	const uint64_t tomb = kv_st_tomb(++c->tomb_nonce);
+	unsigned held = 0, answered = 0, dead = 0;
+	bool widen = false, tomb_seen = false;
 
 	if (c->sb.repl == KV_REPL_RAW) {
 		struct kv_st_val v = { .buf = c->val, .cap = KV_VALUE_MAX };
 		int ret = raw_read(c, geo, &v);
 
-		gone->tomb_seen = gone->gone = v.meta == KV_ST_TOMB;
-		return ret != 0 ? ret : raw_write(c, geo, KV_ST_TOMB, "", 0);
+		gone->tomb_seen = gone->gone = kv_st_is_tomb(v.meta);
+		return ret != 0 ? ret : raw_write(c, geo, tomb, "", 0);
 	}
 
 	/* The tombstone is a write of the maximal tuple (SWARM-KV sect. 5.3.2):
 	 * no timestamp to guess, nothing can outrank it. Each batch reads the
 	 * array before its CAS: *@gone says what the register (the largest
-	 * word) was on the members read. A member this delete posted to
-	 * before without an answer (*unsure*: a reply lost with its
-	 * connection, a node that ran the batch and stalled) may show this
-	 * delete's own tombstone, which says nothing about the register
-	 * before it: such a tombstone is not counted (kv_proc_ofi_test found
-	 * a delete that reported -ENOENT after its first round's replies were
-	 * lost; kv_test DeleteWhoseRepliesWereLost reproduces it). */
+	 * word) was on the members read before this delete. This delete's own
+	 * tombstone says nothing about that, and it can be read: on a member
+	 * whose earlier reply was lost (the batch ran), or copied into this
+	 * client's slot by a reader's write-back (R13) before this delete's
+	 * batch reached the member. It is told apart by its number
+	 * (kv_st_tomb); a tombstone of an earlier delete by this client counts.
+	 * (kv_proc_ofi_test found a delete reporting -ENOENT after lost
+	 * replies; kv_test DeleteWhoseRepliesWereLostIsNotAbsent and
+	 * ConcurrentClientsWithOneRoundFaultsAreLinearizable reproduce it.) */
 	for (;;) {
 		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~held, ok;
 		int ret;
@@ -792,7 +823,7 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 				continue;
 			r |= rdma_batch_read(&m->batch, c->region, geo->off, m->buf, 8u * c->C);
 			r |= rdma_batch_cas(&m->batch, c->region, sw_meta_off(geo, c->cid), e->mine[i],
-				KV_ST_TOMB, &m->old[0]);
+				tomb, &m->old[0]);
 			r |= rdma_batch_persist(&m->batch, c->region, geo->off, 8u * c->C);
 			if (r != 0)
 				mask &= ~(1u << i);
@@ -809,26 +840,30 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 
 				/* The register's value on this member is its
 				 * largest word: a tombstone in any slot outranks
-				 * the values left in the others. */
+				 * the values left in the others. Where this
+				 * delete's tombstone replaced the value in its
+				 * own slot, the others may all be empty: the
+				 * register was not deleted before, and it was
+				 * not empty either (the index maps an object
+				 * only once f+1 members hold its first value). */
 				answered |= 1u << i;
 				for (unsigned w = 0; w < c->C; w++)
-					if (a[w] > top)
+					if (a[w] > top && !(w == c->cid && a[w] == tomb))
 						top = a[w];
-				if (!(top == KV_ST_TOMB && (unsure >> i & 1))) {
-					dead += top == 0 || top == KV_ST_TOMB;
-					tomb |= top == KV_ST_TOMB;
-				}
+				dead += kv_st_is_tomb(top);
+				tomb_seen |= kv_st_is_tomb(top);
 			}
-			if (old == e->mine[i] || old == KV_ST_TOMB) {
+			/* Any tombstone in the slot counts: the delete's own
+			 * (a lost reply) or an earlier one's. */
+			if (old == e->mine[i] || kv_st_is_tomb(old)) {
 				held |= 1u << i;
-				e->mine[i] = KV_ST_TOMB;
+				e->mine[i] = old == e->mine[i] ? tomb : old;
 			} else {
 				e->mine[i] = old;
 			}
 		}
-		unsure |= mask & ~ok;
 		if (popcount(held) >= c->g.f + 1) {
-			gone->tomb_seen = tomb;
+			gone->tomb_seen = tomb_seen;
 			gone->gone = dead >= c->g.f + 1;
 			return 0;
 		}

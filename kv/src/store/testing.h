@@ -35,6 +35,13 @@ void kv__st_test_no_verify(struct kv_client *c, bool on);
 int kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_fault fault,
 	uint32_t delay_us);
 
+/**
+ * kv__st_test_index -- the client's index handle, for the index's test
+ * hooks (kv/src/index/testing.h). Owned by @c.
+ * Return: the handle. Thread-safety: any thread.
+ */
+struct kv_index *kv__st_test_index(struct kv_client *c);
+
 #ifdef __cplusplus
 }
 #endif
