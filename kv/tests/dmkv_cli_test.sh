@@ -47,7 +47,7 @@ expect_in() {
 echo "== help and usage"
 expect 0 "$DMKV" --help
 expect_in "$OUT" "exit codes:"
-for c in put get delete load bench status cluster demo; do
+for c in put get delete load bench status scrub cluster demo; do
 	expect 0 "$DMKV" "$c" --help
 	expect_in "$OUT" "usage: dmkv"
 done
@@ -107,6 +107,9 @@ printf 'no tab here\n' >"$D/bad.tsv"
 expect 64 "$DMKV" --config "$L" load --file "$D/bad.tsv"
 expect_in "$ERR" "bad.tsv:1"
 expect 0 "$DMKV" --config "$L" --quiet load --records 3000
+expect 0 "$DMKV" --config "$L" scrub
+expect_in "$OUT" "every node is up to date"
+expect 64 "$DMKV" --config "$L" scrub extra
 # Bounded by operations, not time: every update takes log space, which
 # the store does not recycle yet, and client ids (with their logs) are
 # reused by later commands.

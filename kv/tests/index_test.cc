@@ -327,6 +327,42 @@ TEST_F(IndexTest, FaultsOfFThenFPlusOne)
 	}
 }
 
+// A member out while buckets split comes back and is caught up by the
+// operations themselves (no scrub): then another member may fail and every
+// key stays reachable. Without the catch-up the buckets created meanwhile
+// live on two members only, and the lookups below are unavailable.
+TEST_F(IndexTest, MemberBackIsCaughtUpWithoutAScrub)
+{
+	std::map<std::string, uint64_t> model;
+	kv_index_close(&ix_);
+	cfg_->cfg.timeout_ms = 3000;
+	cfg_->cfg.conn.timeout_ms = 300;
+	ASSERT_EQ(kv_index_open(&ix_, &cfg_->cfg), 0) << pm_errormsg();
+	ASSERT_EQ(kv__ix_test_inject(ix_, 1, RDMA_FAULT_FAIL, 0), 0);
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t loc;
+		ASSERT_EQ(Insert(Key(i), &loc), 0) << i << " " << pm_errormsg();
+		model[Key(i)] = loc;
+	}
+	const uint64_t splits = Stats().splits;
+	ASSERT_GT(splits, 0u);
+	ASSERT_EQ(kv__ix_test_inject(ix_, 1, RDMA_FAULT_NONE, 0), 0);
+	uint64_t got;
+	for (unsigned i = 0; !kv__ix_test_caught_up(ix_); i++) {
+		ASSERT_LT(i, 100000u) << "member 1 never came back";
+		ASSERT_EQ(kv_index_lookup(ix_, Key(i % 300).data(), Key(i % 300).size(), &got), 0);
+		if (i % 64 == 63)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	EXPECT_GT(Stats().repairs, 0u);
+	ASSERT_EQ(kv__ix_test_inject(ix_, 2, RDMA_FAULT_FAIL, 0), 0);
+	for (const auto &[k, l] : model) {
+		ASSERT_EQ(kv_index_lookup(ix_, k.data(), k.size(), &got), 0) << k << " "
+			<< pm_errormsg();
+		EXPECT_EQ(got, l);
+	}
+}
+
 // Closing every node and opening them again from their pools loses no
 // completed insert or remove.
 TEST_F(IndexTest, ReopenKeepsEverything)

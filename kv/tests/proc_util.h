@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -138,17 +137,6 @@ public:
 
 	int Kill(int sig) { return proc_->Kill(sig); }
 
-	// Control connections open on the daemon now (its status over the
-	// control port; no libfabric), or -1 if it does not answer.
-	int ClientsConnected() const
-	{
-		char text[4096];
-		if (rdma_node_status_query("127.0.0.1", static_cast<uint16_t>(port_), "", 1000, text,
-			sizeof(text)) != 0)
-			return -1;
-		const char *p = strstr(text, "clients_connected ");
-		return p != nullptr ? atoi(p + strlen("clients_connected ")) : -1;
-	}
 	std::string Uri() const { return "ofi+tcp://127.0.0.1:" + std::to_string(port_); }
 
 private:

@@ -184,7 +184,7 @@ print_help(void)
 "                       (libfabric verbs;ofi_rxm), or none for the\n"
 "                       control port only (default tcp,shm)\n"
 "  --poll MODE          how the tcp and shm backends' progress threads wait\n"
-"                       for work (default busy): adaptive polls while there is\n"
+"                       for work (default adaptive): adaptive polls while there is\n"
 "                       work and sleeps in the kernel as soon as there is\n"
 "                       none, so an idle node uses no CPU and co-located\n"
 "                       threads get the cores (shm has nothing to sleep on\n"
@@ -750,7 +750,7 @@ opts_default(struct node_opts *o)
 	o->listen = "127.0.0.1";
 	o->port = RDMA_NODE_DEFAULT_PORT;
 	o->backends = RDMA_NODE_SERVE_TCP | RDMA_NODE_SERVE_SHM;
-	o->poll = RDMA_NODE_POLL_BUSY;
+	o->poll = RDMA_NODE_POLL_ADAPTIVE;
 	o->log_level = RDMA_NODE_LOG_INFO;
 }
 

@@ -231,6 +231,21 @@ int kv_open(struct kv_client **out, const struct kv_config *cfg);
 int kv_close(struct kv_client **cp);
 
 /**
+ * kv_scrub -- give memory nodes that were down, restarted or cut off what
+ * the others decided while they were away: the index buckets created
+ * meanwhile. Until a node has them, those buckets need every other node,
+ * so one more fault would make their keys unavailable. Clients do the same
+ * by themselves, a few buckets after each operation, once they reconnect a
+ * node; kv_scrub does all of it now (`dmkv scrub`: after restarting a node,
+ * before taking another down). Values need nothing: each is a majority
+ * register, and reads write back what a node lacks.
+ * Return: 0 when every node answered and is up to date; KV_E_UNAVAILABLE if
+ * some node did not answer everywhere (run it again once it is up).
+ * Thread-safety: the handle's thread; other clients may keep operating.
+ */
+int kv_scrub(struct kv_client *c);
+
+/**
  * kv_insert -- store @val under @key if @key is absent.
  * Persistence: on 0 key and value are durable on a majority.
  * Return: 0; KV_E_EXISTS; -E2BIG; -EINVAL (empty key); -ENOSPC;

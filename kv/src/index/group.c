@@ -162,6 +162,7 @@ static void
 member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 {
 	struct kv_ix_member *m = &g->m[i];
+	bool again = m->conn != NULL; /* connected before: it may lag */
 	int ret;
 
 	if (m->conn == NULL)
@@ -177,6 +178,8 @@ member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 		return;
 	}
 	__atomic_fetch_and(&g->refused, ~(1u << i), __ATOMIC_RELAXED);
+	if (again)
+		__atomic_fetch_add(&g->revivals, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELEASE);
 }
 

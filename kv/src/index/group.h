@@ -91,6 +91,9 @@ struct kv_ix_group {
 	struct rdma_conn_config conn_cfg;
 	char token[RDMA_TOKEN_MAX + 1];
 	unsigned blank;             /* members used without a superblock (rebuild) */
+	unsigned revivals;          /* reconnections of members that were
+	                             * connected before (atomic; the index
+	                             * catches them up: index.c) */
 	unsigned refused;           /* members whose last attempt failed (atomic):
 	                             * kv__ix_group_open stops waiting for them */
 	kv_ix_admit_fn admit;       /* kv_ix_group_opts */

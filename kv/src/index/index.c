@@ -105,10 +105,37 @@ ix_op_begin(struct kv_index *ix)
 	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
 }
 
+/* Buckets visited per operation while a member catches up. */
+#define KV_IX_CATCH_UP_STEPS 4
+
+/*
+ * A member that came back (restarted from its pool, or reconnected after
+ * a partition) lacks the buckets created while it was away, and until it
+ * has them those buckets need every other member: one more fault would
+ * stop them. So after each revival (kv_ix_group.revivals) the handle walks
+ * the tree, a few buckets after each operation that ended normally, and
+ * repairs what it finds, as kv_index_scrub does (kv/DESIGN.md "Repair").
+ */
+static void
+ix_catch_up(struct kv_index *ix)
+{
+	unsigned r = __atomic_load_n(&ix->g.revivals, __ATOMIC_ACQUIRE);
+
+	if (r != ix->revivals_seen) {
+		ix->revivals_seen = r;
+		kv__ix_scrub_start(&ix->catch_up, 1);
+	}
+	if (ix->catch_up.top > 0)
+		(void)kv__ix_scrub_run(ix, &ix->catch_up, KV_IX_CATCH_UP_STEPS);
+}
+
 static int
 ix_op_end(struct kv_index *ix, int ret)
 {
 	ix->st.unavailable += ret == KV_E_UNAVAILABLE;
+	/* Not after an error: a failed step's message would replace it. */
+	if (ret == 0 || ret == -ENOENT || ret == KV_E_EXISTS)
+		ix_catch_up(ix);
 	return ret;
 }
 
@@ -184,6 +211,8 @@ ix_open(struct kv_index **out, const struct kv_index_config *cfg, unsigned blank
 			" max_clients", cfg->client_id);
 	}
 	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
+	/* Members that connect during the open need no catch-up. */
+	ix->revivals_seen = __atomic_load_n(&ix->g.revivals, __ATOMIC_ACQUIRE);
 	ret = ix_marks_load(ix);
 	if (ret == 0)
 		ret = kv__ix_rec_reserve(ix, KV_IX_REC_CHUNK / 2);
@@ -842,6 +871,13 @@ kv__ix_test_inject_once(struct kv_index *ix, unsigned member, enum rdma_fault fa
 	uint32_t delay_us)
 {
 	return kv__ix_fault_request(&ix->g, member, fault, delay_us, KV_IX_FAULT_ONCE);
+}
+
+bool
+kv__ix_test_caught_up(const struct kv_index *ix)
+{
+	return ix->revivals_seen != 0 && ix->catch_up.top == 0 &&
+		ix->revivals_seen == __atomic_load_n(&ix->g.revivals, __ATOMIC_ACQUIRE);
 }
 
 int

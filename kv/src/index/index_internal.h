@@ -27,6 +27,18 @@ struct kv_ix_hint {
 	uint64_t loc;
 };
 
+/* A depth-first walk of the bucket tree that can stop and resume
+ * (repair.c): kv_index_scrub runs one to the end, operations a few steps
+ * of one after a member came back (ix_catch_up in index.c). Depth first
+ * with one pending sibling per level: at most 65 entries (bucket numbers
+ * are 64-bit). */
+#define KV_IX_SCRUB_STACK 128
+struct kv_ix_scrub {
+	uint64_t stack[KV_IX_SCRUB_STACK]; /* buckets still to visit */
+	unsigned top;
+	unsigned missed; /* members that did not answer somewhere */
+};
+
 struct kv_index {
 	struct kv_ix_group g;
 	kv_index_key_fn key_at;
@@ -44,6 +56,8 @@ struct kv_index {
 	struct kv_ix_hint *hints;
 	unsigned nhints;         /* a power of two, or 0 */
 	struct kv_index_stats st;
+	unsigned revivals_seen;  /* g.revivals when the catch-up last began */
+	struct kv_ix_scrub catch_up;
 };
 
 /* What one round read of a bucket gave: the words of each member whose
@@ -139,6 +153,14 @@ int kv__ix_flip(struct kv_index *ix, uint64_t idx);
  * members of @lack (whole: they lack the bucket) and on every answering
  * member whose words are lower than the decided ones */
 int kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack);
+
+/* kv__ix_scrub_start -- a walk from bucket @root. */
+void kv__ix_scrub_start(struct kv_ix_scrub *s, uint64_t root);
+
+/* kv__ix_scrub_run -- visit up to @steps buckets of walk @s, repairing
+ * each (sets ix->deadline per bucket). On an error the bucket stays next.
+ * Return: 0 (s->top == 0 once the walk is over); an error. */
+int kv__ix_scrub_run(struct kv_index *ix, struct kv_ix_scrub *s, unsigned steps);
 
 /* index.c */
 /* kv__ix_open_rebuilder -- open a handle that also uses node @node, whose

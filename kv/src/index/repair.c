@@ -13,6 +13,7 @@
  * an acceptor that was slow, never as one that forgot (Spin: kv/spin/m5.pml).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -121,10 +122,9 @@ kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack)
 	return 0;
 }
 
-/* Scrub from bucket @idx down: repair it, then its children if it split.
- * *@missed collects the members that did not answer somewhere. */
+/* Scrub bucket @idx: repair it, and if it split, push its children on @s. */
 static int
-scrub_tree(struct kv_index *ix, uint64_t idx, unsigned *missed)
+scrub_bucket(struct kv_index *ix, uint64_t idx, struct kv_ix_scrub *s)
 {
 	struct kv_ix_group *g = &ix->g;
 	struct kv_ix_view v;
@@ -135,7 +135,7 @@ scrub_tree(struct kv_index *ix, uint64_t idx, unsigned *missed)
 	ret = kv__ix_view_read(ix, idx, &v);
 	if (ret != 0)
 		return ret;
-	*missed |= ((1u << g->n) - 1) & ~v.answered;
+	s->missed |= ((1u << g->n) - 1) & ~v.answered;
 	if ((unsigned)__builtin_popcount(v.got) < g->f + 1)
 		return 0; /* not live (a split in progress makes it so later) */
 	ret = kv__ix_repair(ix, &v, v.answered & ~v.got & ~v.pending);
@@ -147,23 +147,58 @@ scrub_tree(struct kv_index *ix, uint64_t idx, unsigned *missed)
 	if (fw.a.verdict != KV_IX_DECIDED || fw.a.stage != 1)
 		return 0;
 	ret = kv__ix_flip(ix, idx);
-	for (uint64_t c = 2 * idx; ret == 0 && c <= 2 * idx + 1 && c < g->super.nbuckets; c++)
-		ret = scrub_tree(ix, c, missed);
+	/* Depth first, left child on top: the stack holds at most one
+	 * pending sibling per level (the bound is never reached). */
+	for (uint64_t c = 2 * idx + 1; ret == 0 && c >= 2 * idx; c--)
+		if (c < g->super.nbuckets && s->top < KV_IX_SCRUB_STACK)
+			s->stack[s->top++] = c;
+	return ret;
+}
+
+void
+kv__ix_scrub_start(struct kv_ix_scrub *s, uint64_t root)
+{
+	s->stack[0] = root;
+	s->top = 1;
+	s->missed = 0;
+}
+
+int
+kv__ix_scrub_run(struct kv_index *ix, struct kv_ix_scrub *s, unsigned steps)
+{
+	for (; s->top > 0 && steps > 0; steps--) {
+		uint64_t idx = s->stack[--s->top];
+		int ret = scrub_bucket(ix, idx, s);
+
+		if (ret != 0) {
+			s->stack[s->top++] = idx; /* resumed there */
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Scrub the whole tree; KV_E_UNAVAILABLE, naming @who, if some member
+ * did not answer everywhere. */
+static int
+scrub_all(struct kv_index *ix, const char *who)
+{
+	struct kv_ix_scrub s;
+	int ret;
+
+	kv__ix_scrub_start(&s, 1);
+	ret = kv__ix_scrub_run(ix, &s, UINT_MAX);
+	if (ret == 0 && s.missed != 0)
+		ret = pm_error_set(KV_E_UNAVAILABLE, "%s: members 0x%x did not answer everywhere;"
+			" run it again when they are up", who, s.missed);
 	return ret;
 }
 
 int
 kv_index_scrub(struct kv_index *ix)
 {
-	unsigned missed = 0;
-	int ret;
-
 	pm_error_clear();
-	ret = scrub_tree(ix, 1, &missed);
-	if (ret == 0 && missed != 0)
-		ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_scrub: members 0x%x did not answer"
-			" everywhere; run it again when they are up", missed);
-	return ret;
+	return scrub_all(ix, "kv_index_scrub");
 }
 
 /* Read the superblock and region length of node @node with its own
@@ -284,14 +319,7 @@ kv_index_rebuild(const struct kv_index_config *cfg, unsigned node)
 	ret = kv__ix_open_rebuilder(&ix, cfg, node);
 	if (ret != 0)
 		return ret;
-	{
-		unsigned missed = 0;
-
-		ret = scrub_tree(ix, 1, &missed);
-		if (ret == 0 && missed != 0)
-			ret = pm_error_set(KV_E_UNAVAILABLE, "kv_index_rebuild: members 0x%x did"
-				" not answer everywhere", missed);
-	}
+	ret = scrub_all(ix, "kv_index_rebuild");
 	if (ret == 0)
 		ret = rebuild_finish(ix, node);
 	kv_index_close(&ix);

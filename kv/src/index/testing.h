@@ -6,6 +6,8 @@
 #ifndef KV_INDEX_TESTING_H
 #define KV_INDEX_TESTING_H
 
+#include <stdbool.h>
+
 #include <kv/index.h>
 
 #ifdef __cplusplus
@@ -38,6 +40,14 @@ int kv__ix_test_inject_once(struct kv_index *ix, unsigned member, enum rdma_faul
  * Return: nothing (void). Thread-safety: the handle's thread.
  */
 void kv__ix_test_set_timeout(struct kv_index *ix, unsigned timeout_ms);
+
+/**
+ * kv__ix_test_caught_up -- whether a member came back since the handle
+ * opened and the handle has walked the whole tree since the last return
+ * (ix_catch_up in index.c).
+ * Return: true or false. Thread-safety: the handle's thread.
+ */
+bool kv__ix_test_caught_up(const struct kv_index *ix);
 
 /**
  * kv__ix_test_word_off -- the node offset of word @word (0..15) of bucket

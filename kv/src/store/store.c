@@ -1070,6 +1070,19 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 }
 
 int
+kv_scrub(struct kv_client *c)
+{
+	struct kv_index_stats before;
+	int ret;
+
+	op_begin(c);
+	kv_index_stats_read(c->ix, &before);
+	ret = kv_index_scrub(c->ix);
+	index_rounds(c, &before);
+	return op_end(c, ret);
+}
+
+int
 kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	uint64_t existing;

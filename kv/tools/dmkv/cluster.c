@@ -247,10 +247,6 @@ daemon_start(struct dmkv_cluster *cl, unsigned i, bool create, const uint64_t re
 		argv[a++] = port_s;
 		argv[a++] = "--backends";
 		argv[a++] = "tcp";
-		/* Several daemons share this machine's cores with the clients:
-		 * an idle one must sleep (dmkv-node --poll). */
-		argv[a++] = "--poll";
-		argv[a++] = "adaptive";
 		argv[a++] = "--token";
 		argv[a++] = cl->cfg.conn.token != NULL ? cl->cfg.conn.token : "";
 		argv[a++] = "--ready-file";

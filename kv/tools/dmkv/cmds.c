@@ -648,6 +648,50 @@ daemon_status(const struct dmkv_cluster *cl, const char *uri, char *text, size_t
 static const char *const repl_name[] = { "swarm", "abd", "raw" };
 
 int
+dmkv_cmd_scrub(int argc, char **argv, const char *config)
+{
+	struct dmkv_cluster cl;
+	struct kv_client *c = NULL;
+	struct kv_stats st;
+	int code, ret;
+
+	if (wants_help(argc, argv)) {
+		printf("usage: dmkv [--config FILE] [--json] scrub\n"
+		       "\n"
+		       "Give memory nodes that were down, restarted or cut off what the others\n"
+		       "decided while they were away (kv_scrub): run it after restarting a node\n"
+		       "and before taking another one down. Exit 0 when every node answered and\n"
+		       "is up to date, 69 if some node did not answer (run it again).\n\n"
+		       DMKV_EXIT_CODES_HELP);
+		return 0;
+	}
+	if (argc > 1) {
+		dmkv_err("scrub: unexpected argument '%s'", argv[1]);
+		return usage("scrub");
+	}
+	if ((code = dmkv_cluster_load(&cl, config, NULL)) != 0)
+		return code;
+	ret = kv_open(&c, &cl.cfg);
+	if (ret != 0) {
+		dmkv_cluster_free(&cl);
+		return dmkv_fail("connecting to the cluster", ret);
+	}
+	if (!dmkv_quiet && !dmkv_json)
+		fprintf(stderr, "dmkv: scrubbing the index of %u nodes...\n", cl.cfg.nnodes);
+	ret = kv_scrub(c);
+	kv_stats_read(c, &st);
+	if (ret != 0)
+		code = dmkv_fail("scrub", ret);
+	else if (dmkv_json)
+		printf("{\"ok\":true,\"index_rounds\":%llu}\n", (unsigned long long)st.index_rounds);
+	else
+		printf("scrubbed: every node is up to date\n");
+	kv_close(&c);
+	dmkv_cluster_free(&cl);
+	return code;
+}
+
+int
 dmkv_cmd_status(int argc, char **argv, const char *config)
 {
 	struct dmkv_cluster cl;

@@ -158,6 +158,7 @@ print_help(FILE *f)
 		"  load                   bulk load generated records or a file\n"
 		"  bench                  the YCSB driver (workloads A-D, F)\n"
 		"  status                 every memory node and the store\n"
+		"  scrub                  bring nodes that were down up to date\n"
 		"  cluster up|down        start or stop the nodes of the cluster file\n"
 		"  demo                   the main job: a three-node cluster, YCSB-B with a\n"
 		"                         node crashed and restored, every write checked\n"
@@ -231,6 +232,8 @@ main(int argc, char **argv)
 		return dmkv_cmd_bench(argc, argv, config);
 	if (strcmp(cmd, "status") == 0)
 		return dmkv_cmd_status(argc, argv, config);
+	if (strcmp(cmd, "scrub") == 0)
+		return dmkv_cmd_scrub(argc, argv, config);
 	if (strcmp(cmd, "cluster") == 0)
 		return dmkv_cmd_cluster(argc, argv, config);
 	if (strcmp(cmd, "demo") == 0)
