@@ -611,7 +611,7 @@ TEST_F(IndexTest, ConcurrentRemoversOfOneMappingAreLinearizable)
 // past the connection timeout. One member at a time: nothing is unavailable.
 TEST_F(IndexTest, ConcurrentClientsWithOneRoundFaultsAreLinearizable)
 {
-	ConcurrentClients(group_.get(), false, 4, 5000, false, true, true);
+	ConcurrentClients(group_.get(), false, 4, 20000, false, true, true);
 }
 
 // The same with node 2 failed for some clients and slow for the others
