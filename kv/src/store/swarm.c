@@ -500,8 +500,11 @@ abd_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e
 	if (ret != 0)
 		return ret;
 	*res = kv_st_is_tomb(v.top) ? KV_SW_DELETED : KV_SW_DONE;
+	/* Deleted, or being deleted by a client that may have crashed: the
+	 * tombstone goes to f+1 members first, so no later read returns a
+	 * value this write reports deleted. */
 	if (*res == KV_SW_DELETED)
-		return 0;
+		return sw_write_back(c, geo, e, &v);
 	ret = kv__st_log_alloc(c, blen, &ptr, &off);
 	if (ret != 0)
 		return ret;
