@@ -257,6 +257,20 @@ reconnect_main(void *p)
 	}
 }
 
+unsigned
+kv__ix_group_up(const struct kv_ix_group *g)
+{
+	unsigned mask = 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		int st = member_state(&g->m[i]);
+
+		if (st == KV_IX_M_IDLE || st == KV_IX_M_BUSY)
+			mask |= 1u << i;
+	}
+	return mask;
+}
+
 static unsigned
 usable_members(const struct kv_ix_group *g)
 {

@@ -150,6 +150,13 @@ int kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n
 void kv__ix_group_close(struct kv_ix_group *g);
 
 /**
+ * kv__ix_group_up -- the members connected now (idle, or with a batch in
+ * flight), as opposed to those the reconnect thread holds.
+ * Return: that mask. Thread-safety: client thread.
+ */
+unsigned kv__ix_group_up(const struct kv_ix_group *g);
+
+/**
  * kv__ix_round_begin -- start a round: drain members whose old batches
  * completed, hand over members stuck past the timeout, and return the mask
  * of members usable now, whose batches the caller may fill (each has been

@@ -123,7 +123,7 @@ ix_catch_up(struct kv_index *ix)
 
 	if (r != ix->revivals_seen) {
 		ix->revivals_seen = r;
-		kv__ix_scrub_start(&ix->catch_up, 1);
+		kv__ix_scrub_start(&ix->catch_up, 1, false);
 	}
 	if (ix->catch_up.top > 0)
 		(void)kv__ix_scrub_run(ix, &ix->catch_up, KV_IX_CATCH_UP_STEPS);

@@ -33,10 +33,13 @@ struct kv_ix_hint {
  * with one pending sibling per level: at most 65 entries (bucket numbers
  * are 64-bit). */
 #define KV_IX_SCRUB_STACK 128
+/* A thorough scrub's pause before it asks a slow member again. */
+#define KV_IX_SCRUB_RETRY_NS (1000u * 1000u)
 struct kv_ix_scrub {
 	uint64_t stack[KV_IX_SCRUB_STACK]; /* buckets still to visit */
 	unsigned top;
 	unsigned missed; /* members that did not answer somewhere */
+	bool thorough;   /* wait for every connected member at each bucket */
 };
 
 struct kv_index {
@@ -118,6 +121,10 @@ int kv__ix_view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
 /* kv__ix_view_read_quorum -- as kv__ix_view_read from f+1 members only
  * (all of them if that fails): for readers that write nothing */
 int kv__ix_view_read_quorum(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
+/* kv__ix_view_read_all -- as kv__ix_view_read, waiting for every member
+ * it asked rather than f+1 and a grace: for the scrub, which must see
+ * each member's copy */
+int kv__ix_view_read_all(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
 int kv__ix_view_records(struct kv_index *ix, struct kv_ix_view *v);
 int kv__ix_slot(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	struct kv_ix_slot *out);
@@ -154,8 +161,10 @@ int kv__ix_flip(struct kv_index *ix, uint64_t idx);
  * member whose words are lower than the decided ones */
 int kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack);
 
-/* kv__ix_scrub_start -- a walk from bucket @root. */
-void kv__ix_scrub_start(struct kv_ix_scrub *s, uint64_t root);
+/* kv__ix_scrub_start -- a walk from bucket @root; @thorough waits for every
+ * connected member at each bucket (kv_index_scrub), else f+1 and a grace
+ * suffice (the catch-up after operations, which must not hold them up). */
+void kv__ix_scrub_start(struct kv_ix_scrub *s, uint64_t root, bool thorough);
 
 /* kv__ix_scrub_run -- visit up to @steps buckets of walk @s, repairing
  * each (sets ix->deadline per bucket). On an error the bucket stays next.

@@ -132,9 +132,18 @@ scrub_bucket(struct kv_index *ix, uint64_t idx, struct kv_ix_scrub *s)
 	int ret;
 
 	ix->deadline = kv__ix_now_ns() + (uint64_t)ix->timeout_ms * 1000000u;
-	ret = kv__ix_view_read(ix, idx, &v);
-	if (ret != 0)
-		return ret;
+	for (;;) {
+		ret = s->thorough ? kv__ix_view_read_all(ix, idx, &v) : kv__ix_view_read(ix, idx, &v);
+		if (ret != 0)
+			return ret;
+		/* A connected member may still be busy with a reply an
+		 * earlier round gave up on (a node slow to wake): ask again
+		 * rather than report it missed. */
+		if (!s->thorough || (kv__ix_group_up(g) & ~v.answered) == 0 ||
+			kv__ix_now_ns() >= ix->deadline)
+			break;
+		kv__ix_sleep(g, KV_IX_SCRUB_RETRY_NS);
+	}
 	s->missed |= ((1u << g->n) - 1) & ~v.answered;
 	if ((unsigned)__builtin_popcount(v.got) < g->f + 1)
 		return 0; /* not live (a split in progress makes it so later) */
@@ -156,11 +165,12 @@ scrub_bucket(struct kv_index *ix, uint64_t idx, struct kv_ix_scrub *s)
 }
 
 void
-kv__ix_scrub_start(struct kv_ix_scrub *s, uint64_t root)
+kv__ix_scrub_start(struct kv_ix_scrub *s, uint64_t root, bool thorough)
 {
 	s->stack[0] = root;
 	s->top = 1;
 	s->missed = 0;
+	s->thorough = thorough;
 }
 
 int
@@ -186,7 +196,7 @@ scrub_all(struct kv_index *ix, const char *who)
 	struct kv_ix_scrub s;
 	int ret;
 
-	kv__ix_scrub_start(&s, 1);
+	kv__ix_scrub_start(&s, 1, true);
 	ret = kv__ix_scrub_run(ix, &s, UINT_MAX);
 	if (ret == 0 && s.missed != 0)
 		ret = pm_error_set(KV_E_UNAVAILABLE, "%s: members 0x%x did not answer everywhere;"

@@ -127,9 +127,10 @@ quorum_of(const struct kv_ix_group *g, unsigned mask, unsigned start)
 /* Read bucket @idx: from every usable member, or (@quorum) from f+1 of
  * them on the first attempt -- enough for the decision rule, and a third
  * less work for lookups on the local backend, where the client itself
- * does every member's copy and flush. */
+ * does every member's copy and flush. The round waits for @need replies
+ * (and the grace after them). */
 static int
-view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum)
+view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum, unsigned need)
 {
 	struct kv_ix_group *g = &ix->g;
 	uint64_t off = word_off(ix, idx, 0);
@@ -152,7 +153,7 @@ view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum)
 				rdma_batch_persist(&g->m[i].batch, g->region, off, KV_IXB_SIZE) != 0)
 				mask &= ~(1u << i);
 		}
-		ok = kv__ix_round_run(g, mask, g->f + 1, ix->deadline);
+		ok = kv__ix_round_run(g, mask, need, ix->deadline);
 		ix->st.rounds++;
 		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
 			memset(v, 0, sizeof(*v));
@@ -185,13 +186,19 @@ view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum)
 int
 kv__ix_view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
 {
-	return view_read(ix, idx, v, false);
+	return view_read(ix, idx, v, false, ix->g.f + 1);
 }
 
 int
 kv__ix_view_read_quorum(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
 {
-	return view_read(ix, idx, v, true);
+	return view_read(ix, idx, v, true, ix->g.f + 1);
+}
+
+int
+kv__ix_view_read_all(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
+{
+	return view_read(ix, idx, v, false, ix->g.n);
 }
 
 /* The replies of @v's members for @word, as analyse and choose take them. */
