@@ -61,7 +61,8 @@ on_tmpfs(const char *dir)
 }
 
 /* Find benchmarks/kv_report.py: $DMKV_REPORT, the runfiles, the source
- * tree around Bazel's output tree. */
+ * tree around Bazel's output tree, or PREFIX/share/dmem beside an installed
+ * PREFIX/bin/dmkv (tools/install.sh). */
 static const char *
 find_report(void)
 {
@@ -82,6 +83,12 @@ find_report(void)
 	if (getenv("BUILD_WORKSPACE_DIRECTORY") != NULL) {
 		snprintf(buf, sizeof(buf), "%s/benchmarks/kv_report.py",
 			getenv("BUILD_WORKSPACE_DIRECTORY"));
+		if (access(buf, R_OK) == 0)
+			return buf;
+	}
+	if (strrchr(self, '/') != NULL) {
+		*strrchr(self, '/') = '\0';
+		snprintf(buf, sizeof(buf), "%s/../share/dmem/kv_report.py", self);
 		if (access(buf, R_OK) == 0)
 			return buf;
 	}
