@@ -86,6 +86,10 @@ def _module_dist_impl(ctx):
         else:
             libs_private.append(f)
 
+    # Under --config=asan/tsan/fuzz the objects call the sanitizer's
+    # runtime, which only an executable links: the library is linked with
+    # the same flag and without -z defs (install.sh builds without them).
+    sanitize = [f for f in ctx.fragments.cpp.linkopts if f.startswith("-fsanitize")]
     so = ctx.actions.declare_file("dist/%s.so.%s" % (lib, DMEM_VERSION))
     ar = ctx.actions.declare_file("dist/%s.a" % lib)
     pc = ctx.actions.declare_file("dist/dmem-%s.pc" % module)
@@ -107,12 +111,15 @@ def _module_dist_impl(ctx):
 
     # -z defs: every symbol the library uses resolves at link time, against
     # the lower modules' libraries and the system libraries.
+    strict = [] if sanitize else ["-Wl,-z,defs"]
     ctx.actions.run_shell(
         outputs = [so, ar],
         inputs = objects + [vmap] + [l.shared for l in lower],
-        command = ("set -e; cc -shared -o {so} -Wl,-soname,{soname} " +
-                   "-Wl,--version-script={vmap} -Wl,-z,defs -Wl,--as-needed {objs} {lower} " +
+        command = ("set -e; cc -shared {san} -o {so} -Wl,-soname,{soname} " +
+                   "-Wl,--version-script={vmap} {strict} -Wl,--as-needed {objs} {lower} " +
                    "{sys} && ar rcs {ar} {objs}").format(
+            san = " ".join(sanitize),
+            strict = " ".join(strict),
             so = so.path,
             soname = "%s.so.%s" % (lib, DMEM_SOVERSION),
             vmap = vmap.path,
@@ -158,7 +165,12 @@ def _module_dist_impl(ctx):
         lines.append("share/dmem/%s\t%s" % (s.basename, s.short_path))
     ctx.actions.write(manifest, "\n".join(lines) + "\n")
 
-    files = depset([so, ar, pc, manifest] + ctx.files.headers + ctx.files.bins + ctx.files.share)
+    # The sanitizer flags a program linked with this build needs
+    # (//tools:install_test reads them; empty for install.sh's build).
+    flags_file = ctx.actions.declare_file("dist/%s.sanitize" % lib)
+    ctx.actions.write(flags_file, " ".join(sanitize) + "\n")
+
+    files = depset([so, ar, pc, manifest, flags_file] + ctx.files.headers + ctx.files.bins + ctx.files.share)
     return [
         DefaultInfo(files = files, runfiles = ctx.runfiles(transitive_files = files)),
         DmemModuleInfo(
@@ -182,6 +194,7 @@ def _include_dirs(headers):
 
 dmem_module_dist = rule(
     implementation = _module_dist_impl,
+    fragments = ["cpp"],
     doc = "One module's shared and static library, pkg-config file and install manifest.",
     attrs = {
         "module": attr.string(mandatory = True, doc = "the module's directory and name"),

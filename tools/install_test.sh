@@ -49,7 +49,9 @@ for m in "${modules[@]}"; do
 		"$prefix/include/$m/"*.h || fail "$so: exported symbols differ from the headers"
 done
 
-# The example project, shared.
+# The example project, shared. Under --config=asan the libraries need the
+# sanitizer's runtime in the program (tools/dist.bzl).
+san="$(cat "$root/pm/dist/libdmem-pm.sanitize")"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 ex="$tmp/examples"
 mkdir -p "$ex"
@@ -57,12 +59,12 @@ cp "$root/examples/"{Makefile,counter.c,example.h,kcas.c} "$ex/"
 for m in "${modules[@]}"; do
 	pkg-config --exists "dmem-$m" || fail "pkg-config does not find dmem-$m: $(pkg-config --print-errors --exists "dmem-$m" 2>&1)"
 done
-LD_LIBRARY_PATH="$prefix/lib" make -C "$ex" check POOLDIR="$tmp"
+LD_LIBRARY_PATH="$prefix/lib" make -C "$ex" check POOLDIR="$tmp" CFLAGS="-O2 -g -Wall -Wextra -Werror $san"
 LD_LIBRARY_PATH="$prefix/lib" ldd "$ex/counter" | grep -q "libdmem-onll.so.0 => $prefix/lib/" || fail "counter does not use the installed libdmem-onll"
 
 # The same programs, static (the system libraries stay shared).
 static() { # NAME MODULE
-	cc -O2 -Wall -Werror $(pkg-config --cflags "dmem-$2") -o "$ex/$1-static" "$ex/$1.c" \
+	cc -O2 -Wall -Werror $san $(pkg-config --cflags "dmem-$2") -o "$ex/$1-static" "$ex/$1.c" \
 		-Wl,-Bstatic $(pkg-config --static --libs-only-l "dmem-$2" | grep -o -- '-ldmem-[a-z]*' | tr '\n' ' ') \
 		-Wl,-Bdynamic -L"$prefix/lib" \
 		$(pkg-config --static --libs "dmem-$2" | sed 's/-ldmem-[a-z]*//g; s/-L[^ ]*//g')

@@ -11,6 +11,7 @@ set -euo pipefail
 # Libraries: PMDK, libfabric, rdma-core, liburcu, jemalloc, xxhash.
 # Tests and benchmarks: GoogleTest, Google Benchmark.
 # Tools: pmempool (pmdk-tools) to inspect pools; clang for libFuzzer targets;
+# pkg-config for the installed libraries (tools/install.sh, examples/);
 # matplotlib for the benchmark plots (benchmarks/mcas_report.py); spin for the
 # index protocol's models (kv/spin/run_models.sh, //kv/spin:models_test);
 # redis-server and memcached, the systems the store is compared with
@@ -18,7 +19,7 @@ set -euo pipefail
 # ports; a service the packages start is neither used nor touched).
 PACKAGES=(
 	bazel-bootstrap bazel-platforms bazel-skylib bazel-rules-java
-	build-essential clang
+	build-essential clang pkg-config
 	libpmem-dev libpmemobj-dev libpmem2-dev libpmempool-dev pmdk-tools
 	libfabric-dev libfabric-bin rdma-core libibverbs-dev librdmacm-dev ibverbs-providers
 	librpma-dev

@@ -272,7 +272,8 @@ fail:
 static bool
 node_locked_elsewhere(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO at @path must not block the open forever. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	bool busy = false;
 
 	if (fd < 0)

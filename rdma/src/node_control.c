@@ -44,7 +44,11 @@
 #include "server.h"
 #include "wire.h"
 
-#define NODE_DEFAULT_MAX_CLIENTS 64
+/* Each admitted client holds its control connection and its fabric
+ * endpoint's sockets: 256 of them fit the usual 1024-descriptor limit
+ * (dmkv-node raises its own limit to the hard one, and takes
+ * --max-clients). SWARM-KV's experiments run 64 clients and more. */
+#define NODE_DEFAULT_MAX_CLIENTS 256
 /* More control connections than this would not fit the descriptor limit
  * of any ordinary process anyway. */
 #define NODE_MAX_CLIENTS_LIMIT 65536
@@ -52,9 +56,11 @@
  * a client sending a few bytes at a time cannot keep its slot for long. */
 #define NODE_MSG_TIMEOUT_MS 5000
 /* A connection that was not admitted (status clients, strangers) is closed
- * when it sends no complete message for this long: idle sockets must not
- * use up max_clients. Admitted clients may stay idle for ever. */
-#define NODE_IDLE_TIMEOUT_MS 30000
+ * when it sends no complete message for this long, and the oldest such
+ * connection gives its slot to a new one when every slot is taken: idle
+ * sockets must not use up max_clients. Admitted clients may stay idle for
+ * ever. A client sends HELLO as soon as it connects. */
+#define NODE_IDLE_TIMEOUT_MS 10000
 /* After accept fails for lack of resources, wait this long before trying
  * again. */
 #define NODE_ACCEPT_PAUSE_MS 100
@@ -227,6 +233,9 @@ node_status_text(const struct rdma_node *n, char *buf, size_t cap)
 		NODE_APPEND("region.%u length %" PRIu64 "\n", i, n->info[i].length);
 	NODE_APPEND("backends %s\n", backends);
 	NODE_APPEND("port %u\n", (unsigned)n->port);
+	/* "none": any client that reaches the port is admitted. */
+	NODE_APPEND("token %s\n", n->token_len > 0 ? "required" : "none");
+	NODE_APPEND("max_clients %u\n", n->max_clients);
 	NODE_APPEND("clients_connected %u\n", st.clients_connected);
 	NODE_APPEND("clients_admitted %" PRIu64 "\n", st.clients_admitted);
 	NODE_APPEND("clients_refused %" PRIu64 "\n", st.clients_refused);
@@ -416,6 +425,32 @@ node_peer_name(int fd, char *buf, size_t cap)
 	snprintf(buf, cap, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
 }
 
+/* node_free_slot -- a free client slot; if there is none, the slot of the
+ * connection not admitted that has waited longest (closed now); NULL if
+ * every slot holds an admitted client */
+static struct node_client *
+node_free_slot(struct rdma_node *n)
+{
+	struct node_client *oldest = NULL;
+
+	for (unsigned i = 0; i < n->max_clients; i++) {
+		struct node_client *c = &n->clients[i];
+
+		if (c->fd < 0)
+			return c;
+		if (!c->admitted && c->have == 0 &&
+			(oldest == NULL || c->idle_deadline < oldest->idle_deadline))
+			oldest = c;
+	}
+	if (oldest != NULL) {
+		rdma__node_log(n, RDMA_NODE_LOG_WARN,
+			"client %s: closed, its slot given to a new connection (all %u taken)",
+			oldest->peer, n->max_clients);
+		node_client_close(n, oldest, "slot needed");
+	}
+	return oldest;
+}
+
 /* node_accept -- take every pending connection */
 static void
 node_accept(struct rdma_node *n, uint64_t now)
@@ -438,9 +473,7 @@ node_accept(struct rdma_node *n, uint64_t now)
 			}
 			return;
 		}
-		for (unsigned i = 0; i < n->max_clients && c == NULL; i++)
-			if (n->clients[i].fd < 0)
-				c = &n->clients[i];
+		c = node_free_slot(n);
 		if (c == NULL) {
 			/* Refused before its request is read, so with seq 0:
 			 * the connection, not a request, is refused. */

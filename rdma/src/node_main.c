@@ -17,9 +17,10 @@
  *   73 pool busy: another process has it open
  *   77 `status`: the node refused the token
  *
- * Signals. SIGTERM and SIGINT are blocked before any thread exists (the
- * node's threads inherit the mask) and main waits for them with sigwait, so
- * shutdown runs in main, outside any signal handler. SIGKILL is the crash
+ * Signals. While the pool is opened, SIGTERM and SIGINT end the process at
+ * once. Then they are blocked before any thread exists (the node's threads
+ * inherit the mask) and main waits for them with sigwait, so shutdown runs
+ * in main, outside any signal handler. SIGKILL is the crash
  * case: every byte a client persisted survives it (rdma/node.h).
  */
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +67,7 @@ struct node_opts {
 	uint16_t port;
 	unsigned backends;
 	enum rdma_node_poll poll;
+	unsigned max_clients;
 	const char *token;
 	const char *token_file;
 	/* command line only */
@@ -86,6 +89,7 @@ enum {
 	OPT_TOKEN = 1u << 8,
 	OPT_TOKEN_FILE = 1u << 9,
 	OPT_POLL = 1u << 10,
+	OPT_MAX_CLIENTS = 1u << 11,
 };
 
 /* The keys a config file and the flags share. */
@@ -103,6 +107,7 @@ static const struct {
 	{ "port", "--port", OPT_PORT },
 	{ "backends", "--backends", OPT_BACKENDS },
 	{ "poll", "--poll", OPT_POLL },
+	{ "max_clients", "--max-clients", OPT_MAX_CLIENTS },
 	{ "token", "--token", OPT_TOKEN },
 	{ "token_file", "--token-file", OPT_TOKEN_FILE },
 };
@@ -192,11 +197,17 @@ print_help(void)
 "                       lowest latency when the node has cores of its own,\n"
 "                       but with more busy threads than cores each round\n"
 "                       trip waits for the scheduler\n"
-"  --token T            cluster token clients must present\n"
+"  --max-clients N      admitted clients at once (default 256); a connection\n"
+"                       that has not said HELLO within 10 s, or the oldest\n"
+"                       such one when all slots are taken, is closed\n"
+"  --token T            cluster token clients must present (without a token\n"
+"                       any client that reaches the port is admitted: the\n"
+"                       node logs a warning and status says 'token none')\n"
 "  --token-file F       read the token from the first line of F\n"
 "  --config FILE        INI file with a [node] section; keys pool, create,\n"
 "                       pool_size, region (repeatable), durability, listen,\n"
-"                       port, backends, poll, token, token_file; flags\n"
+"                       port, backends, poll, max_clients, token,\n"
+"                       token_file; flags\n"
 "                       override it\n"
 "  --ready-file F       once serving, write the control port and a newline\n"
 "                       to F (atomically; removed at clean shutdown)\n"
@@ -400,6 +411,11 @@ opt_set(struct node_opts *o, unsigned bit, const char *value, char *err, size_t 
 		if (parse_poll(value, &o->poll) != 0)
 			goto bad;
 		break;
+	case OPT_MAX_CLIENTS:
+		if (parse_uint(value, 65536, &v) != 0 || v == 0)
+			goto bad;
+		o->max_clients = (unsigned)v;
+		break;
 	case OPT_TOKEN:
 		if (strlen(value) > RDMA_TOKEN_MAX) {
 			snprintf(err, cap, "token longer than %d bytes", RDMA_TOKEN_MAX);
@@ -457,16 +473,25 @@ static char *
 config_reader(char *str, int num, void *stream)
 {
 	struct ini_state *st = stream;
-	char *s = fgets(str, num, st->f);
-	size_t len;
+	char *s = str;
+	size_t len = 0;
+	bool nul = false;
+	int ch = EOF;
 
-	if (s == NULL)
+	/* fgets() would hide a NUL byte: read the line byte by byte. */
+	while (len + 1 < (size_t)num && (ch = fgetc(st->f)) != EOF) {
+		nul |= ch == '\0';
+		str[len++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	if (len == 0)
 		return NULL;
+	str[len] = '\0';
 	st->line++;
-	len = strlen(s);
-	if (len > 0 && s[len - 1] != '\n' && !feof(st->f)) {
-		int ch;
-
+	if (nul) {
+		ini_fail(st, "NUL byte in the line (a config file is text)");
+	} else if (str[len - 1] != '\n' && ch != EOF) {
 		ini_fail(st, "line longer than %d characters", NODE_MAIN_LINE_MAX - 1);
 		while ((ch = fgetc(st->f)) != EOF && ch != '\n')
 			;
@@ -583,6 +608,7 @@ enum {
 	LONG_PORT,
 	LONG_BACKENDS,
 	LONG_POLL,
+	LONG_MAX_CLIENTS,
 	LONG_TOKEN,
 	LONG_TOKEN_FILE,
 	LONG_CONFIG,
@@ -604,6 +630,7 @@ static const struct option node_long_opts[] = {
 	{ "port", required_argument, NULL, LONG_PORT },
 	{ "backends", required_argument, NULL, LONG_BACKENDS },
 	{ "poll", required_argument, NULL, LONG_POLL },
+	{ "max-clients", required_argument, NULL, LONG_MAX_CLIENTS },
 	{ "token", required_argument, NULL, LONG_TOKEN },
 	{ "token-file", required_argument, NULL, LONG_TOKEN_FILE },
 	{ "config", required_argument, NULL, LONG_CONFIG },
@@ -657,6 +684,7 @@ parse_args(int argc, char **argv, enum node_cmd cmd, struct node_opts *o)
 		case LONG_PORT: bit = OPT_PORT; break;
 		case LONG_BACKENDS: bit = OPT_BACKENDS; break;
 		case LONG_POLL: bit = OPT_POLL; break;
+		case LONG_MAX_CLIENTS: bit = OPT_MAX_CLIENTS; break;
 		case LONG_TOKEN: bit = OPT_TOKEN; break;
 		case LONG_TOKEN_FILE: bit = OPT_TOKEN_FILE; break;
 		case LONG_CONFIG:
@@ -727,6 +755,7 @@ merge(const struct node_opts *cli, const struct node_opts *file, struct node_opt
 	TAKE(OPT_PORT, port);
 	TAKE(OPT_BACKENDS, backends);
 	TAKE(OPT_POLL, poll);
+	TAKE(OPT_MAX_CLIENTS, max_clients);
 #undef TAKE
 	if (!(cli->set & OPT_REGION) && (file->set & OPT_REGION)) {
 		out->nregions = file->nregions;
@@ -739,6 +768,21 @@ merge(const struct node_opts *cli, const struct node_opts *file, struct node_opt
 		out->token_file = file->token_file;
 	}
 	out->set = cli->set | file->set;
+}
+
+/* raise_fd_limit -- the soft descriptor limit up to the hard one: every
+ * client holds a control connection and its endpoint's sockets */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			node_main_logf(RDMA_NODE_LOG_WARN, "cannot raise the descriptor limit: %s",
+				strerror(errno));
+	}
 }
 
 /* opts_default -- the defaults before any source */
@@ -859,15 +903,9 @@ cmd_serve(const struct node_opts *o)
 		node_main_logf(RDMA_NODE_LOG_WARN,
 			"--pool-size and --region apply only with --create to a new pool");
 
-	/* Before any thread exists (rdma_node_serve starts them): they all
-	 * inherit the mask, so only sigwait below sees these signals. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL) != 0)
-		return EX_OSERR;
 	/* Peers that vanish must not kill the node through a write. */
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 
 	rdma_node_config_init(&cfg);
 	cfg.pool_path = o->pool;
@@ -896,11 +934,25 @@ cmd_serve(const struct node_opts *o)
 		return code;
 	}
 
+	/* Until here SIGTERM and SIGINT end the process at once (opening a
+	 * large or damaged pool can take long, and nothing is being served).
+	 * Now, before any thread exists (rdma_node_serve starts them), block
+	 * them: the threads inherit the mask, so only sigwait below sees
+	 * them; one that came meanwhile stays pending for it. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL) != 0) {
+		rdma_node_close(&node);
+		return EX_OSERR;
+	}
+
 	rdma_node_serve_config_init(&scfg);
 	scfg.host = o->listen;
 	scfg.port = o->port;
 	scfg.backends = o->backends;
 	scfg.poll = o->poll;
+	scfg.max_clients = o->max_clients;
 	node_main_logf(RDMA_NODE_LOG_INFO, "serving on %s:%u, backends %s, poll %s", o->listen,
 		(unsigned)o->port, backends_text(o->backends, buf, sizeof(buf)),
 		o->poll == RDMA_NODE_POLL_BUSY ? "busy" : "adaptive");
@@ -920,6 +972,11 @@ cmd_serve(const struct node_opts *o)
 		node_main_logf(RDMA_NODE_LOG_INFO, "ready: control port %s:%u, backends %s",
 			o->listen, (unsigned)rdma_node_port(node),
 			backends_text(st.backends, buf, sizeof(buf)));
+		if (token[0] == '\0')
+			node_main_logf(RDMA_NODE_LOG_WARN,
+				"no token: any client that reaches %s:%u may read and write the"
+				" pool (set --token or --token-file)", o->listen,
+				(unsigned)rdma_node_port(node));
 	}
 	if (o->ready_file != NULL) {
 		ret = write_ready_file(o->ready_file, rdma_node_port(node));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rdma/tests/daemon_test.cc -- dmkv-node as a process: --help, usage and
 // config-file errors, the exit code of every failure the daemon documents,
-// clean shutdown on SIGTERM and SIGINT, the status command, persistence
+// clean shutdown on SIGTERM and SIGINT, the status command, connections
+// that never speak, a node without a token, a FIFO as pool, persistence
 // across SIGKILL and restart (data written by a local-backend client), and
 // the --poll modes (an idle adaptive node sleeps, and RMA wakes it).
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -100,7 +102,8 @@ TEST(DaemonCli, HelpMentionsEveryOption)
 	RunResult r = RunNode({"--help"});
 	ASSERT_EQ(r.exit_code, 0) << Describe(r);
 	for (const char *opt : {"--pool", "--create", "--pool-size", "--region", "--durability",
-		     "--listen", "--port", "--backends", "--poll", "adaptive", "busy", "--token",
+		     "--listen", "--port", "--backends", "--poll", "adaptive", "busy",
+		     "--max-clients", "--token",
 		     "--token-file", "--config",
 		     "--ready-file", "--log-level", "--quiet", "--connect", "--help", "--version",
 		     "status", "serve", "SIGTERM"})
@@ -133,6 +136,8 @@ TEST(DaemonCli, UsageErrorsExit64AndNameTheFlag)
 		{{"--pool", pool, "--backends", "tcp,carrier-pigeon"}, "--backends"},
 		{{"--pool", pool, "--backends", ""}, "--backends"},
 		{{"--pool", pool, "--poll", "lazy"}, "--poll"},
+		{{"--pool", pool, "--max-clients", "0"}, "--max-clients"},
+		{{"--pool", pool, "--max-clients", "70000"}, "--max-clients"},
 		{{"--pool", pool, "--region", "0"}, "--region"},
 		{{"--pool", pool, "--region", "12Q"}, "--region"},
 		{{"--pool", pool, "--pool-size", "99999999999999999999"}, "--pool-size"},
@@ -198,6 +203,12 @@ TEST(DaemonCli, BadConfigLineExits64WithFileAndLine)
 	RunResult r = RunNode({"--pool", pool, "--config", ini});
 	EXPECT_EQ(r.exit_code, kUsage) << Describe(r);
 	EXPECT_NE(r.err.find(ini + ":2:"), std::string::npos) << Describe(r);
+	EXPECT_FALSE(Exists(pool));
+	// A NUL byte is named as such, not as a long line.
+	WriteFile(ini, std::string("[node]\nport = 1\0x\n", 18));
+	r = RunNode({"--pool", pool, "--config", ini});
+	EXPECT_EQ(r.exit_code, kUsage) << Describe(r);
+	EXPECT_NE(r.err.find(ini + ":2: NUL byte"), std::string::npos) << Describe(r);
 	EXPECT_FALSE(Exists(pool));
 }
 
@@ -269,6 +280,23 @@ TEST(DaemonPool, CorruptPoolExits65AndIsNotWritten)
 	EXPECT_EQ(r.exit_code, kDataErr) << "empty file: " << Describe(r);
 }
 
+// A path that is not a regular file (a FIFO: opening it for reading would
+// block until a writer comes) fails at once, with or without --create.
+TEST(DaemonPool, FifoPoolExits65AtOnce)
+{
+	std::string fifo = FreshPath("fifo.pool");
+	ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+	for (bool create : {false, true}) {
+		std::vector<std::string> args = {"--pool", fifo, "--port", "0", "--backends",
+			"none"};
+		if (create)
+			args.push_back("--create");
+		RunResult r = RunNode(args, 20000);
+		EXPECT_EQ(r.exit_code, kDataErr) << Describe(r);
+		EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << Describe(r);
+	}
+}
+
 TEST(DaemonServe, PortInUseExits69)
 {
 	BoundPort taken;
@@ -336,6 +364,60 @@ TEST(DaemonServe, SigtermAndSigintShutDownCleanly)
 	ASSERT_EQ(node.Kill(SIGINT), 0);
 	EXPECT_EQ(node.Wait(), 0) << node.StderrTail();
 	EXPECT_NE(node.Stderr().find("SIGINT"), std::string::npos);
+}
+
+// Connections that never say HELLO cannot lock clients out: with every slot
+// taken by them, a new connection takes the slot of the oldest, so status
+// still answers. Status names the limit and that a token is required.
+TEST(DaemonServe, SilentConnectionsDoNotLockClientsOut)
+{
+	NodeOptions o;
+	o.name = "silent";
+	o.backends = "none";
+	o.token = "t0k";
+	o.extra = {"--max-clients", "4"};
+	NodeProcess node(o);
+	std::string err;
+	ASSERT_TRUE(node.Start(&err)) << err;
+	std::vector<int> fds;
+	for (int i = 0; i < 12; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_GE(fd, 0);
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_port = htons(static_cast<uint16_t>(node.Port()));
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+		fds.push_back(fd);
+	}
+	RunResult r = RunNode({"status", "--connect", node.ControlAddress(), "--token", "t0k"});
+	EXPECT_EQ(r.exit_code, 0) << Describe(r);
+	EXPECT_NE(r.out.find("max_clients 4\n"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("token required\n"), std::string::npos) << r.out;
+	for (int fd : fds)
+		close(fd);
+	EXPECT_NE(node.Stderr().find("its slot given to a new connection"), std::string::npos)
+		<< node.StderrTail();
+	EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
+}
+
+// Without a token the node says, in its log and in status, that any client
+// is admitted.
+TEST(DaemonServe, NoTokenIsLoggedAndShown)
+{
+	NodeOptions o;
+	o.name = "open";
+	o.backends = "none";
+	NodeProcess node(o);
+	std::string err;
+	ASSERT_TRUE(node.Start(&err)) << err;
+	RunResult r = RunNode({"status", "--connect", node.ControlAddress()});
+	EXPECT_EQ(r.exit_code, 0) << Describe(r);
+	EXPECT_NE(r.out.find("token none\n"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("max_clients 256\n"), std::string::npos) << r.out;
+	EXPECT_NE(node.Stderr().find("warn  no token: any client"), std::string::npos)
+		<< node.StderrTail();
+	EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
 }
 
 TEST(DaemonStatus, ExitCodes)

@@ -489,6 +489,18 @@ protected:
 		return ret;
 	}
 
+	// A client of the served node over libfabric tcp (the right token by
+	// default).
+	int OpenTcp(rdma_conn **c, const char *token = "s3cret")
+	{
+		rdma_conn_config cc;
+		rdma_conn_config_init(&cc);
+		cc.token = token;
+		cc.timeout_ms = kTimeoutMs;
+		std::string uri = "ofi+tcp://127.0.0.1:" + std::to_string(port_);
+		return rdma_conn_open(c, uri.c_str(), &cc);
+	}
+
 	int Status(std::string *text, const char *token = "s3cret")
 	{
 		char buf[RDMA_WIRE_STATUS_MAX + 1];
@@ -763,13 +775,40 @@ TEST_F(NodeServe, SlowClientDoesNotStallOthers)
 	EXPECT_EQ(NodeStatus().bad_messages, 0u);
 }
 
-TEST_F(NodeServe, ExcessClientsAreRefused)
+// Connections that have not said HELLO give their slots to new ones, the
+// oldest first: two silent connections fill a two-slot node, and a status
+// query still gets in (the oldest silent connection is closed for it).
+TEST_F(NodeServe, SilentConnectionsGiveWayToNewOnes)
 {
 	ASSERT_EQ(Serve(0, 2), 0);
-	int a = Connect(), b = Connect();
+	int a = Connect();
 	ASSERT_GE(a, 0);
+	ASSERT_TRUE(WaitFor([&] { return NodeStatus().clients_connected == 1; }));
+	int b = Connect();
 	ASSERT_GE(b, 0);
 	ASSERT_TRUE(WaitFor([&] { return NodeStatus().clients_connected == 2; }));
+	std::string text;
+	EXPECT_EQ(Status(&text), 0) << nc_->log.All();
+	char byte;
+	EXPECT_EQ(recv(a, &byte, 1, 0), 0) << "the oldest silent connection is closed";
+	EXPECT_TRUE(nc_->log.Has("its slot given to a new connection")) << nc_->log.All();
+	close(a);
+	close(b);
+}
+
+// Beyond max_clients admitted clients, a new connection is refused with
+// -EBUSY (nothing is taken from an admitted client), and gets in again once
+// one of them leaves.
+TEST_F(NodeServe, ExcessAdmittedClientsAreRefused)
+{
+	int ret = Serve(RDMA_NODE_SERVE_TCP, 2);
+	if (ret == RDMA_E_NO_DEVICE)
+		GTEST_SKIP() << "no libfabric tcp provider here";
+	ASSERT_EQ(ret, 0) << nc_->log.All();
+	rdma_conn *c1 = nullptr, *c2 = nullptr;
+	ASSERT_EQ(OpenTcp(&c1), 0) << nc_->log.All();
+	ASSERT_EQ(OpenTcp(&c2), 0) << nc_->log.All();
+	ASSERT_TRUE(WaitFor([&] { return NodeStatus().clients_admitted == 2; }));
 	int c = Connect();
 	ASSERT_GE(c, 0);
 	rdma_wire_header h;
@@ -782,10 +821,10 @@ TEST_F(NodeServe, ExcessClientsAreRefused)
 	close(c);
 	std::string text;
 	EXPECT_EQ(Status(&text), -EBUSY) << "still full";
-	close(a);
+	rdma_conn_close(&c1);
 	ASSERT_TRUE(WaitFor([&] { return NodeStatus().clients_connected == 1; }));
 	EXPECT_EQ(Status(&text), 0);
-	close(b);
+	rdma_conn_close(&c2);
 }
 
 // Clients notice the node going away by their control connection closing.
@@ -906,13 +945,8 @@ TEST_F(NodeServe, AdmittedClientOverTcp)
 	if (ret == RDMA_E_NO_DEVICE)
 		GTEST_SKIP() << "no libfabric tcp provider here";
 	ASSERT_EQ(ret, 0) << nc_->log.All();
-	rdma_conn_config cc;
-	rdma_conn_config_init(&cc);
-	cc.token = "s3cret";
-	cc.timeout_ms = kTimeoutMs;
-	std::string uri = "ofi+tcp://127.0.0.1:" + std::to_string(port_);
 	rdma_conn *c = nullptr;
-	ASSERT_EQ(rdma_conn_open(&c, uri.c_str(), &cc), 0) << nc_->log.All();
+	ASSERT_EQ(OpenTcp(&c), 0) << nc_->log.All();
 	EXPECT_EQ(NodeStatus().clients_admitted, 1u);
 	EXPECT_TRUE(WaitFor([&] { return NodeStatus().clients_connected == 1; }));
 	ASSERT_EQ(rdma_conn_region_count(c), 1u);
@@ -937,8 +971,7 @@ TEST_F(NodeServe, AdmittedClientOverTcp)
 	rdma_conn_close(&c);
 	EXPECT_TRUE(WaitFor([&] { return NodeStatus().clients_connected == 0; }));
 
-	cc.token = "wrong";
-	EXPECT_EQ(rdma_conn_open(&c, uri.c_str(), &cc), RDMA_E_AUTH);
+	EXPECT_EQ(OpenTcp(&c, "wrong"), RDMA_E_AUTH);
 	EXPECT_EQ(NodeStatus().clients_refused, 1u);
 }
 

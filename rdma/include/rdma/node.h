@@ -159,7 +159,7 @@ struct rdma_node_serve_config {
 	const char *host;    /* control and data address; default "127.0.0.1" */
 	uint16_t port;       /* control port; default RDMA_NODE_DEFAULT_PORT; 0 = any */
 	unsigned backends;   /* RDMA_NODE_SERVE_*; default TCP | SHM */
-	unsigned max_clients;/* default 64 */
+	unsigned max_clients;/* admitted clients at once; default 256, at most 65536 */
 	enum rdma_node_poll poll; /* default RDMA_NODE_POLL_ADAPTIVE */
 };
 
