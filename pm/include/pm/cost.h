@@ -13,6 +13,17 @@
  * pm/persist.h counts CAS, flushed cache lines and fences itself; the rdma
  * module counts round trips and remote verbs here too, so one snapshot covers
  * an operation end to end.
+ *
+ * What PM_COST_CAS counts, exactly: pm_cas() calls, which the suite uses for
+ * every CAS on a word that is an MCAS target, a descriptor's or record's
+ * status, or persistent. Not counted: atomic read-modify-writes on volatile
+ * bookkeeping -- ONLL's CAS that appends an update to its volatile trace
+ * (one per update), reclamation's retire lists and epochs -- nor seq_cst
+ * stores, which x86 executes as a locked xchg (each MCAS's epoch
+ * announcement; ONLL's store of an update's available flag), nor relaxed
+ * statistics. Claims of "k+1 CAS" and "0 CAS per
+ * read" are about this count; the README states the uncounted locked
+ * instructions beside them.
  */
 #ifndef PM_COST_H
 #define PM_COST_H

@@ -33,6 +33,18 @@
  * values stored and overwritten between two events are not seen, since
  * plain stores are not intercepted); aligned 8-byte stores are atomic.
  *
+ * Stricter than x86 about ordering: a thread's pending flushes reach the
+ * durable image at its next pm_fence() or pm_cas() (a LOCK-prefixed
+ * instruction) only. On x86 every locked instruction orders them -- any
+ * atomic read-modify-write, and a seq_cst store, which compiles to xchg
+ * (mcas's epoch announcement is one) -- but the simulator does not see
+ * those. So a reported failure may be a state x86 cannot reach when the
+ * code relied on such an instruction to order a flush. The suite never
+ * does (it orders with pm_fence() or pm_cas() where it needs order), so a
+ * failure here means a missing fence or pm_cas() in the protocol; code
+ * that does rely on another locked instruction must say so where it does,
+ * and may then see false alarms.
+ *
  * The first failure is kept as a report naming the crash point and image and
  * a command that replays exactly that image: PM_CRASHSIM_REPLAY=
  * <name>:<point>:<image>:<seed> in the environment makes a simulator with that
