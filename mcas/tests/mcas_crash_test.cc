@@ -2,8 +2,11 @@
 // mcas/tests/mcas_crash_test.cc -- persistent MCAS under the crash
 // simulator: after recovery every MCAS is all-or-nothing, every completed
 // one is present and no target holds a descriptor reference. Every crash
-// point of single-threaded sequences (k = 1..4), sampled points of 2-4
-// threads, and crashes during recovery itself.
+// point of single-threaded sequences (k = 1..4), with the targets in one
+// cache line and on separate lines; sampled points of 2-4 threads; crashes
+// during recovery itself; and crash, recover, run until descriptors are
+// reused, crash again (issue 20: a recovery or detach whose writes were not
+// made durable shows only once its descriptors serve again).
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
@@ -24,10 +27,11 @@
 namespace {
 
 constexpr unsigned kTargets = 6; // words the workloads touch
+constexpr unsigned kReuseDescs = 8; // descriptors per thread in the reuse test
 
-mcas_config SmallConfig(mcas_algorithm alg)
+mcas_config SmallConfig(mcas_algorithm alg, unsigned descs = 16)
 {
-	mcas_config c = mcastest::TestConfig(alg, 4, 16, 4);
+	mcas_config c = mcastest::TestConfig(alg, 4, descs, 4);
 	c.reclaim_batch = 2; // detach and recycle often, so those paths crash too
 	return c;
 }
@@ -37,6 +41,8 @@ struct Op {
 	std::vector<uint64_t> old, new_;
 };
 
+using State = std::array<uint64_t, kTargets>;
+
 // Everything the run and the check share. The check runs in a forked
 // process at the crash point, so it sees these fields as they were then.
 struct World {
@@ -44,8 +50,18 @@ struct World {
 	mcas_algorithm alg;
 	// single-threaded: the ops and the model state after each prefix
 	std::vector<Op> ops;
-	std::vector<std::array<uint64_t, kTargets>> states;
+	std::vector<State> states;
 	std::atomic<unsigned> done{0};
+	// target i is words[i * stride]: 1 shares cache lines, 8 gives each
+	// target its own line (a neighbour's flush then persists nothing else)
+	unsigned stride = 1;
+	// reuse: after the outer crash, the nested run recovers and runs ops2
+	// (enough to reuse every descriptor), and is crashed in turn
+	bool reuse = false;
+	unsigned reuse_one_in = 1;
+	std::vector<Op> ops2;
+	std::vector<State> states2;
+	std::atomic<unsigned> done2{0};
 	// multi-threaded: per thread, the word sets it adds 8 to, and how many
 	// of its increments returned
 	unsigned threads = 0;
@@ -74,26 +90,39 @@ std::string Recover(World *w)
 	return CheckNoReferences(w);
 }
 
-std::string CheckSingle(World *w)
+uint64_t *Target(World *w, unsigned i)
 {
-	std::string err = Recover(w);
-	if (!err.empty())
-		return err;
-	unsigned d = w->done.load();
-	for (unsigned s = d; s <= d + 1 && s < w->states.size(); s++) {
-		bool same = true;
-		for (unsigned i = 0; i < kTargets; i++)
-			same &= w->p.words[i] == w->states[s][i];
-		if (same)
+	return &w->p.words[i * w->stride];
+}
+
+State Targets(World *w)
+{
+	State s;
+	for (unsigned i = 0; i < kTargets; i++)
+		s[i] = *Target(w, i);
+	return s;
+}
+
+// After recovery the targets hold the state after @d of the ops whose
+// states are @states, or after one more.
+std::string CheckPrefix(World *w, const std::vector<State> &states, unsigned d)
+{
+	State now = Targets(w);
+	for (unsigned s = d; s <= d + 1 && s < states.size(); s++)
+		if (now == states[s])
 			return "";
-	}
 	char buf[256];
 	std::snprintf(buf, sizeof(buf), "after %u completed ops the words are "
 		"%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		", matching neither that prefix nor one more op", d,
-		w->p.words[0], w->p.words[1], w->p.words[2], w->p.words[3], w->p.words[4],
-		w->p.words[5]);
+		now[0], now[1], now[2], now[3], now[4], now[5]);
 	return buf;
+}
+
+std::string CheckSingle(World *w)
+{
+	std::string err = Recover(w);
+	return err.empty() ? CheckPrefix(w, w->states, w->done.load()) : err;
 }
 
 std::string CheckMulti(World *w)
@@ -120,22 +149,28 @@ std::string CheckMulti(World *w)
 		"subset of the in-flight ones";
 }
 
-int RunSingle(void *arg)
+// Run @ops on one thread of the current instance, counting them in @done.
+int RunOps(World *w, const std::vector<Op> &ops, std::atomic<unsigned> *done)
 {
-	World *w = static_cast<World *>(arg);
 	mcas_thread *t;
 	if (mcas_thread_register(w->p.m, &t) != 0)
 		return 1;
-	for (const Op &op : w->ops) {
+	for (const Op &op : ops) {
 		mcas_desc *d;
 		if (mcas_desc_begin(t, &d) != 0)
 			return 2;
 		for (size_t i = 0; i < op.idx.size(); i++)
-			mcas_desc_add(d, &w->p.words[op.idx[i]], op.old[i], op.new_[i]);
+			mcas_desc_add(d, Target(w, op.idx[i]), op.old[i], op.new_[i]);
 		mcas_desc_execute(d);
-		w->done.fetch_add(1);
+		done->fetch_add(1);
 	}
 	return mcas_thread_unregister(&t) == 0 ? 0 : 3;
+}
+
+int RunSingle(void *arg)
+{
+	World *w = static_cast<World *>(arg);
+	return RunOps(w, w->ops, &w->done);
 }
 
 int RunMulti(void *arg)
@@ -190,25 +225,13 @@ int NestedRecoveryCheck(void *arg, char *msg, size_t len)
 	return err.empty() ? 0 : 1;
 }
 
-int Check(void *arg, char *msg, size_t len)
-{
-	World *w = static_cast<World *>(arg);
-	if (w->nested_recovery)
-		return pmtest::CrashRecovery("mcas-recovery", w->p.words,
-			mcastest::kWords * 8 + w->p.area_size, NestedRecoveryRun, NestedRecoveryCheck,
-			w, msg, len);
-	std::string err = w->threads ? CheckMulti(w) : CheckSingle(w);
-	std::snprintf(msg, len, "%s", err.c_str());
-	return err.empty() ? 0 : 1;
-}
-
 // A seeded single-threaded sequence: k = 1..4 cycling, about one in four
 // with a wrong expected value (so failed MCAS are crashed too).
-void MakeOps(World *w, unsigned n, unsigned seed)
+void MakeOpsFrom(State s, unsigned n, unsigned seed, std::vector<Op> *ops,
+	std::vector<State> *states)
 {
 	std::mt19937 rng(seed);
-	std::array<uint64_t, kTargets> s{};
-	w->states.push_back(s);
+	states->push_back(s);
 	for (unsigned o = 0; o < n; o++) {
 		Op op;
 		unsigned k = 1 + o % 4;
@@ -223,13 +246,69 @@ void MakeOps(World *w, unsigned n, unsigned seed)
 		if (!fail)
 			for (unsigned i = 0; i < k; i++)
 				s[op.idx[i]] = op.new_[i];
-		w->ops.push_back(op);
-		w->states.push_back(s);
+		ops->push_back(op);
+		states->push_back(s);
 	}
 }
 
+void MakeOps(World *w, unsigned n, unsigned seed)
+{
+	MakeOpsFrom(State{}, n, seed, &w->ops, &w->states);
+}
+
+// The second life: recover from the outer crash (checking the first run's
+// prefix), then run ops2 from whatever state that left -- more ops than the
+// thread has descriptors, so records, detaches and statuses of the first
+// life are overwritten.
+int ReuseRun(void *arg)
+{
+	World *w = static_cast<World *>(arg);
+	if (!CheckSingle(w).empty())
+		return 1;
+	MakeOpsFrom(Targets(w), 2 * kReuseDescs, 13, &w->ops2, &w->states2);
+	return RunOps(w, w->ops2, &w->done2);
+}
+
+int ReuseCheck(void *arg, char *msg, size_t len)
+{
+	World *w = static_cast<World *>(arg);
+	// Crashed before ops2 existed: during the second life's recovery.
+	std::string err = w->states2.empty() ? CheckSingle(w) : Recover(w);
+	if (err.empty() && !w->states2.empty())
+		err = CheckPrefix(w, w->states2, w->done2.load());
+	std::snprintf(msg, len, "second crash, after %u ops of the second life: %s",
+		w->done2.load(), err.c_str());
+	return err.empty() ? 0 : 1;
+}
+
+int Check(void *arg, char *msg, size_t len)
+{
+	World *w = static_cast<World *>(arg);
+	if (w->reuse) {
+		pm_crashsim_config cfg;
+		pm_crashsim_config_init(&cfg);
+		cfg.name = "mcas-reuse-second";
+		cfg.mode = w->reuse_one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
+		if (w->reuse_one_in > 1)
+			cfg.sample_one_in = w->reuse_one_in;
+		cfg.max_images = 2; // all durable, all newest
+		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->p.words,
+			mcastest::kWords * 8 + w->p.area_size, ReuseRun, ReuseCheck, w);
+		if (r.ret != 0)
+			std::snprintf(msg, len, "%s", r.report.c_str());
+		return r.ret;
+	}
+	if (w->nested_recovery)
+		return pmtest::CrashRecovery("mcas-recovery", w->p.words,
+			mcastest::kWords * 8 + w->p.area_size, NestedRecoveryRun, NestedRecoveryCheck,
+			w, msg, len);
+	std::string err = w->threads ? CheckMulti(w) : CheckSingle(w);
+	std::snprintf(msg, len, "%s", err.c_str());
+	return err.empty() ? 0 : 1;
+}
+
 pmtest::CrashRun Simulate(World *w, const char *name, pm_crashsim_mode mode, unsigned one_in,
-	pm_crashsim_run_fn run)
+	pm_crashsim_run_fn run, unsigned max_images = 16)
 {
 	pm_crashsim_config cfg;
 	pm_crashsim_config_init(&cfg);
@@ -237,7 +316,7 @@ pmtest::CrashRun Simulate(World *w, const char *name, pm_crashsim_mode mode, uns
 	cfg.mode = mode;
 	if (one_in != 0)
 		cfg.sample_one_in = one_in;
-	cfg.max_images = 16;
+	cfg.max_images = max_images;
 	pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->p.words,
 		mcastest::kWords * 8 + w->p.area_size, run, Check, w);
 	std::printf("%-28s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64 "\n", name,
@@ -247,10 +326,10 @@ pmtest::CrashRun Simulate(World *w, const char *name, pm_crashsim_mode mode, uns
 
 class Crash : public ::testing::TestWithParam<mcas_algorithm> {
 protected:
-	bool Make(World *w, const std::string &name)
+	bool Make(World *w, const std::string &name, unsigned descs = 16)
 	{
 		w->alg = GetParam();
-		mcas_config c = SmallConfig(w->alg);
+		mcas_config c = SmallConfig(w->alg, descs);
 		int ret = w->p.Create(mcastest::PoolName(name, w->alg), c);
 		EXPECT_EQ(ret, 0);
 		return ret == 0;
@@ -267,6 +346,40 @@ TEST_P(Crash, EveryPointOfSingleThreadedSequences)
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	EXPECT_GT(r.st.events, 16u * 4u);
+}
+
+// The same with every target on a cache line of its own: a flush of one
+// target no longer persists its neighbours by accident.
+TEST_P(Crash, EveryPointWithTargetsOnSeparateLines)
+{
+	World w;
+	if (!Make(&w, "lines"))
+		return;
+	w.stride = 8;
+	static_assert(kTargets * 8 <= mcastest::kWords, "targets fit the words");
+	MakeOps(&w, 16, 9);
+	pmtest::CrashRun r = Simulate(&w, "mcas-lines", PM_CRASHSIM_EVERY, 0, RunSingle);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(r.st.points, r.st.events + 1);
+}
+
+// Crash, recover, run until every descriptor has served again, crash again:
+// sampled points of the first life, and for each, sampled points of the
+// second (its recovery included), targets on separate lines, 8 descriptors.
+// Two images per point (every word durable, every word newest) keep the
+// nested runs within CI's budget.
+TEST_P(Crash, CrashRecoverReuseCrashAgain)
+{
+	World w;
+	if (!Make(&w, "reuse", kReuseDescs))
+		return;
+	w.stride = 8;
+	w.reuse = true;
+	w.reuse_one_in = 8;
+	MakeOps(&w, 2 * kReuseDescs, 5);
+	pmtest::CrashRun r = Simulate(&w, "mcas-reuse", PM_CRASHSIM_SAMPLE, 10, RunSingle, 2);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_GT(r.st.points, 5u);
 }
 
 TEST_P(Crash, SampledPointsOfTwoToFourThreads)
