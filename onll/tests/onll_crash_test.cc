@@ -3,8 +3,11 @@
 //
 // For each shipped object (counter, queue, map): every crash point of a
 // single-threaded workload long enough to checkpoint and reuse its log,
-// every crash point of a three-thread run, and crashes during recovery
-// (sampled images, every point of recovery). After
+// every crash point of a three-thread run, crashes during recovery
+// (sampled images, every point of recovery), and every crash point of a
+// create over an area an earlier object used, and of the new object's
+// first updates (issue 20: a create that leaves the old log entries or
+// checkpoint valid lets recovery replay the old object's updates). After
 // recovery at index N the object must hold exactly the updates with
 // execution indexes 1..N applied in index order: every update that returned
 // has its index at most N (nothing completed is lost), the order agrees with
@@ -119,6 +122,11 @@ struct World {
 	std::atomic<unsigned> done[kMaxThreads];
 	uint64_t index[kMaxThreads][kMaxOps];
 	bool nested = false;
+	// over_used: the run formats a new object (with cfg) over the area an
+	// earlier one used, then runs the ops; created once onll_create returned
+	bool over_used = false;
+	onll_config cfg{};
+	std::atomic<bool> created{false};
 };
 
 int RunOp(onll_thread *t, Obj obj, const Op &op)
@@ -152,6 +160,12 @@ int RunThread(World *w, unsigned i)
 int Run(void *arg)
 {
 	World *w = static_cast<World *>(arg);
+	if (w->over_used) {
+		if (onll_create(&w->env.o, w->env.pool, w->env.area_off, &w->cfg,
+			TypeOf(w->obj)) != 0)
+			return 1;
+		w->created.store(true);
+	}
 	if (w->threads == 1)
 		return RunThread(w, 0);
 	std::vector<std::thread> th;
@@ -283,6 +297,15 @@ int NestedCheck(void *arg, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	World *w = static_cast<World *>(arg);
+	if (w->over_used && !w->created.load()) {
+		// Crashed inside the create: the area holds the old object or
+		// reads as no object, never as a half-reset one.
+		onll *o = nullptr;
+		int ret = onll_open(&o, w->env.pool, w->env.area_off, TypeOf(w->obj));
+		onll_close(&o);
+		std::snprintf(msg, len, "crash inside a create over a used area: onll_open %d", ret);
+		return ret == 0 || ret == PM_E_CORRUPT ? 0 : 1;
+	}
 	if (w->nested)
 		return pmtest::CrashRecovery("onll-recovery", w->env.Area(), w->env.area_size,
 			NestedRun, NestedCheck, w, msg, len);
@@ -406,6 +429,29 @@ TEST_P(Crash, EveryPointThreeThreads)
 #ifdef ONLL_CRASH_EXPECT_CAUGHT
 	EXPECT_GT(caught, 0u) << "the planted no-helping bug survived every crash point";
 #endif
+}
+
+// An object is used (20 updates: its log wraps twice, checkpoints in both
+// slots) and closed; then every crash point of formatting a new object over
+// the same area and of the new object's 12 updates. Recovery must find the
+// new object with exactly its own updates: none of the old log entries or
+// checkpoints may come back.
+TEST_P(Crash, EveryPointOfACreateOverAUsedArea)
+{
+	World w;
+	if (!Make(&w, "reformat", 1))
+		return;
+	MakeOps(&w, 1, 20, 5);
+	ASSERT_EQ(RunThread(&w, 0), 0);
+	ASSERT_EQ(onll_close(&w.env.o), 0);
+	w.over_used = true;
+	w.cfg = onlltest::SmallConfig(1, 8);
+	MakeOps(&w, 1, 12, 6);
+	std::string name = "onll-reformat-" + Name(w.obj);
+	pmtest::CrashRun r = Simulate(&w, name, PM_CRASHSIM_EVERY);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(r.st.points, r.st.events + 1);
+	Report("reformat", r);
 }
 
 // Crash the recovery of sampled crash images at every point of recovery.
