@@ -7,7 +7,9 @@
 // (sampled images, every point of recovery), and every crash point of a
 // create over an area an earlier object used, and of the new object's
 // first updates (issue 20: a create that leaves the old log entries or
-// checkpoint valid lets recovery replay the old object's updates). After
+// checkpoint valid lets recovery replay the old object's updates); and
+// crash, recover, run on another thread until the log has wrapped, crash
+// again (a recovery checkpoint that is not durable shows only then). After
 // recovery at index N the object must hold exactly the updates with
 // execution indexes 1..N applied in index order: every update that returned
 // has its index at most N (nothing completed is lost), the order agrees with
@@ -127,6 +129,13 @@ struct World {
 	bool over_used = false;
 	onll_config cfg{};
 	std::atomic<bool> created{false};
+	// reuse: the nested run recovers (n1: the index it recovered) and runs
+	// ops2 on a thread of its own; done2 counts those that returned
+	bool reuse = false;
+	std::vector<Op> ops2;
+	uint64_t n1 = 0;
+	std::atomic<bool> life2{false};
+	std::atomic<unsigned> done2{0};
 };
 
 int RunOp(onll_thread *t, Obj obj, const Op &op)
@@ -294,9 +303,115 @@ int NestedCheck(void *arg, char *msg, size_t len)
 	return err.empty() ? 0 : 1;
 }
 
+// The object's state now, as snapshot bytes, through a thread of @o.
+std::string StateOf(onll *o, Obj obj)
+{
+	std::pair<const onll_type *, std::string> snap{TypeOf(obj), ""};
+	onll_thread *t = nullptr;
+	if (onll_thread_register(o, &t) != 0)
+		return "?";
+	if (onll_query(t, SaveSnapshot, &snap) != 0)
+		snap.second = "?";
+	onll_thread_unregister(&t);
+	return snap.second;
+}
+
+// Single-threaded histories: the state after the first @n1 ops of the first
+// life and the first @n2 of the second.
+std::string ModelBytes(const World *w, uint64_t n1, uint64_t n2)
+{
+	Model m{w->obj};
+	for (uint64_t k = 0; k < n1; k++)
+		m.Apply(w->ops[0][k]);
+	for (uint64_t k = 0; k < n2; k++)
+		m.Apply(w->ops2[k]);
+	return m.Bytes();
+}
+
+// "" if @n, an index recovery reached, and @state fit @done ops of @total
+// returned (one or two more may have been in flight: see CheckRecovered).
+std::string CheckLife(const World *w, uint64_t n, uint64_t done, uint64_t total,
+	uint64_t base, const std::string &state, bool second)
+{
+	uint64_t k = n - base;
+	if (n < base || k < done || k > done + 2 || k > total)
+		return "recovered index " + std::to_string(n) + " with " + std::to_string(done) +
+			" of " + std::to_string(total) + " updates returned after index " +
+			std::to_string(base);
+	if (state != (second ? ModelBytes(w, base, k) : ModelBytes(w, k, 0)))
+		return "recovered state at index " + std::to_string(n) + " is not the updates "
+			"up to it in order";
+	return "";
+}
+
+// The second life: recover the first (checking it), then run ops2 on a
+// thread other than the one that recovered.
+int ReuseRun(void *arg)
+{
+	World *w = static_cast<World *>(arg);
+	onll *o = nullptr;
+	if (onll_open(&o, w->env.pool, w->env.area_off, TypeOf(w->obj)) != 0)
+		return 1;
+	w->n1 = onll_recovered_index(o);
+	if (!CheckLife(w, w->n1, w->done[0].load(), w->ops[0].size(), 0, StateOf(o, w->obj),
+		false).empty())
+		return 2;
+	w->env.o = o;
+	w->life2.store(true);
+	int bad = 0;
+	std::thread([w, &bad] {
+		onll_thread *t = nullptr;
+		if (onll_thread_register(w->env.o, &t) != 0) {
+			bad = 1;
+			return;
+		}
+		for (const Op &op : w->ops2) {
+			if (RunOp(t, w->obj, op) < 0)
+				bad = 1;
+			w->done2.fetch_add(1);
+		}
+		onll_thread_unregister(&t);
+	}).join();
+	return bad;
+}
+
+int ReuseCheck(void *arg, char *msg, size_t len)
+{
+	World *w = static_cast<World *>(arg);
+	std::string err;
+	if (!w->life2.load()) {
+		err = CheckRecovered(w); // crashed during the second recovery
+	} else {
+		onll *o = nullptr;
+		int ret = onll_open(&o, w->env.pool, w->env.area_off, TypeOf(w->obj));
+		if (ret != 0)
+			err = "onll_open failed: " + std::to_string(ret);
+		else
+			err = CheckLife(w, onll_recovered_index(o), w->done2.load(), w->ops2.size(),
+				w->n1, StateOf(o, w->obj), true);
+		onll_close(&o);
+	}
+	std::snprintf(msg, len, "second crash, %u updates of the second life returned: %s",
+		w->done2.load(), err.c_str());
+	return err.empty() ? 0 : 1;
+}
+
 int Check(void *arg, char *msg, size_t len)
 {
 	World *w = static_cast<World *>(arg);
+	if (w->reuse) {
+		pm_crashsim_config cfg;
+		pm_crashsim_config_init(&cfg);
+		cfg.name = "onll-reuse-second";
+		cfg.mode = PM_CRASHSIM_SAMPLE;
+		cfg.sample_one_in = 3;
+		cfg.max_images = 2; // every word durable, every word newest
+		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.Area(), w->env.area_size,
+			ReuseRun, ReuseCheck, w);
+		if (r.ret != 0)
+			std::snprintf(msg, len, "%s", r.report.c_str());
+		return r.ret;
+	}
 	if (w->over_used && !w->created.load()) {
 		// Crashed inside the create: the area holds the old object or
 		// reads as no object, never as a half-reset one.
@@ -340,14 +455,15 @@ void MakeOps(World *w, unsigned threads, unsigned n, unsigned seed)
 	}
 }
 
-pmtest::CrashRun Simulate(World *w, const std::string &name, pm_crashsim_mode mode)
+pmtest::CrashRun Simulate(World *w, const std::string &name, pm_crashsim_mode mode,
+	unsigned max_images = 16)
 {
 	pm_crashsim_config cfg;
 	pm_crashsim_config_init(&cfg);
 	cfg.name = name.c_str();
 	cfg.mode = mode;
 	cfg.sample_one_in = 4;
-	cfg.max_images = 16;
+	cfg.max_images = max_images;
 	return pmtest::RunCrashSim(cfg, w->env.Area(), w->env.area_size, Run, Check, w);
 }
 
@@ -452,6 +568,27 @@ TEST_P(Crash, EveryPointOfACreateOverAUsedArea)
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	Report("reformat", r);
+}
+
+// Crash, recover, run until the log has wrapped (20 updates, 8 entries) on
+// a thread other than the one that recovered, crash again: sampled points
+// of the first life, sampled points of the second (two images each: every
+// word durable, every word newest).
+TEST_P(Crash, CrashRecoverReuseCrashAgain)
+{
+	World w;
+	if (!Make(&w, "reuse", 2))
+		return;
+	MakeOps(&w, 1, 12, 8);
+	std::vector<Op> first = w.ops[0];
+	MakeOps(&w, 1, 20, 9);
+	w.ops2 = w.ops[0];
+	w.ops[0] = first;
+	w.reuse = true;
+	pmtest::CrashRun r = Simulate(&w, "onll-reuse-" + Name(w.obj), PM_CRASHSIM_EVERY, 2);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_GT(r.st.points, 3u);
+	Report("reuse", r);
 }
 
 // Crash the recovery of sampled crash images at every point of recovery.
