@@ -571,8 +571,8 @@ TEST_P(Crash, EveryPointOfACreateOverAUsedArea)
 }
 
 // Crash, recover, run until the log has wrapped (20 updates, 8 entries) on
-// a thread other than the one that recovered, crash again: sampled points
-// of the first life, sampled points of the second (two images each: every
+// a thread other than the one that recovered, crash again: every point of
+// the first life, sampled points of the second (two images each: every
 // word durable, every word newest).
 TEST_P(Crash, CrashRecoverReuseCrashAgain)
 {
