@@ -259,14 +259,17 @@ void MakeOps(World *w, unsigned n, unsigned seed)
 // The second life: recover from the outer crash (checking the first run's
 // prefix), then run ops2 from whatever state that left -- more ops than the
 // thread has descriptors, so records, detaches and statuses of the first
-// life are overwritten.
+// life are overwritten -- on a thread other than the one that recovered
+// (its fences do not make the recovery's flushes durable).
 int ReuseRun(void *arg)
 {
 	World *w = static_cast<World *>(arg);
 	if (!CheckSingle(w).empty())
 		return 1;
 	MakeOpsFrom(Targets(w), 2 * kReuseDescs, 13, &w->ops2, &w->states2);
-	return RunOps(w, w->ops2, &w->done2);
+	int ret = 0;
+	std::thread([w, &ret] { ret = RunOps(w, w->ops2, &w->done2); }).join();
+	return ret;
 }
 
 int ReuseCheck(void *arg, char *msg, size_t len)
