@@ -128,6 +128,7 @@ struct World {
 	// earlier one used, then runs the ops; created once onll_create returned
 	bool over_used = false;
 	onll_config cfg{};
+	std::vector<Op> old_ops; // what the earlier object holds
 	std::atomic<bool> created{false};
 	// reuse: the nested run recovers (n1: the index it recovered) and runs
 	// ops2 on a thread of its own; done2 counts those that returned
@@ -413,13 +414,25 @@ int Check(void *arg, char *msg, size_t len)
 		return r.ret;
 	}
 	if (w->over_used && !w->created.load()) {
-		// Crashed inside the create: the area holds the old object or
-		// reads as no object, never as a half-reset one.
+		// Crashed inside the create: the area holds the old object with
+		// all its updates, the new one with none, or reads as no object;
+		// never a mixture.
 		onll *o = nullptr;
 		int ret = onll_open(&o, w->env.pool, w->env.area_off, TypeOf(w->obj));
+		bool ok = ret == PM_E_CORRUPT;
+		if (ret == 0) {
+			Model old{w->obj}, none{w->obj};
+			for (const Op &op : w->old_ops)
+				old.Apply(op);
+			std::string state = StateOf(o, w->obj);
+			ok = state == old.Bytes() ||
+				(onll_recovered_index(o) == 0 && state == none.Bytes());
+		}
 		onll_close(&o);
-		std::snprintf(msg, len, "crash inside a create over a used area: onll_open %d", ret);
-		return ret == 0 || ret == PM_E_CORRUPT ? 0 : 1;
+		std::snprintf(msg, len, "crash inside a create over a used area: onll_open %d%s",
+			ret, ret == 0 && !ok ? ", and the state is neither the old object's nor empty"
+					     : "");
+		return ok ? 0 : 1;
 	}
 	if (w->nested)
 		return pmtest::CrashRecovery("onll-recovery", w->env.Area(), w->env.area_size,
@@ -560,11 +573,14 @@ TEST_P(Crash, EveryPointOfACreateOverAUsedArea)
 	MakeOps(&w, 1, 20, 5);
 	ASSERT_EQ(RunThread(&w, 0), 0);
 	ASSERT_EQ(onll_close(&w.env.o), 0);
+	w.old_ops = w.ops[0];
 	w.over_used = true;
 	w.cfg = onlltest::SmallConfig(1, 8);
 	MakeOps(&w, 1, 12, 6);
 	std::string name = "onll-reformat-" + Name(w.obj);
-	pmtest::CrashRun r = Simulate(&w, name, PM_CRASHSIM_EVERY);
+	// Many images: the create's header and its invalidated entries must
+	// be seen persisting in every order.
+	pmtest::CrashRun r = Simulate(&w, name, PM_CRASHSIM_EVERY, 128);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	Report("reformat", r);

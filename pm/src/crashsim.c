@@ -428,6 +428,13 @@ pm_crashsim_image_apply(const struct pm_crashsim *sim, const struct pm_crashsim_
 	uint64_t image, uint64_t seed)
 {
 	uint64_t radix_rest = image, rng = seed;
+	/* Even random images choose per 64-byte line (every dirty word of a
+	 * line durable, or every one newest), as hardware evicts: a state
+	 * that needs many words of one line to agree is then as likely as any
+	 * other, where per-word choices would almost never produce it. */
+	bool by_line = !plan->exhaustive && image >= 2 && image % 2 == 0;
+	uintptr_t line = UINTPTR_MAX;
+	bool line_newest = false;
 	int ret = 0;
 
 	for (unsigned r = 0; r < sim->nranges && ret == 0; r++)
@@ -437,7 +444,17 @@ pm_crashsim_image_apply(const struct pm_crashsim *sim, const struct pm_crashsim_
 	for (size_t i = 0; i < plan->ndirty && ret == 0; i++) {
 		const struct pm_crashsim_dirty *d = &plan->dirty[i];
 		uint64_t *w = &sim->ranges[d->range].addr[d->word];
-		unsigned pick = pm_crashsim_plan_choice(plan, i, image, &radix_rest, &rng);
+		unsigned pick;
+
+		if (by_line) {
+			if ((uintptr_t)w / 64 != line) {
+				line = (uintptr_t)w / 64;
+				line_newest = pm_crashsim_mix(&rng) & 1;
+			}
+			pick = line_newest ? d->ncand + 1 : 0;
+		} else {
+			pick = pm_crashsim_plan_choice(plan, i, image, &radix_rest, &rng);
+		}
 
 		if (pick == 0)
 			*w = sim->ranges[d->range].durable[d->word];

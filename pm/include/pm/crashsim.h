@@ -22,7 +22,9 @@
  * each word takes its durable value or one of those candidates. When the
  * combinations number at most max_images they are all enumerated; otherwise
  * image 0 keeps every durable value, image 1 takes every newest value, and
- * the rest choose per word from a generator seeded by (seed, point, image).
+ * the rest choose from a generator seeded by (seed, point, image): odd
+ * images per word, even images per 64-byte line (all of a line's dirty
+ * words durable, or all newest, as hardware evicts whole lines).
  * Each image is checked in its own grandchild process: the tracked ranges
  * are remapped privately (so file-backed pools on disk are never touched),
  * filled with the image, and the caller's check function runs recovery and
