@@ -125,10 +125,13 @@ struct BzTreeCrash {
 using World = dstest::CrashWorld<bztest::BzTreeOps, BzTreeCrash>;
 
 // Model: the results and states of @ops from @initial, for thread @t.
-void Plan(World *w, unsigned t, const Map &initial, const std::vector<Op> &ops)
+// Model: the results and states of @ops from @initial, into @out and
+// @states.
+void PlanInto(std::vector<Op> *out, std::vector<Map> *states, const Map &initial,
+	const std::vector<Op> &ops)
 {
 	Map s = initial;
-	w->states[t].push_back(s);
+	states->push_back(s);
 	for (Op op : ops) {
 		bool present = s.count(op.key) == 1;
 		switch (op.kind) {
@@ -150,9 +153,14 @@ void Plan(World *w, unsigned t, const Map &initial, const std::vector<Op> &ops)
 			s.erase(op.key);
 			break;
 		}
-		w->ops[t].push_back(op);
-		w->states[t].push_back(s);
+		out->push_back(op);
+		states->push_back(s);
 	}
+}
+
+void Plan(World *w, unsigned t, const Map &initial, const std::vector<Op> &ops)
+{
+	PlanInto(&w->ops[t], &w->states[t], initial, ops);
 }
 
 class BzTreeCrashTest : public testing::TestWithParam<Variant> {
@@ -183,7 +191,8 @@ protected:
 
 	// Fills the tree with @initial and runs the workload under the
 	// simulator over the whole persistent state (tree area, MCAS area).
-	pmtest::CrashRun Simulate(const Map &initial, const pm_crashsim_config &cfg)
+	pmtest::CrashRun Simulate(const Map &initial, const pm_crashsim_config &cfg,
+		pm_crashsim_check_fn check = World::CheckOps)
 	{
 		ds_bztree_thread *h = nullptr;
 		EXPECT_EQ(ds_bztree_thread_register(w.env.ds, &h), 0);
@@ -191,8 +200,7 @@ protected:
 			EXPECT_EQ(ds_bztree_insert(h, k, v), 1);
 		EXPECT_EQ(ds_bztree_thread_unregister(&h), 0);
 		before = Stats();
-		pmtest::CrashRun r = w.Simulate(cfg, w.env.RootSize(), World::RunAll,
-			World::CheckOps);
+		pmtest::CrashRun r = w.Simulate(cfg, w.env.RootSize(), World::RunAll, check);
 		after = Stats();
 		std::printf("%-40s SMOs in the workload: %" PRIu64 " consolidations, %" PRIu64
 			" splits, %" PRIu64 " merges, %" PRIu64 " rebalances\n", cfg.name,
@@ -238,6 +246,31 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfShrinking)
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	EXPECT_EQ(r.st.failures, 0u);
 	EXPECT_GT(after.merges + after.rebalances, before.merges + before.rebalances);
+}
+
+// Crash, recover, run 24 updates on another thread (more MCAS than the
+// thread has descriptors; leaves consolidate and split again), crash again:
+// sampled points of both lives, two images each (issue 20).
+TEST_P(BzTreeCrashTest, CrashRecoverReuseCrashAgain)
+{
+	w.SetThreads(1);
+	const Map initial = { { 10, 1 }, { 20, 2 }, { 30, 3 } };
+	Plan(&w, 0, initial, { { Kind::kInsert, 40, 4 }, { Kind::kUpsert, 20, 22 },
+		{ Kind::kRemove, 10, 0 }, { Kind::kInsert, 25, 6 } });
+	w.plan2 = [](World *x, const Map &from) {
+		std::vector<Op> ops;
+		for (uint64_t i = 0; i < 24; i++)
+			ops.push_back({ i % 3 == 2 ? Kind::kRemove : Kind::kUpsert,
+				10 + 5 * (i % 8), 100 + i, 0 });
+		PlanInto(&x->ops2, &x->states2, from, ops);
+	};
+	w.reuse_one_in = 8;
+	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
+	cfg.sample_one_in = 6;
+	cfg.max_images = 2;
+	pmtest::CrashRun r = Simulate(initial, cfg, World::CheckReuse);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_GT(r.st.points, 3u);
 }
 
 TEST_P(BzTreeCrashTest, SampledCrashPointsOfTwoThreads)

@@ -117,16 +117,23 @@ struct DllCrash {
 using World = dstest::CrashWorld<dlltest::DllOps, DllCrash>;
 using Op = DllCrash::Op;
 
-// Model: the results and states of @ops from @initial.
-void Plan(World *w, unsigned t, const KeySet &initial, const std::vector<std::pair<bool, uint64_t>> &ops)
+// Model: the results and states of @ops from @initial, into @out and
+// @states.
+void PlanInto(std::vector<Op> *out, std::vector<KeySet> *states, const KeySet &initial,
+	const std::vector<std::pair<bool, uint64_t>> &ops)
 {
 	KeySet s = initial;
-	w->states[t].push_back(s);
+	states->push_back(s);
 	for (auto [insert, key] : ops) {
 		int expect = insert ? (s.insert(key).second ? 1 : 0) : (s.erase(key) ? 1 : 0);
-		w->ops[t].push_back({ insert, key, expect });
-		w->states[t].push_back(s);
+		out->push_back({ insert, key, expect });
+		states->push_back(s);
 	}
+}
+
+void Plan(World *w, unsigned t, const KeySet &initial, const std::vector<std::pair<bool, uint64_t>> &ops)
+{
+	PlanInto(&w->ops[t], &w->states[t], initial, ops);
 }
 
 class DllCrashTest : public testing::TestWithParam<Variant> {
@@ -146,14 +153,15 @@ protected:
 
 	// Fills w's list with @initial and runs the workload under the
 	// simulator, over the whole persistent state.
-	pmtest::CrashRun Simulate(const KeySet &initial, const pm_crashsim_config &cfg)
+	pmtest::CrashRun Simulate(const KeySet &initial, const pm_crashsim_config &cfg,
+		pm_crashsim_check_fn check = World::CheckOps)
 	{
 		ds_dll_thread *h = nullptr;
 		EXPECT_EQ(ds_dll_thread_register(w.env.ds, &h), 0);
 		for (uint64_t k : initial)
 			EXPECT_EQ(ds_dll_insert(h, k), 1);
 		EXPECT_EQ(ds_dll_thread_unregister(&h), 0);
-		return w.Simulate(cfg, w.env.RootSize(), World::RunAll, World::CheckOps);
+		return w.Simulate(cfg, w.env.RootSize(), World::RunAll, check);
 	}
 
 	World w;
@@ -203,6 +211,30 @@ TEST_P(DllCrashTest, SampledCrashPointsOfTwoThreads)
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 10u);
 	EXPECT_EQ(r.st.failures, 0u);
+}
+
+// Crash, recover, run 24 updates on another thread (more MCAS than the
+// thread has descriptors, and freed nodes taken again), crash again:
+// sampled points of both lives, two images each (issue 20).
+TEST_P(DllCrashTest, CrashRecoverReuseCrashAgain)
+{
+	w.SetThreads(1);
+	const KeySet initial = { 1, 3 };
+	Plan(&w, 0, initial, { { true, 2 }, { false, 1 }, { true, 4 }, { false, 3 },
+		{ true, 1 }, { false, 2 } });
+	w.plan2 = [](World *x, const KeySet &from) {
+		std::vector<std::pair<bool, uint64_t>> ops;
+		for (unsigned i = 0; i < 24; i++)
+			ops.push_back({ i % 2 == 0, 1 + (i / 2) % 6 });
+		PlanInto(&x->ops2, &x->states2, from, ops);
+	};
+	w.reuse_one_in = 5;
+	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
+	cfg.sample_one_in = 4;
+	cfg.max_images = 2;
+	pmtest::CrashRun r = Simulate(initial, cfg, World::CheckReuse);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_GT(r.st.points, 5u);
 }
 
 // Creation writes the header last: before it is durable the area reads as

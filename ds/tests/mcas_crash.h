@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +56,17 @@ template <class S, class W> struct CrashWorld {
 	std::atomic<unsigned> done[kCrashMaxThreads];
 	// Creation workload: set once the structure's pmem_create returned.
 	std::atomic<int> created{0};
+	// Second life (single-threaded workloads, CheckReuse): after the
+	// outer crash the nested run recovers, plans ops2 from the recovered
+	// state with plan2, and runs them on another thread; done2 counts
+	// those that returned, life2 is set once they start.
+	std::function<void(CrashWorld *, const State &)> plan2;
+	std::vector<Op> ops2;
+	std::vector<State> states2;
+	std::atomic<unsigned> done2{0};
+	std::atomic<int> life2{0};
+	unsigned reuse_one_in = 4;
+	size_t tracked = 0; // bytes the outer simulation tracks
 
 	void SetThreads(unsigned n)
 	{
@@ -121,6 +133,93 @@ template <class S, class W> struct CrashWorld {
 		std::string err = static_cast<CrashWorld *>(arg)->VerifyOps();
 		std::snprintf(msg, len, "%s", err.c_str());
 		return err.empty() ? 0 : 1;
+	}
+
+	// The nested run of CheckReuse: recover the first life (its checks
+	// must hold), plan ops2 from what it left, run them on a thread other
+	// than the one that recovered (so only the second life's own flushes
+	// and fences order anything), and keep the structure open.
+	static int ReuseRun(void *arg)
+	{
+		CrashWorld *w = static_cast<CrashWorld *>(arg);
+		Thread *h = nullptr;
+		if (!w->Recover(&h).empty())
+			return 1;
+		State now = W::Owned(h, 0, 1);
+		unsigned d = w->done[0].load();
+		if (!(now == w->states[0][d] ||
+			    (d + 1 < w->states[0].size() && now == w->states[0][d + 1])))
+			return 2;
+		if (W::Unregister(&h) != 0)
+			return 3;
+		w->plan2(w, now);
+		w->life2.store(1);
+		int ret = 0;
+		std::thread([w, &ret] {
+			Thread *t = nullptr;
+			if (W::Register(w->env.ds, &t) != 0) {
+				ret = 4;
+				return;
+			}
+			for (size_t i = 0; i < w->ops2.size(); i++) {
+				if (W::Apply(t, w->ops2[i]) != w->ops2[i].expect) {
+					ret = 100 + (int)i;
+					return;
+				}
+				w->done2.store((unsigned)i + 1);
+			}
+			if (W::Unregister(&t) != 0)
+				ret = 5;
+		}).join();
+		return ret;
+	}
+
+	// The nested check: recover again; the state must be the second
+	// life's after its completed operations (or one more), or, crashed
+	// during the second recovery, the first life's.
+	static int ReuseCheck(void *arg, char *msg, size_t len)
+	{
+		CrashWorld *w = static_cast<CrashWorld *>(arg);
+		std::string err;
+		if (!w->life2.load()) {
+			err = w->VerifyOps();
+		} else {
+			Thread *h = nullptr;
+			err = w->Recover(&h);
+			if (err.empty()) {
+				State now = W::Owned(h, 0, 1);
+				unsigned d = w->done2.load();
+				bool ok = false;
+				for (unsigned s = d; s <= d + 1 && s < w->states2.size(); s++)
+					ok |= now == w->states2[s];
+				if (!ok)
+					err = std::to_string(d) + " operations of the second life "
+						"returned and the recovered state is " + W::Describe(now);
+				else if ((err = W::Exercise(h)).empty())
+					err = w->Finish(&h);
+			}
+		}
+		std::snprintf(msg, len, "second crash: %s", err.c_str());
+		return err.empty() ? 0 : 1;
+	}
+
+	// Crash, recover, run the second life, crash again: the check of each
+	// point of the first life is a nested simulation of the second.
+	static int CheckReuse(void *arg, char *msg, size_t len)
+	{
+		CrashWorld *w = static_cast<CrashWorld *>(arg);
+		pm_crashsim_config cfg;
+		pm_crashsim_config_init(&cfg);
+		std::string name = std::string("second-life-") + W::kOpen;
+		cfg.name = name.c_str();
+		cfg.mode = PM_CRASHSIM_SAMPLE;
+		cfg.sample_one_in = w->reuse_one_in;
+		cfg.max_images = 2; // every word durable, every word newest
+		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.ds_area, w->tracked, ReuseRun,
+			ReuseCheck, w);
+		if (r.ret != 0)
+			std::snprintf(msg, len, "%s", r.report.c_str());
+		return r.ret;
 	}
 
 	// One thread's operations; returns 0 or 100 + the index of a wrong result.
@@ -221,6 +320,7 @@ template <class S, class W> struct CrashWorld {
 	{
 		for (unsigned t = 0; t < kCrashMaxThreads; t++)
 			done[t].store(0);
+		tracked = len;
 		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, env.ds_area, len, run, check, this);
 		std::printf("%-40s events=%" PRIu64 " points=%" PRIu64 " images=%" PRIu64
 			" max_dirty_words=%" PRIu64 "\n", cfg.name, r.st.events, r.st.points,
