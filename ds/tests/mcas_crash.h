@@ -208,18 +208,9 @@ template <class S, class W> struct CrashWorld {
 	static int CheckReuse(void *arg, char *msg, size_t len)
 	{
 		CrashWorld *w = static_cast<CrashWorld *>(arg);
-		pm_crashsim_config cfg;
-		pm_crashsim_config_init(&cfg);
 		std::string name = std::string("second-life-") + W::kOpen;
-		cfg.name = name.c_str();
-		cfg.mode = PM_CRASHSIM_SAMPLE;
-		cfg.sample_one_in = w->reuse_one_in;
-		cfg.max_images = 2; // every word durable, every word newest
-		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.ds_area, w->tracked, ReuseRun,
-			ReuseCheck, w);
-		if (r.ret != 0)
-			std::snprintf(msg, len, "%s", r.report.c_str());
-		return r.ret;
+		return pmtest::CrashAgain(name.c_str(), w->reuse_one_in, w->env.ds_area, w->tracked,
+			ReuseRun, ReuseCheck, w, msg, len);
 	}
 
 	// One thread's operations; returns 0 or 100 + the index of a wrong result.

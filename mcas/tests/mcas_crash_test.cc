@@ -287,20 +287,9 @@ int ReuseCheck(void *arg, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	World *w = static_cast<World *>(arg);
-	if (w->reuse) {
-		pm_crashsim_config cfg;
-		pm_crashsim_config_init(&cfg);
-		cfg.name = "mcas-reuse-second";
-		cfg.mode = w->reuse_one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
-		if (w->reuse_one_in > 1)
-			cfg.sample_one_in = w->reuse_one_in;
-		cfg.max_images = 2; // all durable, all newest
-		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->p.words,
-			mcastest::kWords * 8 + w->p.area_size, ReuseRun, ReuseCheck, w);
-		if (r.ret != 0)
-			std::snprintf(msg, len, "%s", r.report.c_str());
-		return r.ret;
-	}
+	if (w->reuse)
+		return pmtest::CrashAgain("mcas-reuse-second", w->reuse_one_in, w->p.words,
+			mcastest::kWords * 8 + w->p.area_size, ReuseRun, ReuseCheck, w, msg, len);
 	if (w->nested_recovery)
 		return pmtest::CrashRecovery("mcas-recovery", w->p.words,
 			mcastest::kWords * 8 + w->p.area_size, NestedRecoveryRun, NestedRecoveryCheck,

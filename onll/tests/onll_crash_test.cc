@@ -400,19 +400,9 @@ int ReuseCheck(void *arg, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	World *w = static_cast<World *>(arg);
-	if (w->reuse) {
-		pm_crashsim_config cfg;
-		pm_crashsim_config_init(&cfg);
-		cfg.name = "onll-reuse-second";
-		cfg.mode = PM_CRASHSIM_SAMPLE;
-		cfg.sample_one_in = 3;
-		cfg.max_images = 2; // every word durable, every word newest
-		pmtest::CrashRun r = pmtest::RunCrashSim(cfg, w->env.Area(), w->env.area_size,
-			ReuseRun, ReuseCheck, w);
-		if (r.ret != 0)
-			std::snprintf(msg, len, "%s", r.report.c_str());
-		return r.ret;
-	}
+	if (w->reuse)
+		return pmtest::CrashAgain("onll-reuse-second", 3, w->env.Area(), w->env.area_size,
+			ReuseRun, ReuseCheck, w, msg, len);
 	if (w->over_used && !w->created.load()) {
 		// Crashed inside the create: the area holds the old object with
 		// all its updates, the new one with none, or reads as no object;

@@ -89,6 +89,28 @@ inline int CrashRecovery(const char *name, void *addr, size_t len, pm_crashsim_r
 	return r.ret;
 }
 
+// For a check function: a second life crashed in turn. @second_life(@arg)
+// recovers the image being checked and runs on; it is crashed at one point
+// in @one_in (every point if 1), two images each (every word durable, every
+// word newest), and each result is checked with @check; non-zero with the
+// report in @msg if something failed.
+inline int CrashAgain(const char *name, unsigned one_in, void *addr, size_t len,
+	pm_crashsim_run_fn second_life, pm_crashsim_check_fn check, void *arg, char *msg,
+	size_t msg_len)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	cfg.name = name;
+	cfg.mode = one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
+	if (one_in > 1)
+		cfg.sample_one_in = one_in;
+	cfg.max_images = 2;
+	CrashRun r = RunCrashSim(cfg, addr, len, second_life, check, arg);
+	if (r.ret != 0)
+		std::snprintf(msg, msg_len, "%s", r.report.c_str());
+	return r.ret;
+}
+
 } // namespace pmtest
 
 #endif
