@@ -55,7 +55,7 @@ static inline bool pm_mutant_cas(uint64_t *w, uint64_t *e, uint64_t d)
 
 DEFAULT_TESTS = {
     "mcas": ["//mcas:mcas_crash_test"],
-    "onll": ["//onll:onll_crash_test"],
+    "onll": ["//onll:onll_crash_test", "//onll:onll_crash_threads_test"],
     "ds": ["//ds:dll_crash_test", "//ds:bztree_crash_test"],
 }
 

@@ -3,7 +3,7 @@
 // simulator (pm/crashsim.h). At every crash point of small single-threaded
 // workloads whose operations split, consolidate, merge and rebalance nodes,
 // at sampled points of a 2-thread one, and at every point of the tree's
-// creation, each post-crash image is recovered (mcas_pmem_open, then
+// creation (on a zeroed area and over a used one), each post-crash image is recovered (mcas_pmem_open, then
 // ds_bztree_pmem_open, on the same pool) and must show: the invariants;
 // every completed operation and all or nothing of the one in flight per
 // thread; every arena node reachable or free (none leaked); and a tree that
@@ -300,6 +300,33 @@ TEST_P(BzTreeCrashTest, SampledCrashPointsOfTwoThreads)
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 10u);
 	EXPECT_EQ(r.st.failures, 0u);
+}
+
+// A tree that grew to several leaves (splits) and lost half its keys
+// (merges; nodes freed with old contents) is closed; then every crash
+// point of creating a new tree over its area. Before the new header is
+// durable the area reads as corrupt or as the old tree, whole; after, as
+// an empty tree.
+TEST_P(BzTreeCrashTest, EveryCrashPointOfACreateOverAUsedArea)
+{
+	ds_bztree_thread *h = nullptr;
+	ASSERT_EQ(ds_bztree_thread_register(w.env.ds, &h), 0);
+	Map want;
+	for (uint64_t k = 1; k <= 24; k++) {
+		ASSERT_EQ(ds_bztree_insert(h, k * 10, k), 1);
+		want[k * 10] = k;
+	}
+	for (uint64_t k = 1; k <= 24; k += 2) {
+		ASSERT_EQ(ds_bztree_remove(h, k * 10), 1);
+		want.erase(k * 10);
+	}
+	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
+	ds_bztree_stats st = Stats();
+	EXPECT_GT(st.splits, 0u);
+	pmtest::CrashRun r = w.SimulateCreateOverUsed(SimConfig(PM_CRASHSIM_EVERY));
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(w.old, want);
+	EXPECT_EQ(r.st.events, 7u);
 }
 
 // Creation writes the header last: before it is durable the area reads as

@@ -2,7 +2,8 @@
 // ds/tests/dll_crash_test.cc -- the persistent MCAS doubly-linked list
 // under the crash simulator (pm/crashsim.h). At every crash point of a
 // small single-threaded workload, at sampled points of a 2-thread one, and
-// at every point of the list's creation, each post-crash image is recovered
+// at every point of the list's creation (on a zeroed area and over a used
+// one), each post-crash image is recovered
 // (mcas_pmem_open, then ds_dll_pmem_open, on the same pool) and must show:
 // the invariants; every completed operation and all or nothing of the one
 // in flight per thread; no link word holding an MCAS descriptor; every node
@@ -245,6 +246,27 @@ TEST_P(DllCrashTest, EveryCrashPointOfCreation)
 	// Fails too if creating the simulator or tracking the area failed.
 	ASSERT_EQ(r.ret, 0) << r.report;
 	// Three persists (invalidate, sentinels, header) of flush + fence.
+	EXPECT_EQ(r.st.events, 6u);
+}
+
+// A list that held keys 1..10 and lost 2, 4 and 6 (free nodes with old
+// contents) is closed; then every crash point of creating a new list over
+// its area. Before the new header is durable the area reads as corrupt or
+// as the old list, whole; after, as an empty list.
+TEST_P(DllCrashTest, EveryCrashPointOfACreateOverAUsedArea)
+{
+	ds_dll_thread *h = nullptr;
+	ASSERT_EQ(ds_dll_thread_register(w.env.ds, &h), 0);
+	for (uint64_t k = 1; k <= 10; k++)
+		ASSERT_EQ(ds_dll_insert(h, k), 1);
+	for (uint64_t k : { 2, 4, 6 })
+		ASSERT_EQ(ds_dll_remove(h, k), 1);
+	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
+	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_EVERY);
+	cfg.max_images = 64;
+	pmtest::CrashRun r = w.SimulateCreateOverUsed(cfg);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(w.old, (KeySet{ 1, 3, 5, 7, 8, 9, 10 }));
 	EXPECT_EQ(r.st.events, 6u);
 }
 

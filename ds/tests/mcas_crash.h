@@ -67,6 +67,10 @@ template <class S, class W> struct CrashWorld {
 	std::atomic<int> life2{0};
 	unsigned reuse_one_in = 4;
 	size_t tracked = 0; // bytes the outer simulation tracks
+	// Creation over a used area (SimulateCreateOverUsed): what the old
+	// structure held when it was closed.
+	bool over_used = false;
+	State old{};
 
 	void SetThreads(unsigned n)
 	{
@@ -259,9 +263,25 @@ template <class S, class W> struct CrashWorld {
 		return 0;
 	}
 
+	// A crash inside a create over a used area left the old structure
+	// openable: it must be whole and hold what it held when closed.
+	std::string OldWhole(Thread *h)
+	{
+		std::string err = W::Recovered(env, h);
+		if (!err.empty())
+			return "the old structure opens after a crash inside the create, damaged: " +
+				err;
+		State now = W::Owned(h, 0, 1);
+		if (!(now == old))
+			return "the old structure opens after a crash inside the create with " +
+				W::Describe(now) + ", not " + W::Describe(old);
+		return "";
+	}
+
 	// Checks an image of the creation workload: before the header is
-	// durable the area reads as corrupt; after creation returned it must
-	// open as an empty structure (W::Fresh) that keeps working.
+	// durable the area reads as corrupt (or, over a used area, as the old
+	// structure, whole); after creation returned it must open as an empty
+	// structure (W::Fresh); either keeps working.
 	static int CheckCreate(void *arg, char *msg, size_t len)
 	{
 		CrashWorld *w = static_cast<CrashWorld *>(arg);
@@ -282,9 +302,11 @@ template <class S, class W> struct CrashWorld {
 					pm_errormsg();
 			else if (W::Register(e.ds, &h) != 0)
 				err = "register failed";
+			else if (!w->created.load() && w->over_used && !W::Fresh(h).empty())
+				err = w->OldWhole(h);
 			else if (!(err = W::Fresh(h)).empty())
 				err = "a newly created structure is not empty and whole: " + err;
-			else if ((err = W::Exercise(h)).empty())
+			if (err.empty() && (err = W::Exercise(h)).empty())
 				err = w->Finish(&h);
 		}
 		std::snprintf(msg, len, "%s", err.c_str());
@@ -299,6 +321,21 @@ template <class S, class W> struct CrashWorld {
 		EXPECT_EQ(S::Close(&env.ds), 0);
 		std::memset(env.ds_area, 0, env.ds_size);
 		pm_persist(env.ds_area, env.ds_size);
+		return Simulate(cfg, env.ds_size, RunCreate, CheckCreate);
+	}
+
+	// Every crash point of creating the structure on the area of the one
+	// open in env, which is closed first: what it holds (thread 0's view of
+	// all of it) must survive any crash before the new header is durable,
+	// and none of it may show in the new structure.
+	pmtest::CrashRun SimulateCreateOverUsed(const pm_crashsim_config &cfg)
+	{
+		Thread *h = nullptr;
+		EXPECT_EQ(W::Register(env.ds, &h), 0);
+		old = W::Owned(h, 0, 1);
+		EXPECT_EQ(W::Unregister(&h), 0);
+		EXPECT_EQ(S::Close(&env.ds), 0);
+		over_used = true;
 		return Simulate(cfg, env.ds_size, RunCreate, CheckCreate);
 	}
 

@@ -6,7 +6,8 @@
 // cache line and on separate lines; sampled points of 2-4 threads; crashes
 // during recovery itself; and crash, recover, run until descriptors are
 // reused, crash again (issue 20: a recovery or detach whose writes were not
-// made durable shows only once its descriptors serve again).
+// made durable shows only once its descriptors serve again); and every point
+// of formatting a new instance over the area of a used one.
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
@@ -19,6 +20,7 @@
 
 #include <mcas/mcas.h>
 #include <pm/crashsim.h>
+#include <pm/error.h>
 #include <pm/pool.h>
 
 #include "mcas/tests/mcas_test_util.h"
@@ -69,6 +71,13 @@ struct World {
 	std::atomic<unsigned> tdone[4];
 	bool nested_recovery = false;
 	unsigned nested_runs = 0;
+	// create over a used area: an instance ran and was closed, leaving the
+	// targets in state old and its records in the area; the run formats a
+	// new instance over it (created once mcas_pmem_create returned) and
+	// runs ops from old
+	bool over_used = false;
+	State old{};
+	std::atomic<int> created{0};
 };
 
 // Recover and compare with the model; "" if fine.
@@ -210,6 +219,36 @@ int RunMulti(void *arg)
 	return failures.load();
 }
 
+int RunCreateOverUsed(void *arg)
+{
+	World *w = static_cast<World *>(arg);
+	if (mcas_pmem_create(&w->p.m, w->p.pool, w->p.area_off, &w->p.cfg) != 0)
+		return 4;
+	w->created.store(1);
+	return RunOps(w, w->ops, &w->done);
+}
+
+// An image of RunCreateOverUsed: before the create returned, the area may
+// read as corrupt (the caller formats again) or open as either instance,
+// and the targets must be as the old instance left them; after, the new
+// instance's completed ops (or one more) and nothing of the old records.
+std::string CheckCreateOverUsed(World *w)
+{
+	if (w->created.load())
+		return CheckSingle(w);
+	mcas *m = nullptr;
+	int ret = mcas_pmem_open(&m, w->p.pool, w->p.area_off, nullptr);
+	if (ret == PM_E_CORRUPT)
+		return "";
+	if (ret != 0)
+		return "mcas_pmem_open during the create: " + std::to_string(ret);
+	w->p.m = m;
+	std::string err = CheckNoReferences(w);
+	if (err.empty() && Targets(w) != w->old)
+		err = "a crash inside the create changed the targets";
+	return err;
+}
+
 int NestedRecoveryRun(void *arg)
 {
 	World *w = static_cast<World *>(arg);
@@ -294,7 +333,8 @@ int Check(void *arg, char *msg, size_t len)
 		return pmtest::CrashRecovery("mcas-recovery", w->p.words,
 			mcastest::kWords * 8 + w->p.area_size, NestedRecoveryRun, NestedRecoveryCheck,
 			w, msg, len);
-	std::string err = w->threads ? CheckMulti(w) : CheckSingle(w);
+	std::string err = w->over_used ? CheckCreateOverUsed(w) :
+		w->threads ? CheckMulti(w) : CheckSingle(w);
 	std::snprintf(msg, len, "%s", err.c_str());
 	return err.empty() ? 0 : 1;
 }
@@ -372,6 +412,33 @@ TEST_P(Crash, CrashRecoverReuseCrashAgain)
 	pmtest::CrashRun r = Simulate(&w, "mcas-reuse", PM_CRASHSIM_SAMPLE, 10, RunSingle, 2);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 5u);
+}
+
+// An instance runs until every descriptor has served twice (records of
+// completed and failed MCAS left in the area) and is closed; then every
+// crash point of formatting a new instance over the same area and of 16
+// MCAS on the same targets. None of the old records may come back: a
+// recovery that rolled one forward would change the targets.
+TEST_P(Crash, EveryPointOfACreateOverAUsedArea)
+{
+	World w;
+	if (!Make(&w, "reformat", kReuseDescs))
+		return;
+	w.stride = 8;
+	std::vector<Op> first;
+	std::vector<State> first_states;
+	MakeOpsFrom(State{}, 2 * kReuseDescs, 15, &first, &first_states);
+	std::atomic<unsigned> first_done{0};
+	ASSERT_EQ(RunOps(&w, first, &first_done), 0);
+	ASSERT_EQ(mcas_close(&w.p.m), 0);
+	w.old = Targets(&w);
+	ASSERT_EQ(w.old, first_states.back());
+	MakeOpsFrom(w.old, 16, 17, &w.ops, &w.states);
+	w.over_used = true;
+	pmtest::CrashRun r = Simulate(&w, "mcas-reformat", PM_CRASHSIM_EVERY, 0,
+		RunCreateOverUsed, 32);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(r.st.points, r.st.events + 1);
 }
 
 TEST_P(Crash, SampledPointsOfTwoToFourThreads)

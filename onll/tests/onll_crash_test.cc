@@ -137,7 +137,14 @@ struct World {
 	uint64_t n1 = 0;
 	std::atomic<bool> life2{false};
 	std::atomic<unsigned> done2{0};
+	// lockstep: steps (thread, kCheckpoint or kUpdate) run one at a time
+	// in this order, each on its thread's own OS thread, so whose fence
+	// orders whose flushes is fixed
+	std::vector<std::pair<unsigned, int>> script;
 };
+
+constexpr int kUpdate = 0;     // a script step: the thread's next op
+constexpr int kCheckpoint = 1; // a script step: onll_checkpoint()
 
 int RunOp(onll_thread *t, Obj obj, const Op &op)
 {
@@ -167,9 +174,49 @@ int RunThread(World *w, unsigned i)
 	return bad;
 }
 
+// Runs w->script: thread i takes the steps that name it, each once the
+// step before it (of any thread) has returned.
+int RunScript(World *w)
+{
+	std::atomic<size_t> turn{0};
+	std::atomic<int> bad{0};
+	std::vector<std::thread> th;
+	for (unsigned i = 0; i < w->threads; i++)
+		th.emplace_back([w, i, &turn, &bad] {
+			onll_thread *t = nullptr;
+			if (onll_thread_register(w->env.o, &t) != 0)
+				bad = 1;
+			unsigned k = 0;
+			for (size_t s = 0; s < w->script.size(); s++) {
+				if (w->script[s].first != i)
+					continue;
+				while (turn.load() != s)
+					std::this_thread::yield();
+				if (t == nullptr) {
+					// registration failed: only pass the turn on
+				} else if (w->script[s].second == kCheckpoint) {
+					if (onll_checkpoint(t) != 0)
+						bad = 1;
+				} else {
+					if (RunOp(t, w->obj, w->ops[i][k]) < 0)
+						bad = 1;
+					w->index[i][k] = onll_thread_last_index(t);
+					w->done[i].store(++k, std::memory_order_release);
+				}
+				turn.store(s + 1);
+			}
+			onll_thread_unregister(&t);
+		});
+	for (auto &x : th)
+		x.join();
+	return bad.load();
+}
+
 int Run(void *arg)
 {
 	World *w = static_cast<World *>(arg);
+	if (!w->script.empty())
+		return RunScript(w);
 	if (w->over_used) {
 		if (onll_create(&w->env.o, w->env.pool, w->env.area_off, &w->cfg,
 			TypeOf(w->obj)) != 0)
@@ -475,9 +522,13 @@ protected:
 	// A fresh object; its creation is durable before the run starts.
 	bool Make(World *w, const std::string &name, unsigned threads)
 	{
+		return Make(w, name, onlltest::SmallConfig(threads, 8));
+	}
+
+	bool Make(World *w, const std::string &name, const onll_config &c)
+	{
 		w->obj = GetParam();
-		int ret = w->env.Create("crash-" + name, onlltest::SmallConfig(threads, 8),
-			TypeOf(w->obj));
+		int ret = w->env.Create("crash-" + name, c, TypeOf(w->obj));
 		EXPECT_EQ(ret, 0);
 		return ret == 0;
 	}
@@ -595,6 +646,33 @@ TEST_P(Crash, CrashRecoverReuseCrashAgain)
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 3u);
 	Report("reuse", r);
+}
+
+// A checkpoint that one thread writes lets another reuse its log entries
+// (onll__checkpoint_locked, the path of onll_checkpoint() and of a full
+// log). In lockstep, with a 4-entry log and checkpoints piggy-backed every
+// third entry: thread 1 logs 2 updates; thread 0 checkpoints them; thread 1
+// logs 3 more, the last over the entry of its first. Every crash point: the
+// first update must survive, through thread 0's checkpoint, which only
+// thread 0's fence makes durable (thread 1's fences order its own flushes).
+TEST_P(Crash, EveryPointOfAnotherThreadsCheckpointLettingLogEntriesBeReused)
+{
+	World w;
+	onll_config c = onlltest::SmallConfig(2, 4);
+	c.checkpoint_every = 3;
+	if (!Make(&w, "ckpt-other", c))
+		return;
+	MakeOps(&w, 2, 5, 10);
+	w.ops[0].clear();
+	w.script = { { 1, kUpdate }, { 1, kUpdate }, { 0, kCheckpoint }, { 1, kUpdate },
+		{ 1, kUpdate }, { 1, kUpdate } };
+	pmtest::CrashRun r = Simulate(&w, "onll-ckpt-other-" + Name(w.obj), PM_CRASHSIM_EVERY, 32);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(r.st.points, r.st.events + 1);
+	onll_stats st;
+	onll_stats_total(w.env.o, &st);
+	EXPECT_EQ(st.checkpoints, 2u) << "thread 0's and thread 1's piggy-backed one";
+	Report("ckpt-other", r);
 }
 
 // Crash the recovery of sampled crash images at every point of recovery.
