@@ -9,6 +9,8 @@
 // completed operation on it -- or, for the key of the operation in flight,
 // the state before or after it; then it must write the key in flight and
 // read every key back (the crashed client's log and objects are reused).
+// At sampled points that client's writes are crashed in turn, and a third
+// client checks what they left (CrashTakeOverWriteCrashAgain).
 //
 // The regions are the workload client's own mappings of the pool files
 // (the local backend shares one mapping per file in a process, and the
@@ -25,6 +27,7 @@
 
 #include <kv/kv.h>
 #include <pm/crashsim.h>
+#include <pm/persist.h>
 
 #include "kv/src/store/layout.h"
 #include "kv/tests/mapped_region.h"
@@ -82,6 +85,17 @@ struct Run {
 	kv_client *c = nullptr;
 	std::vector<Op> ops;
 	size_t done = 0; // operations that returned (read by the checks)
+	unsigned id = 0; // the workload client's id, which every image hands over
+	// Second life (CrashRecoverWriteCrashAgain): at each image a client
+	// takes the crashed id, checks, and runs ops2 from the state it found
+	// (start2), crashed in turn; life2 is set once ops2 start.
+	bool reuse = false;
+	unsigned reuse_one_in = 1;
+	std::vector<Op> ops2;
+	std::map<std::string, State> start2;
+	size_t done2 = 0;
+	bool life2 = false;
+	std::string err2; // why the second life itself failed
 };
 
 kv_config Config(const Run &r)
@@ -116,28 +130,29 @@ State Read(kv_client *c, const std::string &k, int *ret)
 	return v;
 }
 
-int Workload(void *arg)
+// Runs @ops from *@done on through @c, counting each that returned in
+// *@done (read by the checks); 0 or the first error.
+int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done)
 {
-	auto *r = static_cast<Run *>(arg);
-	for (size_t i = r->done; i < r->ops.size(); i++) {
-		const Op &op = r->ops[i];
+	for (size_t i = *done; i < ops.size(); i++) {
+		const Op &op = ops[i];
 		const std::string &k = op.key;
 		int ret = 0;
 		switch (op.kind) {
 		case Kind::kInsert:
-			ret = kv_insert(r->c, k.data(), k.size(), op.val.data(), op.val.size());
+			ret = kv_insert(c, k.data(), k.size(), op.val.data(), op.val.size());
 			break;
 		case Kind::kUpdate:
-			ret = kv_update(r->c, k.data(), k.size(), op.val.data(), op.val.size());
+			ret = kv_update(c, k.data(), k.size(), op.val.data(), op.val.size());
 			break;
 		case Kind::kPut:
-			ret = kv_put(r->c, k.data(), k.size(), op.val.data(), op.val.size());
+			ret = kv_put(c, k.data(), k.size(), op.val.data(), op.val.size());
 			break;
 		case Kind::kDelete:
-			ret = kv_delete(r->c, k.data(), k.size());
+			ret = kv_delete(c, k.data(), k.size());
 			break;
 		case Kind::kGet: {
-			State s = Read(r->c, k, &ret);
+			State s = Read(c, k, &ret);
 			if (ret == 0 && s != State(op.val))
 				ret = -EIO; // the workload itself read a wrong value
 			break;
@@ -145,24 +160,37 @@ int Workload(void *arg)
 		}
 		if (ret != 0)
 			return ret;
-		r->done++;
+		++*done;
 	}
 	return 0;
 }
 
-// Give the crashed client's id to the next client that opens: release its
-// claim word on every node and take every other id with a claim nobody
-// owns. This is what client repair will do for a dead client (not built
-// yet); here it makes the check's client resume the crashed client's log
-// and object chunk from the marks the image holds, so a mark counted
-// before it was durable shows as a value overwritten.
+int Workload(void *arg)
+{
+	auto *r = static_cast<Run *>(arg);
+	return RunOps(r->c, r->ops, &r->done);
+}
+
+// Give the crashed client's id (r.id) to the next client that opens:
+// release its claim word on every node and take every other id with a
+// claim nobody owns (kDeadClaim); idempotent, since a second life that
+// crashed inside it is handed over again.
+// This is what client repair will do for a dead client (not built yet);
+// here it makes the check's client resume the crashed client's log and
+// object chunk from the marks the image holds, so a mark counted before it
+// was durable shows as a value overwritten.
+constexpr uint64_t kDeadClaim = UINT64_C(0xdead0001);
+
 void HandOverCrashedId(const Run &r)
 {
 	for (size_t i = 1; i < r.regions.size(); i += 2) {
 		auto *sb = static_cast<const kv_st_super *>(r.regions[i]);
 		auto *ids = reinterpret_cast<uint64_t *>(static_cast<char *>(r.regions[i]) + sb->id_off);
 		for (unsigned id = 0; id < sb->max_clients; id++)
-			ids[id] = ids[id] != 0 ? 0 : UINT64_C(0xdead0001);
+			ids[id] = id == r.id ? 0 : kDeadClaim;
+		// Durable, as a repair's would be: a second life's image must
+		// not lose the hand-over it started from.
+		pm_persist(ids, sb->max_clients * sizeof(*ids));
 	}
 }
 
@@ -192,14 +220,138 @@ int CheckKeys(kv_client *c, const std::map<std::string, State> &model, const Op 
 	return 0;
 }
 
+// The state of every key of @ops (and of @from's keys) after the first
+// @done of @ops, from @from.
+std::map<std::string, State> ModelAfter(std::map<std::string, State> from,
+	const std::vector<Op> &ops, size_t done)
+{
+	for (const Op &op : ops)
+		from.emplace(op.key, std::nullopt);
+	for (size_t i = 0; i < done; i++)
+		from[ops[i].key] = After(ops[i], from[ops[i].key]);
+	return from;
+}
+
+// A client holding the crashed client's id, opened on the image, or null
+// with the reason in @msg.
+kv_client *OpenOnImage(const Run &r, unsigned timeout_ms, const char *when, char *msg,
+	size_t len)
+{
+	HandOverCrashedId(r);
+	kv_config cfg = Config(r);
+	cfg.timeout_ms = timeout_ms;
+	kv_client *c = nullptr;
+	int ret = kv_open(&c, &cfg);
+	if (ret != 0)
+		snprintf(msg, len, "kv_open %s: %s (%s)", when, kv_strerror(ret), pm_errormsg());
+	return c;
+}
+
+int Check(void *arg, char *msg, size_t len);
+
+// The second life, run under a nested simulator at each image of the
+// first: a client takes the crashed id, finds the first life's state (as
+// Check does), resolves the operation in flight from what it reads, and
+// runs ops2 without closing (it is crashed in turn).
+int SecondLife(void *arg)
+{
+	auto *r = static_cast<Run *>(arg);
+	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
+	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
+	char msg[256];
+	// Its deadlines run on the wall clock while its crash points are checked.
+	kv_client *c = OpenOnImage(*r, 3600u * 1000u, "(second life)", msg, sizeof(msg));
+	if (c == nullptr || CheckKeys(c, model, flying, "(second life)", msg, sizeof(msg)) != 0) {
+		r->err2 = msg;
+		return 1;
+	}
+	if (flying != nullptr) {
+		int ret;
+		model[flying->key] = Read(c, flying->key, &ret);
+		if (ret != 0) {
+			r->err2 = "get " + flying->key + ": " + kv_strerror(ret);
+			return 1;
+		}
+	}
+	r->start2 = model;
+	r->life2 = true;
+	int ret = RunOps(c, r->ops2, &r->done2);
+	if (ret != 0)
+		r->err2 = "op " + std::to_string(r->done2) + " of the second life: " +
+			kv_strerror(ret) + " (" + pm_errormsg() + ")";
+	return ret;
+}
+
+// An image of the second life: before ops2 started, the first life's
+// state; after, start2 and ops2's completed operations, the one in flight
+// before or after.
+int CheckSecondLife(void *arg, char *msg, size_t len)
+{
+	auto *r = static_cast<Run *>(arg);
+	if (!r->life2) {
+		Run first = *r;
+		first.reuse = false;
+		return Check(&first, msg, len);
+	}
+	std::map<std::string, State> model = ModelAfter(r->start2, r->ops2, r->done2);
+	const Op *flying = r->done2 < r->ops2.size() ? &r->ops2[r->done2] : nullptr;
+	char when[96];
+	snprintf(when, sizeof(when), "after %zu ops of the second life", r->done2);
+	kv_client *c = OpenOnImage(*r, Config(*r).timeout_ms, when, msg, len);
+	if (c == nullptr)
+		return 1;
+	int bad = CheckKeys(c, model, flying, when, msg, len);
+	int ret = kv_close(&c);
+	if (bad == 0 && ret != 0)
+		snprintf(msg, len, "kv_close: %s (%s)", kv_strerror(ret), pm_errormsg());
+	return bad != 0 || ret != 0;
+}
+
+// Runs @run(@r) under a simulator named @name over every region of @r,
+// checking with @check: at one point in @one_in (every point if 1), with
+// at most @max_images images each. Fills *@st; returns pm_crashsim_run()'s
+// value, with the report in *@report if it is not 0.
+int Simulate(Run *r, const char *name, unsigned one_in, unsigned max_images,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check, pm_crashsim_stats *st,
+	std::string *report)
+{
+	pm_crashsim_config sc;
+	pm_crashsim_config_init(&sc);
+	sc.name = name;
+	sc.mode = one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
+	if (one_in > 1)
+		sc.sample_one_in = one_in;
+	sc.max_images = max_images;
+	pm_crashsim *sim = nullptr;
+	int ret = pm_crashsim_new(&sim, &sc);
+	for (size_t i = 0; ret == 0 && i < r->regions.size(); i++)
+		ret = pm_crashsim_track(sim, r->regions[i], i % 2 == 0 ? kIndexRegion : kStoreRegion);
+	if (ret == 0)
+		ret = pm_crashsim_run(sim, run, check, r);
+	if (sim != nullptr) {
+		pm_crashsim_get_stats(sim, st);
+		if (ret != 0)
+			*report = pm_crashsim_report(sim);
+	}
+	if (ret != 0)
+		*report += std::string(" ") + pm_errormsg();
+	pm_crashsim_delete(&sim);
+	return ret;
+}
+
 int Check(void *arg, char *msg, size_t len)
 {
 	auto *r = static_cast<Run *>(arg);
-	std::map<std::string, State> model; // after the completed operations
-	for (const Op &op : r->ops)
-		model[op.key] = std::nullopt;
-	for (size_t i = 0; i < r->done; i++)
-		model[r->ops[i].key] = After(r->ops[i], model[r->ops[i].key]);
+	if (r->reuse) {
+		pm_crashsim_stats st;
+		std::string report;
+		int ret = Simulate(r, "kv-crash-second-life", r->reuse_one_in, 2, SecondLife,
+			CheckSecondLife, &st, &report);
+		if (ret != 0)
+			snprintf(msg, len, "second crash: %s%s", r->err2.c_str(), report.c_str());
+		return ret != 0;
+	}
+	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
 	char when[64];
 	snprintf(when, sizeof(when), "after %zu ops", r->done);
@@ -207,14 +359,9 @@ int Check(void *arg, char *msg, size_t len)
 	// One client does all of it: each kv_open costs six connections'
 	// token checks (yescrypt, ~20 ms each here), which is most of an
 	// image's time.
-	HandOverCrashedId(*r);
-	kv_config cfg = Config(*r);
-	kv_client *c = nullptr;
-	int ret = kv_open(&c, &cfg);
-	if (ret != 0) {
-		snprintf(msg, len, "kv_open %s: %s (%s)", when, kv_strerror(ret), pm_errormsg());
+	kv_client *c = OpenOnImage(*r, Config(*r).timeout_ms, when, msg, len);
+	if (c == nullptr)
 		return 1;
-	}
 	if (CheckKeys(c, model, flying, when, msg, len) != 0) {
 		kv_close(&c);
 		return 1;
@@ -225,7 +372,7 @@ int Check(void *arg, char *msg, size_t len)
 	// succeed and leave every other key as it was.
 	const std::string k = flying != nullptr ? flying->key : r->ops.front().key;
 	const std::string v = "after-crash";
-	ret = kv_put(c, k.data(), k.size(), v.data(), v.size());
+	int ret = kv_put(c, k.data(), k.size(), v.data(), v.size());
 	if (ret != 0) {
 		snprintf(msg, len, "put %s on the image %s: %s (%s)", k.c_str(), when,
 			kv_strerror(ret), pm_errormsg());
@@ -248,8 +395,11 @@ int Check(void *arg, char *msg, size_t len)
 
 // Run @ops on a new store, the first @from of them before the simulator
 // starts (their result is the durable starting state) and the rest under
-// it, checking every crash point.
-void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from)
+// it, checking every crash point -- or, with @ops2, one point in @one_in
+// and at each a second life running @ops2, crashed at one point in
+// @one_in2.
+void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
+	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1)
 {
 	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
 	std::vector<std::string> uris = group.Uris();
@@ -269,6 +419,7 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	r.ops = ops;
 	for (unsigned i = 0; i < 3; i++)
 		group.Close(i);
+	r.id = ~0u;
 	for (unsigned i = 0; i < 3; i++) {
 		// The index region starts with the index superblock, the store
 		// region with the store's (kv/src/store/layout.h).
@@ -277,31 +428,35 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVSTO1"));
 		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
 	}
+	// The only client holds the only claimed id (on node 0 as anywhere).
+	auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
+	auto *ids = reinterpret_cast<const uint64_t *>(static_cast<char *>(r.regions[1]) + sb->id_off);
+	for (unsigned id = 0; id < sb->max_clients; id++)
+		if (ids[id] != 0)
+			r.id = id;
+	ASSERT_NE(r.id, ~0u) << "no client id claimed";
 
-	pm_crashsim_config sc;
-	pm_crashsim_config_init(&sc);
-	sc.name = name.c_str();
+	r.reuse = !ops2.empty();
+	r.ops2 = ops2;
+	r.reuse_one_in = one_in2;
+	pm_crashsim_stats st;
+	std::string report;
 	// Every durable value, every newest one and one mix per point: each
 	// image costs a client's six token checks, and a fourth image per
-	// point would add a third to the run.
-	sc.max_images = 3;
-	pm_crashsim *sim = nullptr;
-	ASSERT_EQ(pm_crashsim_new(&sim, &sc), 0);
-	for (size_t i = 0; i < r.regions.size(); i++)
-		ASSERT_EQ(pm_crashsim_track(sim, r.regions[i], i % 2 == 0 ? kIndexRegion : kStoreRegion),
-			0);
-	int ret = pm_crashsim_run(sim, Workload, Check, &r);
-	pm_crashsim_stats st;
-	pm_crashsim_get_stats(sim, &st);
-	EXPECT_EQ(ret, 0) << pm_crashsim_report(sim) << " " << pm_errormsg();
+	// point would add a third to the run. A second life per image costs a
+	// nested simulation: two images per point.
+	int ret = Simulate(&r, name.c_str(), one_in, r.reuse ? 2 : 3, Workload, Check, &st,
+		&report);
+	EXPECT_EQ(ret, 0) << report;
 	EXPECT_EQ(r.done, ops.size());
-	EXPECT_EQ(st.points, st.events + 1) << "every crash point";
+	if (one_in == 1) {
+		EXPECT_EQ(st.points, st.events + 1) << "every crash point";
+	}
 	EXPECT_GT(st.images, st.points);
 	::testing::Test::RecordProperty("crash_points", std::to_string(st.points));
 	::testing::Test::RecordProperty("images", std::to_string(st.images));
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
-	pm_crashsim_delete(&sim);
 	EXPECT_EQ(kv_close(&r.c), 0);
 }
 
@@ -346,6 +501,31 @@ TEST(KvCrash, InsertsAndUpdates)
 TEST(KvCrash, UpdateDeleteReinsertPutGets)
 {
 	CrashSequence("kv-crash-2", Sequence(), kHalf);
+}
+
+// Crash, take the crashed id, write, crash again (issue 20): at sampled
+// points of the first half, a client with the crashed id resumes from the
+// marks the image holds and writes every key again (in place, out of
+// place, a put, delete and re-insert, a new key), and is crashed at sampled
+// points in turn; a third client must find the second life's state. A
+// mark, claim or object the first life counted before it was durable shows
+// here as a second-life write that overwrites or loses a value.
+TEST(KvCrash, CrashTakeOverWriteCrashAgain)
+{
+	std::vector<Op> ops = Sequence();
+	ops.resize(kHalf);
+	const std::string big(300, 'B'); // out of place: above the in-place copy
+	// Each succeeds from any state the first life can leave.
+	std::vector<Op> ops2 = {
+		{ Kind::kPut, "a", "a-second" },
+		{ Kind::kPut, "b", big },
+		{ Kind::kPut, "c", "c-x" },
+		{ Kind::kDelete, "c", "" },
+		{ Kind::kInsert, "c", "c-second" },
+		{ Kind::kPut, "e", "e1" },
+		{ Kind::kGet, "b", big },
+	};
+	CrashSequence("kv-crash-again", ops, 0, ops2, 20, 10);
 }
 
 } // namespace
