@@ -206,7 +206,7 @@ std::string ErrName(int code)
 	case KV_E_EXISTS:
 		return "KV_E_EXISTS";
 	default:
-		return std::to_string(code) + " " + kv_strerror(code);
+		return std::to_string(code) + " " + pm_strerror(code);
 	}
 }
 

@@ -1,12 +1,13 @@
 /* kv/spin/m7.pml -- M7: SWARM value replication (Safe-Guess over a reliable
    max register of per-writer In-n-Out metadata words, plus one timestamp lock
    per writer), made durable on memory nodes that crash and restart from
-   their persistent pools. Source: the SWARM paper
-   (shared/seeds/000_4a0722e0aa038681.txt, sections 3-4 and appendices A-C)
+   their persistent pools. Source: the SWARM paper ("SWARM: Replicating
+   Shared Disaggregated-Memory Data in No Time", arXiv 2409.16258,
+   sections 3-4 and appendices A-C)
    and its digest notes/swarm.md sections 2-4 (line labels S*, R*, T*, I*,
    M* are the digest's; App. C is the linearization).
 
-   C functions abstracted (planned, kv/src/swarm/register.c): the Safe-Guess
+   C functions abstracted (kv/src/store/swarm.c): the Safe-Guess
    write (S4-S11) and read (R11-R21), the reliable max register's M.WRITE
    (inner_write) and M.READ with write-back (App. A), MAX by CAS (M1-M7) on
    the writer's own metadata slot, TRYLOCK (T3-T12), and the per-node batches

@@ -203,7 +203,7 @@ int CheckKeys(kv_client *c, const std::map<std::string, State> &model, const Op 
 		int ret;
 		State got = Read(c, k, &ret);
 		if (ret != 0) {
-			snprintf(msg, len, "get %s %s: %s (%s)", k.c_str(), when, kv_strerror(ret),
+			snprintf(msg, len, "get %s %s: %s (%s)", k.c_str(), when, pm_strerror(ret),
 				pm_errormsg());
 			return 1;
 		}
@@ -243,7 +243,7 @@ kv_client *OpenOnImage(const Run &r, unsigned timeout_ms, const char *when, char
 	kv_client *c = nullptr;
 	int ret = kv_open(&c, &cfg);
 	if (ret != 0)
-		snprintf(msg, len, "kv_open %s: %s (%s)", when, kv_strerror(ret), pm_errormsg());
+		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
 	return c;
 }
 
@@ -269,7 +269,7 @@ int SecondLife(void *arg)
 		int ret;
 		model[flying->key] = Read(c, flying->key, &ret);
 		if (ret != 0) {
-			r->err2 = "get " + flying->key + ": " + kv_strerror(ret);
+			r->err2 = "get " + flying->key + ": " + pm_strerror(ret);
 			return 1;
 		}
 	}
@@ -278,7 +278,7 @@ int SecondLife(void *arg)
 	int ret = RunOps(c, r->ops2, &r->done2);
 	if (ret != 0)
 		r->err2 = "op " + std::to_string(r->done2) + " of the second life: " +
-			kv_strerror(ret) + " (" + pm_errormsg() + ")";
+			pm_strerror(ret) + " (" + pm_errormsg() + ")";
 	return ret;
 }
 
@@ -303,7 +303,7 @@ int CheckSecondLife(void *arg, char *msg, size_t len)
 	int bad = CheckKeys(c, model, flying, when, msg, len);
 	int ret = kv_close(&c);
 	if (bad == 0 && ret != 0)
-		snprintf(msg, len, "kv_close: %s (%s)", kv_strerror(ret), pm_errormsg());
+		snprintf(msg, len, "kv_close: %s (%s)", pm_strerror(ret), pm_errormsg());
 	return bad != 0 || ret != 0;
 }
 
@@ -375,7 +375,7 @@ int Check(void *arg, char *msg, size_t len)
 	int ret = kv_put(c, k.data(), k.size(), v.data(), v.size());
 	if (ret != 0) {
 		snprintf(msg, len, "put %s on the image %s: %s (%s)", k.c_str(), when,
-			kv_strerror(ret), pm_errormsg());
+			pm_strerror(ret), pm_errormsg());
 		kv_close(&c);
 		return 1;
 	}
@@ -387,7 +387,7 @@ int Check(void *arg, char *msg, size_t len)
 	}
 	ret = kv_close(&c);
 	if (ret != 0) {
-		snprintf(msg, len, "kv_close: %s (%s)", kv_strerror(ret), pm_errormsg());
+		snprintf(msg, len, "kv_close: %s (%s)", pm_strerror(ret), pm_errormsg());
 		return 1;
 	}
 	return 0;

@@ -159,7 +159,7 @@ int DoOp(kv_client *c, lincheck::KvRecordWriter &rec, unsigned id, const KvOp &o
 		return rec.unavailable(t) != 0 ? kExitRecord : kExitOk;
 	}
 	fprintf(stderr, "[client %u] op %d on key %" PRIu64 ": %s (%s)\n", id,
-		static_cast<int>(op.kind), op.key, kv_strerror(ret), pm_errormsg());
+		static_cast<int>(op.kind), op.key, pm_strerror(ret), pm_errormsg());
 	*wrong = true;
 	return kExitOk;
 }

@@ -58,7 +58,7 @@ public:
 		if (ret != nullptr)
 			*ret = r;
 		if (r != 0)
-			return "<" + std::string(kv_strerror(r)) + ">";
+			return "<" + std::string(pm_strerror(r)) + ">";
 		v.resize(len);
 		return v;
 	}
@@ -94,7 +94,7 @@ TEST_F(KvTest, InsertGetUpdateDeleteReinsert)
 {
 	int ret;
 
-	EXPECT_EQ(Get(c_, "k", &ret), "<" + std::string(kv_strerror(-ENOENT)) + ">");
+	EXPECT_EQ(Get(c_, "k", &ret), "<" + std::string(pm_strerror(-ENOENT)) + ">");
 	EXPECT_EQ(ret, -ENOENT);
 	EXPECT_EQ(Update(c_, "k", "v0"), -ENOENT);
 	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
@@ -107,7 +107,7 @@ TEST_F(KvTest, InsertGetUpdateDeleteReinsert)
 	ASSERT_EQ(Put(c_, "k", "v4"), 0);
 	EXPECT_EQ(Get(c_, "k"), "v4");
 	ASSERT_EQ(Delete(c_, "k"), 0) << pm_errormsg();
-	EXPECT_EQ(Get(c_, "k", &ret), "<" + std::string(kv_strerror(-ENOENT)) + ">");
+	EXPECT_EQ(Get(c_, "k", &ret), "<" + std::string(pm_strerror(-ENOENT)) + ">");
 	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
 	EXPECT_EQ(Update(c_, "k", "v5"), -ENOENT);
 	ASSERT_EQ(Insert(c_, "k", "v6"), 0) << pm_errormsg();
@@ -299,7 +299,7 @@ TEST_F(KvTest, ConcurrentInsertsOfOneKeyHaveOneWinner)
 		for (auto &t : ts)
 			t.join();
 		EXPECT_EQ(wins.load(), 1);
-		EXPECT_EQ(exists.load(), kThreads - 1) << kv_strerror(other.load());
+		EXPECT_EQ(exists.load(), kThreads - 1) << pm_strerror(other.load());
 		std::string v = Get(c_, key);
 		for (int t = 0; t < kThreads; t++)
 			EXPECT_EQ(Get(cs[t], key), v);
@@ -404,7 +404,7 @@ TEST_F(KvTest, LostRepliesChangeNoResult)
 			model[k] = v;
 			break;
 		case 3:
-			EXPECT_EQ(Get(d, k, &ret), has ? model[k] : "<" + std::string(kv_strerror(-ENOENT)) + ">")
+			EXPECT_EQ(Get(d, k, &ret), has ? model[k] : "<" + std::string(pm_strerror(-ENOENT)) + ">")
 				<< i;
 			break;
 		default:

@@ -736,8 +736,9 @@ rdma_node_serve(struct rdma_node *n, const struct rdma_node_serve_config *cfg)
 	const char *host;
 	int ret;
 
+	pm_error_clear();
 	if (n == NULL)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "rdma_node_serve: no node");
 	if (n->serving)
 		return -EALREADY;
 	if (cfg == NULL) {
@@ -867,12 +868,15 @@ rdma_node_status_query(const char *host, uint16_t port, const char *token,
 	uint64_t deadline;
 	int fd, len, ret;
 
+	pm_error_clear();
 	if (host == NULL || text == NULL || cap == 0)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "rdma_node_status_query: %s",
+			host == NULL ? "no host" : "no room for the status text");
 	token = token != NULL ? token : "";
 	token_len = strnlen(token, RDMA_TOKEN_MAX + 1);
 	if (token_len > RDMA_TOKEN_MAX)
-		return -EINVAL;
+		return pm_error_set(-EINVAL, "rdma_node_status_query: the token is longer than %u bytes",
+			(unsigned)RDMA_TOKEN_MAX);
 	text[0] = '\0';
 	len = rdma_wire_status_req_encode(msg, sizeof(msg), 1, token, (uint16_t)token_len);
 	if (len < 0)

@@ -27,7 +27,8 @@
  * -E2BIG (key or value too large), -EINVAL (bad argument),
  * KV_E_UNAVAILABLE (no majority within the timeout), KV_E_CONFIG (bad
  * cluster config), -ENOSPC (the store region is full), and the transport's
- * codes; kv_strerror() names each, pm_errormsg() says what failed. The
+ * codes (one code space, pm/error.h); pm_strerror() names each,
+ * pm_errormsg() says what failed. The
  * library never prints, aborts or exits.
  *
  * Thread-safety: a client handle is used by one thread at a time; threads
@@ -393,13 +394,6 @@ void kv_stats_read(const struct kv_client *c, struct kv_stats *out);
  * Return: nothing (void). Thread-safety: the handle's thread.
  */
 void kv_async_stats_read(const struct kv_async *a, struct kv_stats *out);
-
-/**
- * kv_strerror -- a static description of @err (any code above).
- * Return: the description; never NULL.
- * Thread-safety: any thread.
- */
-const char *kv_strerror(int err);
 
 #ifdef __cplusplus
 }

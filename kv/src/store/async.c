@@ -109,20 +109,23 @@ kv_async_open(struct kv_async **out, const struct kv_config *cfg, unsigned depth
 	struct kv_async *a;
 	int ret = 0;
 
+	pm_error_clear();
 	*out = NULL;
 	if (depth == 0 || depth > KV_ASYNC_MAX_DEPTH)
 		return pm_error_set(-EINVAL, "kv_async_open: depth %u is not in 1..%u", depth,
 			KV_ASYNC_MAX_DEPTH);
 	a = calloc(1, sizeof(*a) + depth * sizeof(a->lane[0]));
 	if (a == NULL)
-		return -ENOMEM;
+		return pm_error_set(-ENOMEM, "kv_async_open: no memory for %u lanes", depth);
 	a->depth = depth;
 	for (unsigned i = 0; i < depth && ret == 0; i++) {
 		struct kv_lane *l = &a->lane[i];
 
 		l->a = a;
 		l->stack = malloc(KV_ASYNC_STACK);
-		ret = l->stack == NULL ? -ENOMEM : kv__st_open(&l->c, cfg, lane_yield, l);
+		ret = l->stack == NULL ?
+			pm_error_set(-ENOMEM, "kv_async_open: no memory for a lane's stack") :
+			kv__st_open(&l->c, cfg, lane_yield, l);
 	}
 	if (ret != 0) {
 		kv_async_close(&a);

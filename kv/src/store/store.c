@@ -43,12 +43,6 @@ kv_config_init(struct kv_config *cfg)
 	cfg->tick_ns = 10000;
 }
 
-const char *
-kv_strerror(int err)
-{
-	return pm_strerror(err);
-}
-
 static int
 cfg_error(const char *fmt, const char *what)
 {

@@ -884,7 +884,7 @@ print_human(struct run *r, const struct summary *s)
 	}
 	printf("\nfailed operations: %" PRIu64, errs_total(&s->errs));
 	for (unsigned i = 0; i < MAX_CODES && s->errs.n[i] != 0; i++)
-		printf("%s%s %" PRIu64, i == 0 ? " (" : ", ", kv_strerror(s->errs.code[i]),
+		printf("%s%s %" PRIu64, i == 0 ? " (" : ", ", pm_strerror(s->errs.code[i]),
 			s->errs.n[i]);
 	printf("%s\n", s->errs.n[0] != 0 ? ")" : "");
 	printf("acknowledged writes: %" PRIu64 " in the run", s->acked);
@@ -1028,7 +1028,7 @@ write_json(FILE *f, struct run *r, const struct summary *s, bool ok)
 	}
 	fprintf(f, "],\"errors\":{");
 	for (unsigned i = 0; i < MAX_CODES && s->errs.n[i] != 0; i++)
-		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", kv_strerror(s->errs.code[i]),
+		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pm_strerror(s->errs.code[i]),
 			s->errs.n[i]);
 	fprintf(f, "},\"failed\":%" PRIu64 ",\"acked_writes\":%" PRIu64 ",\"loaded\":%" PRIu64
 		   ",\"wrong_values\":%" PRIu64 ",\"stale_reads\":%" PRIu64 ",\"capped\":%" PRIu64,

@@ -126,7 +126,7 @@ dmkv_cluster_load(struct dmkv_cluster *cl, const char *path, const char *dir)
 	kv_config_init(&cl->cfg);
 	ret = kv_config_load(&cl->cfg, path, &cl->file);
 	if (ret != 0) {
-		dmkv_err("%s: %s", kv_strerror(ret), ret == KV_E_CONFIG ? pm_errormsg() : path);
+		dmkv_err("%s: %s", pm_strerror(ret), ret == KV_E_CONFIG ? pm_errormsg() : path);
 		return DMKV_EXIT_CONFIG;
 	}
 	if (snprintf(cl->dir, sizeof(cl->dir), "%s%s", dir != NULL ? dir : path,

@@ -143,7 +143,7 @@ dmkv_cmd_kv(int argc, char **argv, const char *config)
 			if (val == NULL)
 				return dmkv_fail("put", -ENOMEM);
 		} else if ((ret = read_stdin(&val, &vlen, KV_VALUE_MAX)) != 0) {
-			dmkv_err("put: reading standard input: %s", kv_strerror(ret));
+			dmkv_err("put: reading standard input: %s", pm_strerror(ret));
 			return ret == -E2BIG ? DMKV_EXIT_USAGE : DMKV_EXIT_IO;
 		}
 		if (vlen > KV_VALUE_MAX) {
@@ -195,7 +195,7 @@ dmkv_cmd_kv(int argc, char **argv, const char *config)
 	code = ret == 0 ? 0 : dmkv_exit_of(ret);
 	if (ret == -ENOENT || ret == KV_E_EXISTS) {
 		if (dmkv_json)
-			printf("{\"ok\":false,\"error\":\"%s\"}\n", kv_strerror(ret));
+			printf("{\"ok\":false,\"error\":\"%s\"}\n", pm_strerror(ret));
 		else
 			dmkv_err("%s: %s", cmd, ret == -ENOENT ? "no such key" : "the key exists");
 	} else if (ret != 0) {
@@ -735,7 +735,7 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 				i, cl.cfg.nodes[i], ns.reachable ? "true" : "false",
 				ns.formatted ? "true" : "false");
 			if (ret != 0)
-				printf(",\"error\":\"%s\"", kv_strerror(ret));
+				printf(",\"error\":\"%s\"", pm_strerror(ret));
 			if (pool_path != NULL)
 				printf(",\"pool\":\"%s\"", pool_path);
 			if (durability != NULL)
@@ -760,7 +760,7 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 		printf("node %u  %s  %s\n", i, cl.cfg.nodes[i],
 			!ns.reachable ? "DOWN" : ns.formatted ? "up" : "up, no store of this cluster");
 		if (!ns.reachable || ret != 0)
-			printf("        %s: %s\n", kv_strerror(ret), pm_errormsg());
+			printf("        %s: %s\n", pm_strerror(ret), pm_errormsg());
 		if (pool_path != NULL)
 			printf("        pool %s%s%s\n", pool_path, durability ? ", durability " : "",
 				durability ? durability : "");
@@ -782,10 +782,10 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 		kv_close(&c);
 	if (dmkv_json)
 		printf("],\"nodes_up\":%u,\"majority\":%s,\"store\":\"%s\"}\n", up,
-			up > cl.cfg.nnodes / 2 ? "true" : "false", ret == 0 ? "ok" : kv_strerror(ret));
+			up > cl.cfg.nnodes / 2 ? "true" : "false", ret == 0 ? "ok" : pm_strerror(ret));
 	else
 		printf("\n%u of %u nodes up (a majority is %u); store: %s\n", up, cl.cfg.nnodes,
-			cl.cfg.nnodes / 2 + 1, ret == 0 ? "usable" : kv_strerror(ret));
+			cl.cfg.nnodes / 2 + 1, ret == 0 ? "usable" : pm_strerror(ret));
 	dmkv_cluster_free(&cl);
 	return ret == 0 ? 0 : dmkv_exit_of(ret) == DMKV_EXIT_CONFIG ? DMKV_EXIT_CONFIG :
 		DMKV_EXIT_UNAVAILABLE;

@@ -67,9 +67,9 @@ dmkv_fail(const char *what, int ret)
 	const char *msg = pm_errormsg();
 
 	if (msg != NULL && msg[0] != '\0')
-		dmkv_err("%s: %s: %s", what, kv_strerror(ret), msg);
+		dmkv_err("%s: %s: %s", what, pm_strerror(ret), msg);
 	else
-		dmkv_err("%s: %s", what, kv_strerror(ret));
+		dmkv_err("%s: %s", what, pm_strerror(ret));
 	return dmkv_exit_of(ret);
 }
 

@@ -20,7 +20,8 @@
  * Between reclaim_op_end() and the next reclaim_op_begin() the thread holds
  * no reference to any node of the domain (that is its quiescent state).
  *
- * Schemes (thesis ch. 6, ../shared/seeds/003, sect. 6.3-6.5):
+ * Schemes (Zablotchi, "Distributed Computing with Modern Shared Memory",
+ * EPFL thesis 2020, ch. 6, sect. 6.3-6.5):
  *   RECLAIM_NONE       leaky: nothing is freed before reclaim_domain_delete().
  *   RECLAIM_QSBR       quiescent-state-based reclamation, three epochs and
  *                      limbo lists (sect. 6.3.1); a quiescent state every Q
