@@ -4,10 +4,13 @@
 persistence step go missing?
 
 For every pm_flush / pm_fence / pm_persist / pm_cas call in MODULE/src/*.c
-it builds one mutant at a time and runs the module's crash tests on it:
+(for kv, every rdma_batch_persist call in kv/src/*/*.c: the store persists
+remote memory only through its batches) it builds one mutant at a time and
+runs the module's crash tests on it:
 
   drop      pm_flush(...), pm_fence(), pm_persist(...) removed (the
-            arguments are still evaluated, so nothing else changes)
+            arguments are still evaluated, so nothing else changes);
+            rdma_batch_persist(...) posts nothing and returns 0
   no-fence  pm_persist(a, n) becomes pm_flush(a, n)
   no-order  pm_cas(...) becomes a CAS the crash simulator does not see, so
             it no longer orders the thread's earlier flushes
@@ -20,7 +23,7 @@ mutant is a rebuild and a full crash-test run.
 
 Usage: tools/mutate_persistence.py MODULE [--test LABEL]... [--only FILE:LINE]...
            [--timeout S] [--report FILE]
-  MODULE     mcas, onll or ds (pm itself defines the calls)
+  MODULE     mcas, onll, ds or kv (pm itself defines the calls)
   --test     crash test targets (default: the module's *crash_test targets)
   --only     mutate only these sites (as the report names them)
   --timeout  seconds per mutant's test run (default 900)
@@ -39,13 +42,15 @@ import subprocess
 import sys
 import time
 
-CALL = re.compile(r"\bpm_(flush|fence|persist|cas)\s*\(")
+CALL = re.compile(r"\b(?:pm_(flush|fence|persist|cas)|rdma_batch_(persist))\s*\(")
 # Prepended to a mutated file: the replacements below.
 PRELUDE = """/* mutate_persistence.py: mutant prelude */
 #include <stdbool.h>
 #include <stdint.h>
 static inline void pm_mutant_nop(int z, ...) { (void)z; }
 #define pm_mutant_drop(...) pm_mutant_nop(0, ##__VA_ARGS__)
+static inline int rdma_mutant_nop(int z, ...) { (void)z; return 0; }
+#define rdma_mutant_drop(...) rdma_mutant_nop(0, ##__VA_ARGS__)
 static inline bool pm_mutant_cas(uint64_t *w, uint64_t *e, uint64_t d)
 {
 	return __atomic_compare_exchange_n(w, e, d, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
@@ -57,6 +62,7 @@ DEFAULT_TESTS = {
     "mcas": ["//mcas:mcas_crash_test"],
     "onll": ["//onll:onll_crash_test", "//onll:onll_crash_threads_test"],
     "ds": ["//ds:dll_crash_test", "//ds:bztree_crash_test"],
+    "kv": ["//kv:kv_crash_test", "//kv:index_crash_test"],
 }
 
 
@@ -67,8 +73,10 @@ def strip_comments(text):
     return re.sub(r"/\*.*?\*/|//[^\n]*", blank, text, flags=re.S)
 
 
-def sites(path):
-    """(offset, line, kind, call text) of every call in @path's code."""
+def sites(path, module):
+    """(offset, line, kind, name, call text) of every call in @path's code
+    that @module's mutants cover: pm_* in the node-local modules,
+    rdma_batch_persist in kv."""
     with open(path) as f:
         text = f.read()
     code = strip_comments(text)
@@ -84,8 +92,13 @@ def sites(path):
                 if depth == 0:
                     break
             i += 1
+        remote = m.group(2) is not None
+        if remote != (module == "kv"):
+            continue
+        kind = "remote-persist" if remote else m.group(1)
+        callee = code[m.start():m.end() - 1].rstrip()
         line = text.count("\n", 0, m.start()) + 1
-        out.append((m.start(), line, m.group(1), text[m.start():i + 1]))
+        out.append((m.start(), line, kind, callee, text[m.start():i + 1]))
     return text, out
 
 
@@ -95,6 +108,8 @@ def mutants(kind):
         return [("drop", "pm_mutant_drop")]
     if kind == "persist":
         return [("drop", "pm_mutant_drop"), ("no-fence", "pm_flush")]
+    if kind == "remote-persist":
+        return [("drop", "rdma_mutant_drop")]
     return [("no-order", "pm_mutant_cas")]
 
 
@@ -136,19 +151,19 @@ def main():
         return 2
 
     rows = []
-    files = sorted(glob.glob(os.path.join(a.module, "src", "*.c")))
+    files = sorted(glob.glob(os.path.join(a.module, "src", "**", "*.c"), recursive=True))
     todo = []
     for path in files:
-        text, found = sites(path)
-        for off, line, kind, call in found:
+        text, found = sites(path, a.module)
+        for off, line, kind, callee, call in found:
             name = "%s:%d" % (path, line)
             if a.only and name not in a.only:
                 continue
             for mkind, repl in mutants(kind):
-                todo.append((path, text, off, line, kind, call, mkind, repl))
-    for n, (path, text, off, line, kind, call, mkind, repl) in enumerate(todo, 1):
+                todo.append((path, text, off, line, callee, call, mkind, repl))
+    for n, (path, text, off, line, callee, call, mkind, repl) in enumerate(todo, 1):
         name = "%s:%d" % (path, line)
-        mutated = PRELUDE + text[:off] + repl + text[off + len("pm_" + kind):]
+        mutated = PRELUDE + text[:off] + repl + text[off + len(callee):]
         print("mutate_persistence: [%d/%d] %s %s %s" % (n, len(todo), name, mkind,
               " ".join(call.split())), file=sys.stderr)
         try:
@@ -171,7 +186,7 @@ def main():
     with open(report, "w") as f:
         f.write("# Persistence mutants of %s/\n\n" % a.module)
         f.write("`tools/mutate_persistence.py %s` at %s, %s: %d mutants of the "
-                "persistence calls in `%s/src/*.c`, each run against %s "
+                "persistence calls in `%s/src/`, each run against %s "
                 "(unmutated: %.0f s).\n\n" % (
                     a.module, head, datetime.date.today().isoformat(), len(rows),
                     a.module, ", ".join("`%s`" % t for t in tests), base_s))
