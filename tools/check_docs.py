@@ -12,13 +12,13 @@ list ("Ordering, progress, thread-safety: as ds_hmlist_insert()"):
   Return:         unless the function returns void;
   Thread-safety:  always;
   Ordering:       in the headers of the modules whose functions touch shared
-                  memory concurrently (mcas, onll, reclaim, ds).
+                  memory concurrently (mcas, onll, reclaim, ds, kv).
 """
 import re
 import sys
 
 DECL = re.compile(r"^(?:[A-Za-z_][\w\s\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(")
-ORDERED_MODULES = ("mcas", "onll", "reclaim", "ds")
+ORDERED_MODULES = ("mcas", "onll", "reclaim", "ds", "kv")
 
 
 def has_section(comment, name):

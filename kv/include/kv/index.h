@@ -98,6 +98,7 @@ struct kv_index_config {
  * kv_index_config_init -- fill @cfg with the defaults above (nodes, nnodes
  * and key_at are left for the caller).
  * Return: nothing (void). Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void kv_index_config_init(struct kv_index_config *cfg);
 
@@ -113,6 +114,8 @@ struct kv_index;
  * cannot be reached; transport errors.
  * Thread-safety: one creator per group; nothing else may use the nodes
  * until it returns.
+ * Ordering: every node's index region is formatted and persisted before
+ * it returns; ordered with no client (none may run).
  */
 int kv_index_create(struct kv_index **out, const struct kv_index_config *cfg);
 
@@ -125,6 +128,7 @@ int kv_index_create(struct kv_index **out, const struct kv_index_config *cfg);
  * Return: 0; -EINVAL for a bad config; KV_E_UNAVAILABLE if fewer than f+1
  * nodes answer with the index in time; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: as kv_open() for the client id it claims.
  */
 int kv_index_open(struct kv_index **out, const struct kv_index_config *cfg);
 
@@ -132,6 +136,8 @@ int kv_index_open(struct kv_index **out, const struct kv_index_config *cfg);
  * kv_index_close -- release *@ixp (background commits in flight are
  * abandoned; other clients finish them) and set it to NULL.
  * Return: 0 (also for NULL). Thread-safety: the handle's thread.
+ * Ordering: the handle's operations that returned precede the release
+ * of its id.
  */
 int kv_index_close(struct kv_index **ixp);
 
@@ -142,6 +148,9 @@ int kv_index_close(struct kv_index **ixp);
  * Linearizable; writes nothing to the nodes unless it meets a crashed
  * client's unfinished change, which it finishes first.
  * Thread-safety: the handle's thread.
+ * Ordering: linearizable: takes effect at one instant between call and
+ * return (kv/DESIGN.md, "Linearization points"), after every insert and
+ * remove of any client that returned before the call.
  */
 int kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc);
 
@@ -152,6 +161,7 @@ int kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *
  * kv_index_lookup() if it is not.
  * Return: 0; -ENOENT if the cache holds nothing for @key.
  * Thread-safety: the handle's thread.
+ * Ordering: none: a hint from this handle's cache, not linearizable.
  */
 int kv_index_hint(struct kv_index *ix, const void *key, size_t len, uint64_t *loc);
 
@@ -166,6 +176,8 @@ int kv_index_hint(struct kv_index *ix, const void *key, size_t len, uint64_t *lo
  * KV_E_UNAVAILABLE (the insert may or may not have taken effect: look the
  * key up); errors of key_at.
  * Thread-safety: the handle's thread.
+ * Ordering: as kv_index_lookup(); after KV_E_UNAVAILABLE it may have
+ * taken effect.
  */
 int kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 	uint64_t *existing);
@@ -178,6 +190,7 @@ int kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t l
  * @key did not map to @loc; -EINVAL; KV_E_UNAVAILABLE (may or may not
  * have taken effect); errors of key_at.
  * Thread-safety: the handle's thread.
+ * Ordering: as kv_index_insert().
  */
 int kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc);
 
@@ -193,6 +206,8 @@ int kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t l
  * Return: 0; -EINVAL; -EEXIST if the node already holds the group's
  * superblock; KV_E_UNAVAILABLE; transport errors.
  * Thread-safety: one rebuilder per node; clients may keep operating.
+ * Ordering: copies what a majority decided before it read each bucket;
+ * the superblock, written last, is what makes clients count the node.
  */
 int kv_index_rebuild(const struct kv_index_config *cfg, unsigned node);
 
@@ -204,6 +219,7 @@ int kv_index_rebuild(const struct kv_index_config *cfg, unsigned node);
  * Return: 0 when every member answered and is up to date;
  * KV_E_UNAVAILABLE if some member did not answer everywhere (run it again).
  * Thread-safety: the handle's thread; other clients may keep operating.
+ * Ordering: as kv_scrub() (kv.h).
  */
 int kv_index_scrub(struct kv_index *ix);
 
@@ -225,6 +241,7 @@ struct kv_index_stats {
 /**
  * kv_index_stats_read -- the handle's counters so far into *@out.
  * Return: nothing (void). Thread-safety: the handle's thread.
+ * Ordering: none (the handle's own counters).
  */
 void kv_index_stats_read(const struct kv_index *ix, struct kv_index_stats *out);
 

@@ -90,6 +90,7 @@ struct kv_config {
 /**
  * kv_config_init -- fill @cfg with the defaults above (nodes and nnodes are
  * left for the caller). Thread-safety: any thread; writes only @cfg.
+ * Ordering: none (touches no shared memory).
  */
 void kv_config_init(struct kv_config *cfg);
 
@@ -145,6 +146,7 @@ struct kv_config_file;
  * the file cannot be opened or read (-ENOENT, -EACCES, -EISDIR, ...);
  * -ENOMEM; -EINVAL for a NULL argument.
  * Thread-safety: any thread; writes only @cfg and *@out.
+ * Ordering: none (touches no shared memory).
  */
 int kv_config_load(struct kv_config *cfg, const char *path, struct kv_config_file **out);
 
@@ -153,6 +155,7 @@ int kv_config_load(struct kv_config *cfg, const char *path, struct kv_config_fil
  * to NULL; the config it was loaded into must no longer be used.
  * Return: 0 (also for NULL or *@fp NULL).
  * Thread-safety: the caller's object; any thread.
+ * Ordering: none (touches no shared memory).
  */
 int kv_config_file_delete(struct kv_config_file **fp);
 
@@ -164,6 +167,8 @@ int kv_config_file_delete(struct kv_config_file **fp);
  * -EEXIST if a node already holds a store; -ENOSPC if a region is too
  * small; KV_E_UNAVAILABLE; transport errors.
  * Thread-safety: one creator; nothing else may use the nodes meanwhile.
+ * Ordering: every node's regions are formatted and persisted before it
+ * returns; ordered with no client (none may run).
  */
 int kv_create(const struct kv_config *cfg);
 
@@ -177,6 +182,7 @@ int kv_create(const struct kv_config *cfg);
  * @index_bytes, @store_bytes: out; multiples of 1 MiB.
  * Return: 0; -EINVAL (NULL, @key_bytes 0, more than 2^32 keys); -E2BIG.
  * Thread-safety: any thread.
+ * Ordering: none (touches no shared memory).
  */
 int kv_region_sizes(const struct kv_config *cfg, uint64_t keys, size_t key_bytes,
 	size_t value_bytes, uint64_t *index_bytes, uint64_t *store_bytes);
@@ -208,6 +214,8 @@ struct kv_node_status {
  * KV_E_GROUP if it does not hold a store of this cluster at that position
  * (out->formatted false, the index fields may be set); -EINVAL; -ENOMEM.
  * Thread-safety: any thread.
+ * Ordering: none: each word is read once, so a snapshot taken while
+ * clients run may mix states of different moments.
  */
 int kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_status *out);
 
@@ -220,6 +228,8 @@ struct kv_client;
  * Return: 0; KV_E_CONFIG; KV_E_UNAVAILABLE (no majority, or every client id
  * is taken); transport errors.
  * Thread-safety: any thread.
+ * Ordering: the id is claimed (CAS, persisted) on a majority before it
+ * returns; the handle's operations follow it.
  */
 int kv_open(struct kv_client **out, const struct kv_config *cfg);
 
@@ -228,6 +238,8 @@ int kv_open(struct kv_client **out, const struct kv_config *cfg);
  * Background writes in flight are abandoned (readers finish them).
  * Return: 0 (also for NULL); KV_E_UNAVAILABLE if the id could not be
  * released on a majority (it stays taken). Thread-safety: the handle's.
+ * Ordering: the handle's operations that returned precede the release
+ * of its id; background writes abandoned are finished by readers.
  */
 int kv_close(struct kv_client **cp);
 
@@ -243,6 +255,8 @@ int kv_close(struct kv_client **cp);
  * Return: 0 when every node answered and is up to date; KV_E_UNAVAILABLE if
  * some node did not answer everywhere (run it again once it is up).
  * Thread-safety: the handle's thread; other clients may keep operating.
+ * Ordering: each bucket it copies is one a majority decided before it
+ * read it; no client operation is ordered by it.
  */
 int kv_scrub(struct kv_client *c);
 
@@ -252,6 +266,11 @@ int kv_scrub(struct kv_client *c);
  * Return: 0; KV_E_EXISTS; -E2BIG; -EINVAL (empty key); -ENOSPC;
  * KV_E_UNAVAILABLE (may or may not have taken effect).
  * Thread-safety: the handle's thread.
+ * Ordering: linearizable (kv.h, "Guarantees"): takes effect at one instant
+ * between call and return, after every operation of any client that
+ * returned before the call, before every one called after it returns;
+ * after KV_E_UNAVAILABLE it may have taken effect, ordered where a later
+ * operation that sees it places it.
  */
 int kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val,
 	size_t vlen);
@@ -261,6 +280,7 @@ int kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val
  * Persistence: on 0 the value is durable on a majority.
  * Return: 0; -ENOENT; -E2BIG; -EINVAL; -ENOSPC; KV_E_UNAVAILABLE.
  * Thread-safety: the handle's thread.
+ * Ordering: as kv_insert().
  */
 int kv_update(struct kv_client *c, const void *key, size_t klen, const void *val,
 	size_t vlen);
@@ -269,6 +289,7 @@ int kv_update(struct kv_client *c, const void *key, size_t klen, const void *val
  * kv_put -- store @val under @key, present or not (insert, else update).
  * Return: as kv_insert() and kv_update(), never KV_E_EXISTS or -ENOENT.
  * Thread-safety: the handle's thread.
+ * Ordering: as kv_insert().
  */
 int kv_put(struct kv_client *c, const void *key, size_t klen, const void *val,
 	size_t vlen);
@@ -280,6 +301,8 @@ int kv_put(struct kv_client *c, const void *key, size_t klen, const void *val,
  * client left unfinished or unreplicated, which it completes first.
  * Return: 0; -ENOENT; -EINVAL; KV_E_UNAVAILABLE.
  * Thread-safety: the handle's thread.
+ * Ordering: as kv_insert(); a get that completes another client's write
+ * orders it before itself.
  */
 int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 	size_t *vlen);
@@ -291,6 +314,8 @@ int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t 
  * -ENOENT if @key was absent; -EINVAL; KV_E_UNAVAILABLE.
  * Persistence: on 0 the removal is durable on a majority.
  * Thread-safety: the handle's thread.
+ * Ordering: as kv_insert(), except that two overlapping deletes may
+ * both return 0 (above).
  */
 int kv_delete(struct kv_client *c, const void *key, size_t klen);
 
@@ -333,6 +358,7 @@ struct kv_async;
  * Return: as kv_open(); -EINVAL for a bad @depth; -ENOMEM.
  * Thread-safety: any thread; the handle is then used by one thread at a
  * time.
+ * Ordering: as kv_open(), for each of its clients.
  */
 int kv_async_open(struct kv_async **out, const struct kv_config *cfg, unsigned depth);
 
@@ -340,6 +366,7 @@ int kv_async_open(struct kv_async **out, const struct kv_config *cfg, unsigned d
  * kv_async_close -- finish the operations in flight, close the clients and
  * set *@ap to NULL. Return: 0, or the first error of kv_close().
  * Thread-safety: the handle's thread.
+ * Ordering: the operations in flight complete before the ids are released.
  */
 int kv_async_close(struct kv_async **ap);
 
@@ -349,6 +376,8 @@ int kv_async_close(struct kv_async **ap);
  * rejected at once completes like any other, with its error in ret.
  * Return: 0; -EBUSY if depth operations are in flight (poll first).
  * Thread-safety: the handle's thread.
+ * Ordering: an op is linearizable like its synchronous call, concurrent
+ * with every other op in flight on the handle (above).
  */
 int kv_async_submit(struct kv_async *a, struct kv_op *op);
 
@@ -357,6 +386,7 @@ int kv_async_submit(struct kv_async *a, struct kv_op *op);
  * again, and store up to @max completed ones into @done, their number into
  * *@n. Return: 0. Persistence: a completed op is as durable as its
  * synchronous call's. Thread-safety: the handle's thread.
+ * Ordering: an op's effect is ordered when it completes, as above.
  */
 int kv_async_poll(struct kv_async *a, struct kv_op **done, unsigned max, unsigned *n);
 
@@ -364,6 +394,7 @@ int kv_async_poll(struct kv_async *a, struct kv_op **done, unsigned max, unsigne
  * kv_async_wait -- kv_async_poll() until at least one operation completed
  * (or none is in flight: *@n = 0). Return: 0. Thread-safety: the handle's
  * thread.
+ * Ordering: as kv_async_poll().
  */
 int kv_async_wait(struct kv_async *a, struct kv_op **done, unsigned max, unsigned *n);
 
@@ -386,12 +417,14 @@ struct kv_stats {
 /**
  * kv_stats_read -- the handle's counters so far into *@out.
  * Thread-safety: the handle's thread.
+ * Ordering: none (the handle's own counters).
  */
 void kv_stats_read(const struct kv_client *c, struct kv_stats *out);
 
 /**
  * kv_async_stats_read -- the sum of the counters of @a's clients.
  * Return: nothing (void). Thread-safety: the handle's thread.
+ * Ordering: none (the handle's own counters).
  */
 void kv_async_stats_read(const struct kv_async *a, struct kv_stats *out);
 
