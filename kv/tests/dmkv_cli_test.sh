@@ -30,11 +30,25 @@ fail() {
 	exit 1
 }
 
-# expect RC CMD...: run CMD, demand exit code RC.
+# expect RC CMD...: run CMD, demand exit code RC. A command still running
+# after 120 s (each takes a few seconds at most) fails the test with its
+# threads' stacks, instead of leaving a silent test timeout (seen once, under
+# heavy load, in "a cluster of local: pools"; not reproduced since).
 expect() {
 	local want=$1
 	shift
-	"$@" >"$OUT" 2>"$ERR" </dev/null
+	"$@" >"$OUT" 2>"$ERR" </dev/null &
+	local pid=$! ticks=0
+	while kill -0 "$pid" 2>/dev/null && [ "$ticks" -lt 1200 ]; do
+		sleep 0.1
+		ticks=$((ticks + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		command -v gdb >/dev/null && gdb -batch -p "$pid" -ex "thread apply all bt" 2>&1 | tail -80
+		kill -9 "$pid"
+		fail "'$*' still running after 120 s"
+	fi
+	wait "$pid"
 	local rc=$?
 	[ "$rc" = "$want" ] || fail "'$*' exited $rc, want $want"
 }
