@@ -13,7 +13,7 @@ set -euo pipefail
 # Tools: pmempool (pmdk-tools) to inspect pools; clang for libFuzzer targets;
 # pkg-config for the installed libraries (tools/install.sh, examples/);
 # matplotlib for the benchmark plots (benchmarks/mcas_report.py); spin for the
-# index protocol's models (kv/spin/run_models.sh, //kv/spin:models_test);
+# index protocol's models (kv/spin/run_models.sh, //kv/spin:all);
 # redis-server and memcached, the systems the store is compared with
 # (benchmarks/run_kv_compare.sh starts its own instances on free loopback
 # ports; a service the packages start is neither used nor touched).

@@ -97,7 +97,7 @@ CHECKS=(
 
 usage() {
 	cat <<EOF
-usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [NAME...]
+usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
 Runs the FCP index's Spin models as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
@@ -110,6 +110,9 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
   --full   the --ci checks and the design study's larger runs (tens of minutes,
            several GB; run on request)
   --list   print the table and exit
+  --model FILE
+           only the checks of model FILE (m1.pml ... m7.pml) in the chosen
+           set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)
 
@@ -128,11 +131,17 @@ mode_label() {
 
 sel=ci
 names=()
+only_model=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--ci) sel=ci ;;
 	--full) sel=full ;;
 	--list) sel=list ;;
+	--model)
+		[ $# -ge 2 ] || { echo "run_models: --model needs a file name" >&2; exit 2; }
+		only_model=$2
+		shift
+		;;
 	--help | -h) usage; exit 0 ;;
 	-*) echo "run_models: unknown option $1" >&2; usage >&2; exit 2 ;;
 	*) names+=("$1") ;;
@@ -209,6 +218,7 @@ for row in "${CHECKS[@]}"; do
 	elif [ "$sel" = ci ] && [ "$set" != ci ]; then
 		continue
 	fi
+	[ -z "$only_model" ] || [ "$model" = "$only_model" ] || continue
 	nrun=$((nrun + 1))
 	d="$work/$name"
 	t0=$(date +%s.%N)
@@ -293,7 +303,7 @@ for row in "${CHECKS[@]}"; do
 done
 
 if [ $nrun = 0 ]; then
-	echo "run_models: no check matched ${names[*]}" >&2
+	echo "run_models: no $sel check matched ${names[*]}${only_model:+ in $only_model}" >&2
 	exit 2
 fi
 total=$(awk -v a="$t_all" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')

@@ -23,6 +23,7 @@
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
 #include "kv/tests/mapped_region.h"
+#include "pm/tests/test_util.h"
 
 namespace {
 
@@ -137,25 +138,19 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops)
 		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
 	}
 
-	pm_crashsim_config sc;
-	pm_crashsim_config_init(&sc);
-	sc.name = name.c_str();
-	sc.max_images = 4;
-	pm_crashsim *sim = nullptr;
-	ASSERT_EQ(pm_crashsim_new(&sim, &sc), 0);
+	std::vector<pmtest::Region> regions;
 	for (void *region : r.regions)
-		ASSERT_EQ(pm_crashsim_track(sim, region, kRegion), 0);
-	int ret = pm_crashsim_run(sim, Workload, Check, &r);
-	pm_crashsim_stats st;
-	pm_crashsim_get_stats(sim, &st);
-	EXPECT_EQ(ret, 0) << pm_crashsim_report(sim) << " " << pm_errormsg();
+		regions.push_back({ region, kRegion });
+	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name.c_str(), 1, 4), regions,
+		Workload, Check, &r);
+	const pm_crashsim_stats &st = cr.st;
+	EXPECT_EQ(cr.ret, 0) << cr.report << " " << pm_errormsg();
 	EXPECT_EQ(r.done, ops.size());
 	EXPECT_EQ(st.points, st.events + 1) << "every crash point";
 	EXPECT_GT(st.images, st.points);
 	::testing::Test::RecordProperty("crash_points", std::to_string(st.points));
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
-	pm_crashsim_delete(&sim);
 	kv_index_close(&ix);
 }
 

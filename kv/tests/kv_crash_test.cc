@@ -32,6 +32,7 @@
 #include "kv/src/store/layout.h"
 #include "kv/tests/mapped_region.h"
 #include "kv/tests/node_group.h"
+#include "pm/tests/test_util.h"
 
 namespace {
 
@@ -308,48 +309,31 @@ int CheckSecondLife(void *arg, char *msg, size_t len)
 }
 
 // Runs @run(@r) under a simulator named @name over every region of @r,
-// checking with @check: at one point in @one_in (every point if 1), with
-// at most @max_images images each. Fills *@st; returns pm_crashsim_run()'s
-// value, with the report in *@report if it is not 0.
-int Simulate(Run *r, const char *name, unsigned one_in, unsigned max_images,
-	pm_crashsim_run_fn run, pm_crashsim_check_fn check, pm_crashsim_stats *st,
-	std::string *report)
+// checking with @check: at one point in @one_in (every point if 1), with at
+// most @max_images images each. The report names the thread's last
+// message too.
+pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned max_images,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check)
 {
-	pm_crashsim_config sc;
-	pm_crashsim_config_init(&sc);
-	sc.name = name;
-	sc.mode = one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
-	if (one_in > 1)
-		sc.sample_one_in = one_in;
-	sc.max_images = max_images;
-	pm_crashsim *sim = nullptr;
-	int ret = pm_crashsim_new(&sim, &sc);
-	for (size_t i = 0; ret == 0 && i < r->regions.size(); i++)
-		ret = pm_crashsim_track(sim, r->regions[i], i % 2 == 0 ? kIndexRegion : kStoreRegion);
-	if (ret == 0)
-		ret = pm_crashsim_run(sim, run, check, r);
-	if (sim != nullptr) {
-		pm_crashsim_get_stats(sim, st);
-		if (ret != 0)
-			*report = pm_crashsim_report(sim);
-	}
-	if (ret != 0)
-		*report += std::string(" ") + pm_errormsg();
-	pm_crashsim_delete(&sim);
-	return ret;
+	std::vector<pmtest::Region> regions;
+	for (size_t i = 0; i < r->regions.size(); i++)
+		regions.push_back({ r->regions[i], i % 2 == 0 ? kIndexRegion : kStoreRegion });
+	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name, one_in, max_images),
+		regions, run, check, r);
+	if (cr.ret != 0)
+		cr.report += std::string(" ") + pm_errormsg();
+	return cr;
 }
 
 int Check(void *arg, char *msg, size_t len)
 {
 	auto *r = static_cast<Run *>(arg);
 	if (r->reuse) {
-		pm_crashsim_stats st;
-		std::string report;
-		int ret = Simulate(r, "kv-crash-second-life", r->reuse_one_in, 2, SecondLife,
-			CheckSecondLife, &st, &report);
-		if (ret != 0)
-			snprintf(msg, len, "second crash: %s%s", r->err2.c_str(), report.c_str());
-		return ret != 0;
+		pmtest::CrashRun cr = Simulate(r, "kv-crash-second-life", r->reuse_one_in, 2,
+			SecondLife, CheckSecondLife);
+		if (cr.ret != 0)
+			snprintf(msg, len, "second crash: %s%s", r->err2.c_str(), cr.report.c_str());
+		return cr.ret != 0;
 	}
 	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
@@ -439,15 +423,13 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	r.reuse = !ops2.empty();
 	r.ops2 = ops2;
 	r.reuse_one_in = one_in2;
-	pm_crashsim_stats st;
-	std::string report;
 	// Every durable value, every newest one and one mix per point: each
 	// image costs a client's six token checks, and a fourth image per
 	// point would add a third to the run. A second life per image costs a
 	// nested simulation: two images per point.
-	int ret = Simulate(&r, name.c_str(), one_in, r.reuse ? 2 : 3, Workload, Check, &st,
-		&report);
-	EXPECT_EQ(ret, 0) << report;
+	pmtest::CrashRun cr = Simulate(&r, name.c_str(), one_in, r.reuse ? 2 : 3, Workload, Check);
+	const pm_crashsim_stats &st = cr.st;
+	EXPECT_EQ(cr.ret, 0) << cr.report;
 	EXPECT_EQ(r.done, ops.size());
 	if (one_in == 1) {
 		EXPECT_EQ(st.points, st.events + 1) << "every crash point";

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <pm/crashsim.h>
 #include <pm/pool.h>
@@ -51,16 +52,36 @@ struct CrashRun {
 	std::string report;          // the first failure, with its replay command
 };
 
-// Run @run under a simulator configured by @cfg that tracks [@addr, @addr +
-// @len), checking crash points with @check.
-inline CrashRun RunCrashSim(const pm_crashsim_config &cfg, void *addr, size_t len,
+// A range of memory a simulator tracks.
+struct Region {
+	void *addr;
+	size_t len;
+};
+
+// A simulator config named @name (which must outlive it): every crash point
+// if @one_in is 1, else one in @one_in; at most @max_images images each.
+inline pm_crashsim_config SimConfig(const char *name, unsigned one_in, unsigned max_images)
+{
+	pm_crashsim_config cfg;
+	pm_crashsim_config_init(&cfg);
+	cfg.name = name;
+	cfg.mode = one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
+	if (one_in > 1)
+		cfg.sample_one_in = one_in;
+	cfg.max_images = max_images;
+	return cfg;
+}
+
+// Run @run under a simulator configured by @cfg that tracks @regions,
+// checking crash points with @check.
+inline CrashRun RunCrashSim(const pm_crashsim_config &cfg, const std::vector<Region> &regions,
 	pm_crashsim_run_fn run, pm_crashsim_check_fn check, void *arg)
 {
 	CrashRun r;
 	pm_crashsim *sim = nullptr;
 	r.ret = pm_crashsim_new(&sim, &cfg);
-	if (r.ret == 0)
-		r.ret = pm_crashsim_track(sim, addr, len);
+	for (size_t i = 0; r.ret == 0 && i < regions.size(); i++)
+		r.ret = pm_crashsim_track(sim, regions[i].addr, regions[i].len);
 	if (r.ret == 0)
 		r.ret = pm_crashsim_run(sim, run, check, arg);
 	if (sim != nullptr) {
@@ -73,17 +94,20 @@ inline CrashRun RunCrashSim(const pm_crashsim_config &cfg, void *addr, size_t le
 	return r;
 }
 
+// RunCrashSim over the one range [@addr, @addr + @len).
+inline CrashRun RunCrashSim(const pm_crashsim_config &cfg, void *addr, size_t len,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check, void *arg)
+{
+	return RunCrashSim(cfg, std::vector<Region>{ { addr, len } }, run, check, arg);
+}
+
 // For a check function: crash @recover(@arg) (the recovery of the image
 // being checked) at every point and check each result with @check;
 // non-zero with the report in @msg if something failed.
 inline int CrashRecovery(const char *name, void *addr, size_t len, pm_crashsim_run_fn recover,
 	pm_crashsim_check_fn check, void *arg, char *msg, size_t msg_len)
 {
-	pm_crashsim_config cfg;
-	pm_crashsim_config_init(&cfg);
-	cfg.name = name;
-	cfg.max_images = 8;
-	CrashRun r = RunCrashSim(cfg, addr, len, recover, check, arg);
+	CrashRun r = RunCrashSim(SimConfig(name, 1, 8), addr, len, recover, check, arg);
 	if (r.ret != 0)
 		std::snprintf(msg, msg_len, "%s", r.report.c_str());
 	return r.ret;
@@ -98,14 +122,7 @@ inline int CrashAgain(const char *name, unsigned one_in, void *addr, size_t len,
 	pm_crashsim_run_fn second_life, pm_crashsim_check_fn check, void *arg, char *msg,
 	size_t msg_len)
 {
-	pm_crashsim_config cfg;
-	pm_crashsim_config_init(&cfg);
-	cfg.name = name;
-	cfg.mode = one_in > 1 ? PM_CRASHSIM_SAMPLE : PM_CRASHSIM_EVERY;
-	if (one_in > 1)
-		cfg.sample_one_in = one_in;
-	cfg.max_images = 2;
-	CrashRun r = RunCrashSim(cfg, addr, len, second_life, check, arg);
+	CrashRun r = RunCrashSim(SimConfig(name, one_in, 2), addr, len, second_life, check, arg);
 	if (r.ret != 0)
 		std::snprintf(msg, msg_len, "%s", r.report.c_str());
 	return r.ret;
