@@ -5,13 +5,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -387,16 +390,182 @@ pm_pool_wrap(PMEMobjpool *pop, size_t size, const struct pm_pool_config *cfg,
 	return 0;
 }
 
-/* pm_pool_create -- new pool file with a zeroed root and a durable header */
+/* pm_pool_locked_elsewhere -- whether another open file description holds
+ * PMDK's lock on @path (libpmemobj takes flock(LOCK_EX) on every pool it
+ * opens or creates, for as long as it has it open) */
+static bool
+pm_pool_locked_elsewhere(const char *path)
+{
+	/* O_NONBLOCK: a FIFO at @path must not block the open forever. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	bool busy = false;
+
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+		busy = errno == EWOULDBLOCK;
+	else
+		flock(fd, LOCK_UN);
+	close(fd);
+	return busy;
+}
+
+/* pm_pool_sync_dir -- make the directory entry of @path durable */
+static int
+pm_pool_sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, ret = 0;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return ret;
+}
+
+/* pm_pool_claimed -- whether a live pm_pool_create holds @tmp (its OFD lock;
+ * see pm_pool_claim) */
+static bool
+pm_pool_claimed(const char *tmp)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+	close(fd);
+	return live;
+}
+
+/* pm_pool_claim -- make @tmp (PATH.creating) an empty file of @size bytes
+ * and @mode that this process holds locked from the moment it has that
+ * name: it is made under a unique name, locked, renamed to @tmp without
+ * replacing anything, then sized. The lock is an OFD record lock, which
+ * PMDK's flock on the same file does not conflict with. A @tmp already
+ * there is a live create's (locked: -EBUSY) or an interrupted one's (not
+ * locked: it never was the pool at PATH, so it is removed).
+ * Return: the descriptor holding the lock (the caller closes it once the
+ * pool is renamed into place or @tmp removed), or -errno with the message
+ * set. */
+static int
+pm_pool_claim(const char *path, const char *tmp, size_t size, unsigned mode)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char *uniq;
+	int fd, ret;
+
+	if (asprintf(&uniq, "%s.XXXXXX", tmp) < 0)
+		return pm_error_set(-ENOMEM, "out of memory");
+	fd = mkostemp(uniq, O_CLOEXEC);
+	if (fd < 0) {
+		ret = pm_error_set(-errno, "%s: cannot create: %s", uniq, strerror(errno));
+		free(uniq);
+		return ret;
+	}
+	ret = fchmod(fd, mode) == 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+	for (int attempt = 0; ret == 0; attempt++) {
+		if (renameat2(AT_FDCWD, uniq, AT_FDCWD, tmp, RENAME_NOREPLACE) == 0)
+			break;
+		ret = -errno;
+		if (ret != -EEXIST || attempt > 0)
+			break;
+		if (pm_pool_claimed(tmp)) {
+			ret = pm_error_set(-EBUSY, "%s: another process is creating this pool",
+				path);
+			break;
+		}
+		ret = unlink(tmp) == 0 || errno == ENOENT ? 0 : -errno;
+	}
+	if (ret != 0) {
+		unlink(uniq);
+		close(fd);
+		free(uniq);
+		return ret == -EBUSY ? ret : pm_error_set(ret, "%s: cannot claim: %s", tmp,
+			strerror(-ret));
+	}
+	free(uniq);
+	ret = posix_fallocate(fd, 0, (off_t)size);
+	if (ret != 0) {
+		unlink(tmp);
+		close(fd);
+		return pm_error_set(-ret, "%s: cannot allocate %zu bytes: %s", tmp, size,
+			strerror(ret));
+	}
+	return fd;
+}
+
+/* pm_pool_create_at -- create the pool in the claimed, sized file @tmp:
+ * header, wrap, format */
+static int
+pm_pool_create_at(const char *tmp, size_t size, const struct pm_pool_config *cfg,
+	struct pm_pool **out)
+{
+	struct pm_pool_hdr *hdr;
+	struct pm_pool *pool;
+	PMEMobjpool *pop;
+	PMEMoid root;
+	int ret;
+
+	/* Size 0: PMDK uses the existing (zeroed) file, which pm_pool_claim
+	 * sized. */
+	pop = pmemobj_create(tmp, cfg->layout, 0, cfg->file_mode);
+	if (pop == NULL)
+		return pm_error_set(errno > 0 ? -errno : -EINVAL, "%s: %s", tmp,
+			pmemobj_errormsg());
+	root = pmemobj_root(pop, PM_POOL_ROOT_SPAN(cfg->root_size));
+	if (OID_IS_NULL(root)) {
+		pmemobj_close(pop);
+		return pm_error_set(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
+			cfg->path, cfg->root_size, pmemobj_errormsg());
+	}
+	/* The root is zeroed by PMDK; the header goes in last so a pool that
+	 * lost it is recognisable as such. */
+	hdr = pmemobj_direct(root);
+	memcpy(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic));
+	hdr->version = cfg->version;
+	hdr->hdr_size = PM_POOL_HDR_SIZE;
+	hdr->root_size = cfg->root_size;
+	hdr->checksum = pm_pool_hdr_checksum(hdr);
+	pmemobj_persist(pop, hdr, sizeof(*hdr));
+
+	ret = pm_pool_wrap(pop, size, cfg, &pool);
+	if (ret != 0) {
+		pmemobj_close(pop);
+		return ret;
+	}
+	if (cfg->format != NULL) {
+		ret = cfg->format(pool, cfg->format_ctx);
+		if (ret != 0) {
+			/* Closing clears the message; keep format's. */
+			char *why = strdup(pm_errormsg());
+
+			pm_pool_close(&pool);
+			pm_error_set(ret, "%s", why != NULL ? why : "format failed");
+			free(why);
+			return ret;
+		}
+	}
+	*out = pool;
+	return 0;
+}
+
+/* pm_pool_create -- build the pool under PATH.creating, then rename it into
+ * place (pool.h, "Creation is atomic") */
 int
 pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 {
-	struct pm_pool_hdr *hdr;
-	PMEMobjpool *pop;
+	struct pm_pool *pool;
 	struct stat st;
-	PMEMoid root;
 	size_t size;
-	int ret;
+	char *tmp;
+	int ret, claim;
 
 	pm_error_clear();
 	ret = pm_pool_config_check(cfg);
@@ -408,33 +577,40 @@ pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 			PM_POOL_MIN_SIZE);
 	if (stat(cfg->path, &st) == 0)
 		return pm_error_set(-EEXIST, "%s: already exists", cfg->path);
-
-	pop = pmemobj_create(cfg->path, cfg->layout, size, cfg->file_mode);
-	if (pop == NULL)
-		return pm_error_set(errno > 0 ? -errno : -EINVAL, "%s: %s", cfg->path,
-			pmemobj_errormsg());
-	root = pmemobj_root(pop, PM_POOL_ROOT_SPAN(cfg->root_size));
-	if (OID_IS_NULL(root)) {
-		ret = pm_error_set(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
-			cfg->path, cfg->root_size, pmemobj_errormsg());
-		goto fail;
+	if (asprintf(&tmp, "%s" PM_POOL_CREATING_SUFFIX, cfg->path) < 0)
+		return pm_error_set(-ENOMEM, "out of memory");
+	claim = pm_pool_claim(cfg->path, tmp, size, cfg->file_mode);
+	if (claim < 0) {
+		ret = claim;
+		goto out;
 	}
-	/* The root is zeroed by PMDK; the header goes in last so an interrupted
-	 * create is recognisable as such. */
-	hdr = pmemobj_direct(root);
-	memcpy(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic));
-	hdr->version = cfg->version;
-	hdr->hdr_size = PM_POOL_HDR_SIZE;
-	hdr->root_size = cfg->root_size;
-	hdr->checksum = pm_pool_hdr_checksum(hdr);
-	pmemobj_persist(pop, hdr, sizeof(*hdr));
-
-	ret = pm_pool_wrap(pop, size, cfg, out);
-	if (ret == 0)
-		return 0;
-fail:
-	pmemobj_close(pop);
-	unlink(cfg->path);
+	ret = pm_pool_create_at(tmp, size, cfg, &pool);
+	if (ret != 0) {
+		unlink(tmp);
+		goto out;
+	}
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, cfg->path, RENAME_NOREPLACE) != 0) {
+		ret = -errno;
+		pm_pool_close(&pool);
+		unlink(tmp);
+		pm_error_set(ret, "%s: cannot rename %s into place: %s", cfg->path, tmp,
+			strerror(-ret));
+		goto out;
+	}
+	ret = pm_pool_sync_dir(cfg->path);
+	if (ret != 0) {
+		/* The pool is complete; only its name may not survive a crash. */
+		pm_pool_close(&pool);
+		unlink(cfg->path);
+		pm_error_set(ret, "%s: cannot sync its directory: %s", cfg->path,
+			strerror(-ret));
+		goto out;
+	}
+	*out = pool;
+out:
+	if (claim >= 0)
+		close(claim);
+	free(tmp);
 	return ret;
 }
 
@@ -453,6 +629,10 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 	ret = pm_pool_precheck(cfg->path, &st);
 	if (ret != 0)
 		return ret;
+	/* PMDK's check and open fail on a locked pool with whatever error
+	 * they meet first; say what it is. */
+	if (pm_pool_locked_elsewhere(cfg->path))
+		return pm_error_set(-EBUSY, "%s: open in another process", cfg->path);
 	if (!(cfg->flags & PM_POOL_TRUSTED)) {
 		ret = pm_pool_isolated_check(cfg->path, cfg->layout, cfg->check_timeout_s);
 		if (ret != 0)

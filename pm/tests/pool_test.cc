@@ -44,7 +44,7 @@ std::string MakePool(const std::string &name)
 
 void WriteBytes(const std::string &path, off_t at, const std::vector<uint8_t> &bytes)
 {
-	int fd = open(path.c_str(), O_WRONLY);
+	int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0600);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), at), (ssize_t)bytes.size());
 	close(fd);
@@ -192,13 +192,110 @@ TEST(Pool, InterruptedCreationIsCorrupt)
 	pm_pool_config cfg = Config(path);
 	pm_pool *pool = nullptr;
 	ASSERT_EQ(pm_pool_open(&pool, &cfg), 0);
-	// As if the process died before the header was written.
+	// As if the header had been lost (before creation became atomic, also
+	// what a create interrupted before the header left at the path).
 	char *hdr = static_cast<char *>(pmemobj_direct(pmemobj_root(pm_pool_pmemobj(pool), 0)));
 	std::memset(hdr, 0, 8);
 	pm_persist(hdr, 8);
 	ASSERT_EQ(pm_pool_close(&pool), 0);
 	EXPECT_EQ(OpenResult(cfg), PM_E_CORRUPT);
 	EXPECT_NE(std::string(pm_errormsg()).find("creation did not complete"), std::string::npos);
+}
+
+bool Exists(const std::string &path)
+{
+	return access(path.c_str(), F_OK) == 0;
+}
+
+// What a format callback saw, so the test can check it after the create.
+struct FormatSeen {
+	std::string path;
+	bool path_existed = true;
+	bool creating_existed = false;
+	int fail = 0;
+};
+
+int FormatRoot(pm_pool *pool, void *ctx)
+{
+	auto *seen = static_cast<FormatSeen *>(ctx);
+	seen->path_existed = Exists(seen->path);
+	seen->creating_existed = Exists(seen->path + PM_POOL_CREATING_SUFFIX);
+	if (seen->fail != 0)
+		return pm_error_set(seen->fail, "format refused on purpose");
+	PM_POOL_ROOT(pool, Root)->counter = 7;
+	pm_persist(PM_POOL_ROOT(pool, Root), sizeof(Root));
+	return 0;
+}
+
+// The caller's format runs on the pool while it is still PATH.creating; the
+// pool appears at PATH only afterwards, with what format wrote.
+TEST(Pool, CreateFormatsBeforeThePathAppears)
+{
+	FormatSeen seen;
+	seen.path = pmtest::TempPath("format.pool");
+	pm_pool_config cfg = Config(seen.path);
+	cfg.format = FormatRoot;
+	cfg.format_ctx = &seen;
+	pm_pool *pool = nullptr;
+	ASSERT_EQ(pm_pool_create(&pool, &cfg), 0) << pm_errormsg();
+	EXPECT_FALSE(seen.path_existed);
+	EXPECT_TRUE(seen.creating_existed);
+	EXPECT_FALSE(Exists(seen.path + PM_POOL_CREATING_SUFFIX));
+	ASSERT_EQ(pm_pool_close(&pool), 0);
+	cfg.format = nullptr;
+	ASSERT_EQ(pm_pool_open(&pool, &cfg), 0) << pm_errormsg();
+	EXPECT_EQ(PM_POOL_ROOT(pool, Root)->counter, 7u);
+	EXPECT_EQ(pm_pool_close(&pool), 0);
+}
+
+TEST(Pool, CreateFormatFailureLeavesNoFileAndKeepsItsMessage)
+{
+	FormatSeen seen;
+	seen.path = pmtest::TempPath("format_fails.pool");
+	seen.fail = -EIO;
+	pm_pool_config cfg = Config(seen.path);
+	cfg.format = FormatRoot;
+	cfg.format_ctx = &seen;
+	pm_pool *pool = nullptr;
+	EXPECT_EQ(pm_pool_create(&pool, &cfg), -EIO);
+	EXPECT_EQ(pool, nullptr);
+	EXPECT_NE(std::string(pm_errormsg()).find("format refused on purpose"),
+		std::string::npos) << pm_errormsg();
+	EXPECT_FALSE(Exists(seen.path));
+	EXPECT_FALSE(Exists(seen.path + PM_POOL_CREATING_SUFFIX));
+}
+
+// A PATH.creating nobody holds is what a killed create left: the next
+// create removes it. One that is locked belongs to a live create.
+TEST(Pool, CreateRemovesAnInterruptedCreatesLeftoverButNotALiveOne)
+{
+	std::string path = pmtest::TempPath("leftover.pool");
+	std::string creating = path + PM_POOL_CREATING_SUFFIX;
+	WriteBytes(creating, 0, RandomBytes(1 << 20, 5));
+	pm_pool_config cfg = Config(path);
+	pm_pool *pool = nullptr;
+	ASSERT_EQ(pm_pool_create(&pool, &cfg), 0) << pm_errormsg();
+	EXPECT_FALSE(Exists(creating));
+	ASSERT_EQ(pm_pool_close(&pool), 0);
+
+	std::string busy = pmtest::TempPath("live_create.pool");
+	std::string busy_creating = busy + PM_POOL_CREATING_SUFFIX;
+	WriteBytes(busy_creating, 0, RandomBytes(4096, 6));
+	// A live create holds an OFD write lock on it (pool.c, pm_pool_claim).
+	int fd = open(busy_creating.c_str(), O_RDWR);
+	ASSERT_GE(fd, 0);
+	struct flock fl = {};
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	ASSERT_EQ(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	cfg = Config(busy);
+	EXPECT_EQ(pm_pool_create(&pool, &cfg), -EBUSY);
+	EXPECT_NE(std::string(pm_errormsg()).find("another process is creating"),
+		std::string::npos) << pm_errormsg();
+	EXPECT_TRUE(Exists(busy_creating));
+	EXPECT_FALSE(Exists(busy));
+	close(fd);
+	unlink(busy_creating.c_str());
 }
 
 TEST(Pool, SecondOpenIsBusy)

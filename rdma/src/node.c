@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,14 +195,52 @@ node_pool_config(const struct rdma_node_config *cfg, struct pm_pool_config *pc)
 		pc->flags |= PM_POOL_TRUSTED;
 }
 
-/* node_create -- create the pool and its region table; on failure no file
- * is left behind */
+/* What node_format lays out in a new pool. */
+struct node_format_args {
+	unsigned nregions;
+	const uint64_t *sizes;
+	uint64_t pool_size;
+};
+
+/* node_format -- the region table of a new pool, before pm_pool_create
+ * gives it its name (pm/pool.h, "Creation is atomic") */
+static int
+node_format(struct pm_pool *pool, void *ctx)
+{
+	const struct node_format_args *a = ctx;
+	struct node_root *r = PM_POOL_ROOT(pool, struct node_root);
+	int ret;
+
+	for (unsigned i = 0; i < a->nregions; i++) {
+		uint64_t off;
+
+		/* pm_pool_alloc hands out zeroed, durable memory: the regions
+		 * need no zeroing of their own. */
+		ret = pm_pool_alloc(pool, a->sizes[i] + NODE_ALIGN, 1, &off);
+		if (ret != 0)
+			return pm_error_set(ret == -ENOMEM ? -EINVAL : ret,
+				"region %u (%" PRIu64 " bytes) does not fit in a pool of %" PRIu64
+				" bytes: %s", i, a->sizes[i], a->pool_size, pm_errormsg());
+		r->regions[i].offset = node_round(off);
+		r->regions[i].length = a->sizes[i];
+	}
+	r->nregions = a->nregions;
+	r->incarnation = 0;
+	pm_persist(r, sizeof(*r));
+	/* The magic last: a pool that lost it is not mistaken for a node. */
+	r->magic = NODE_ROOT_MAGIC;
+	pm_persist(&r->magic, sizeof(r->magic));
+	return 0;
+}
+
+/* node_create -- create the pool and its region table; whenever it fails or
+ * is interrupted, no file is left at the pool's path */
 static int
 node_create(struct rdma_node *n, const struct rdma_node_config *cfg, unsigned nregions,
 	const uint64_t sizes[RDMA_NODE_MAX_REGIONS])
 {
+	struct node_format_args args = { nregions, sizes, 0 };
 	struct pm_pool_config pc;
-	struct node_root *r;
 	uint64_t sum = 0, pool_size;
 	int ret;
 
@@ -227,63 +264,20 @@ node_create(struct rdma_node *n, const struct rdma_node_config *cfg, unsigned nr
 	}
 	if (pool_size > SIZE_MAX)
 		return -EINVAL;
+	args.pool_size = pool_size;
 	node_pool_config(cfg, &pc);
 	pc.pool_size = (size_t)pool_size;
+	pc.format = node_format;
+	pc.format_ctx = &args;
 	ret = pm_pool_create(&n->pool, &pc);
 	if (ret != 0) {
 		rdma__node_log(n, RDMA_NODE_LOG_ERROR, "cannot create pool %s: %s", cfg->pool_path,
 			pm_errormsg());
 		return ret;
 	}
-	r = PM_POOL_ROOT(n->pool, struct node_root);
-	for (unsigned i = 0; i < nregions; i++) {
-		uint64_t off;
-
-		/* pm_pool_alloc hands out zeroed, durable memory: the regions
-		 * need no zeroing of their own. */
-		ret = pm_pool_alloc(n->pool, sizes[i] + NODE_ALIGN, 1, &off);
-		if (ret != 0) {
-			rdma__node_log(n, RDMA_NODE_LOG_ERROR,
-				"region %u (%" PRIu64 " bytes) does not fit in a pool of %" PRIu64
-				" bytes: %s", i, sizes[i], pool_size, pm_errormsg());
-			ret = ret == -ENOMEM ? -EINVAL : ret;
-			goto fail;
-		}
-		r->regions[i].offset = node_round(off);
-		r->regions[i].length = sizes[i];
-	}
-	r->nregions = nregions;
-	r->incarnation = 0;
-	pm_persist(r, sizeof(*r));
-	/* The magic last: a crash before this line leaves no usable node. */
-	r->magic = NODE_ROOT_MAGIC;
-	pm_persist(&r->magic, sizeof(r->magic));
 	rdma__node_log(n, RDMA_NODE_LOG_INFO, "created pool %s (%" PRIu64 " bytes, %u regions)",
 		cfg->pool_path, pool_size, nregions);
 	return 0;
-fail:
-	pm_pool_close(&n->pool);
-	unlink(cfg->pool_path);
-	return ret;
-}
-
-/* node_locked_elsewhere -- whether some other open file description holds
- * PMDK's lock on the pool file (libpmemobj takes flock(LOCK_EX) on open) */
-static bool
-node_locked_elsewhere(const char *path)
-{
-	/* O_NONBLOCK: a FIFO at @path must not block the open forever. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	bool busy = false;
-
-	if (fd < 0)
-		return false;
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0)
-		busy = errno == EWOULDBLOCK;
-	else
-		flock(fd, LOCK_UN);
-	close(fd);
-	return busy;
 }
 
 /* node_open_pool -- open an existing pool and validate its root */
@@ -305,10 +299,6 @@ node_open_pool(struct rdma_node *n, const struct rdma_node_config *cfg)
 		pm_pool_close(&n->pool);
 		return ret;
 	}
-	/* A pool open in another process fails PMDK's flock; make sure that
-	 * reads as busy whatever pm made of it. */
-	if (ret != -ENOENT && ret != -EBUSY && node_locked_elsewhere(cfg->pool_path))
-		ret = -EBUSY;
 	if (ret == -EBUSY)
 		rdma__node_log(n, RDMA_NODE_LOG_ERROR, "pool %s is open in another process",
 			cfg->pool_path);

@@ -1058,6 +1058,10 @@ main(int argc, char **argv)
 	static struct ini_state ini;
 	int ret;
 
+	/* SIGTERM during a long create must end the node as SIGTERM, not as
+	 * an error exit (rdma.h, rdma_signals_restore). */
+	if (rdma_signals_restore() != 0)
+		return EX_OSERR;
 	if (argc > 1 && strcmp(argv[1], "serve") == 0) {
 		argv[1] = argv[0];
 		argv++;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rdma/tests/daemon_test.cc -- dmkv-node as a process: --help, usage and
 // config-file errors, the exit code of every failure the daemon documents,
-// clean shutdown on SIGTERM and SIGINT, the status command, connections
+// clean shutdown on SIGTERM and SIGINT, creation interrupted by SIGKILL or
+// SIGTERM, the status command, connections
 // that never speak, a node without a token, a FIFO as pool, persistence
 // across SIGKILL and restart (data written by a local-backend client), and
 // the --poll modes (an idle adaptive node sleeps, and RMA wakes it).
@@ -282,6 +283,72 @@ TEST(DaemonPool, CorruptPoolExits65AndIsNotWritten)
 
 // A path that is not a regular file (a FIFO: opening it for reading would
 // block until a writer comes) fails at once, with or without --create.
+// A create interrupted by SIGKILL or SIGTERM (an operator's ^C during a long
+// format) leaves no file at the pool's path, only PATH.creating; while that
+// create is alive, a second one is refused as busy; after it died, the next
+// --create removes the leftover and makes a pool that serves. The daemon is
+// stopped (SIGSTOP) the moment PATH.creating appears, so the signal lands
+// before the rename whatever the machine's speed.
+void InterruptCreate(int sig)
+{
+	NodeOptions o;
+	o.name = std::string("interrupted_") + (sig == SIGKILL ? "kill" : "term");
+	o.backends = "none";
+	// Large enough that formatting (PMDK zeroes the region) outlasts the
+	// 1 ms poll below by far.
+	o.regions = {"512M"};
+	NodeProcess node(o);
+	const std::string creating = node.PoolPath() + ".creating";
+	unlink(creating.c_str());
+	std::string err;
+	ASSERT_TRUE(node.Launch(&err)) << err;
+	bool seen = false;
+	for (int i = 0; i < 60000 && node.Running() && !(seen = Exists(creating)); i++)
+		usleep(1000);
+	ASSERT_TRUE(seen) << "PATH.creating never appeared\n" << node.StderrTail();
+	ASSERT_EQ(kill(node.Pid(), SIGSTOP), 0);
+	ASSERT_FALSE(Exists(node.PoolPath()))
+		<< "creation finished before the test could stop it: raise the region size";
+
+	RunResult busy = RunNode({"--pool", node.PoolPath(), "--create", "--region", "1M",
+		"--port", "0", "--backends", "none"});
+	EXPECT_EQ(busy.exit_code, kBusy) << Describe(busy);
+	EXPECT_NE(busy.err.find("another process is creating"), std::string::npos) << busy.err;
+
+	ASSERT_EQ(kill(node.Pid(), sig), 0);
+	// A stopped process dies of SIGKILL at once; SIGTERM is delivered when
+	// SIGCONT resumes it, before it runs another instruction of its own.
+	if (sig != SIGKILL) {
+		ASSERT_EQ(kill(node.Pid(), SIGCONT), 0);
+	}
+	EXPECT_EQ(node.Wait(), 128 + sig) << node.StderrTail();
+	EXPECT_FALSE(Exists(node.PoolPath())) << "an interrupted create left a pool file";
+	EXPECT_TRUE(Exists(creating));
+
+	RunResult open = RunNode({"--pool", node.PoolPath(), "--port", "0", "--backends",
+		"none"});
+	EXPECT_EQ(open.exit_code, kNoInput) << Describe(open);
+
+	ASSERT_TRUE(node.Start(&err)) << err;
+	EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
+	EXPECT_TRUE(Exists(node.PoolPath()));
+	EXPECT_FALSE(Exists(creating)) << "the leftover of the interrupted create stays";
+	ASSERT_TRUE(node.Start(&err)) << err;
+	EXPECT_EQ(node.Terminate(), 0) << node.StderrTail();
+	EXPECT_NE(node.Stderr().find("incarnation 2"), std::string::npos) << node.StderrTail();
+	unlink(node.PoolPath().c_str());
+}
+
+TEST(DaemonPool, SigkillDuringCreateLeavesNoPool)
+{
+	InterruptCreate(SIGKILL);
+}
+
+TEST(DaemonPool, SigtermDuringCreateLeavesNoPool)
+{
+	InterruptCreate(SIGTERM);
+}
+
 TEST(DaemonPool, FifoPoolExits65AtOnce)
 {
 	std::string fifo = FreshPath("fifo.pool");

@@ -3,6 +3,7 @@
 // (batches, checks, fault injection, counters) on the local backend, whose
 // node file is written here directly so no node or pool library is needed.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -561,6 +562,39 @@ TEST(RdmaLocal, ProcessesShareTheNode)
 	std::string bytes = node.Bytes(kRegion1Off + 8, 8);
 	memcpy(&total, bytes.data(), 8);
 	EXPECT_EQ(total, (uint64_t)kProcs * kAdds);
+}
+
+void SomeHandler(int) {}
+
+// In a forked child (dispositions are process-wide): a handler on SIGTERM
+// (as libinfinipath's constructor installs) goes back to SIG_DFL, SIGINT
+// ignored stays ignored, and the child then dies of SIGTERM, not exit 1.
+TEST(RdmaSignals, RestoreResetsHandlersAndKeepsIgnore)
+{
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct sigaction sa = {};
+		sa.sa_handler = SomeHandler;
+		sigaction(SIGTERM, &sa, nullptr);
+		signal(SIGINT, SIG_IGN);
+		if (rdma_signals_restore() != 0)
+			_exit(10);
+		struct sigaction term, intr;
+		sigaction(SIGTERM, nullptr, &term);
+		sigaction(SIGINT, nullptr, &intr);
+		if (term.sa_handler != SIG_DFL)
+			_exit(11);
+		if (intr.sa_handler != SIG_IGN)
+			_exit(12);
+		raise(SIGINT);
+		raise(SIGTERM);
+		_exit(13);
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+	EXPECT_EQ(WTERMSIG(status), SIGTERM);
 }
 
 TEST(RdmaError, Strings)

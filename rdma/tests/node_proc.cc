@@ -213,17 +213,8 @@ bool NodeProcess::Start(std::string *error, int timeout_ms)
 			*error = why + "\n--- dmkv-node stderr (tail) ---\n" + StderrTail();
 		return false;
 	};
-	if (pid_ > 0)
-		return fail("already running");
-	unlink(ready_.c_str());
-	port_ = 0;
-	{
-		std::ofstream mark(log_, std::ios::app);
-		mark << "=== node_proc: starting dmkv-node ===\n";
-	}
-	pid_ = Spawn(Args(), log_, log_);
-	if (pid_ < 0)
-		return fail(std::string("spawn failed: ") + std::strerror(errno));
+	if (!Launch(error))
+		return false;
 	for (int waited = 0;; waited += kPollMs) {
 		int status;
 		pid_t r = waitpid(pid_, &status, WNOHANG);
@@ -249,6 +240,28 @@ bool NodeProcess::Start(std::string *error, int timeout_ms)
 		}
 		SleepMs(kPollMs);
 	}
+}
+
+bool NodeProcess::Launch(std::string *error)
+{
+	if (pid_ > 0) {
+		if (error != nullptr)
+			*error = "already running";
+		return false;
+	}
+	unlink(ready_.c_str());
+	port_ = 0;
+	{
+		std::ofstream mark(log_, std::ios::app);
+		mark << "=== node_proc: starting dmkv-node ===\n";
+	}
+	pid_ = Spawn(Args(), log_, log_);
+	if (pid_ < 0) {
+		if (error != nullptr)
+			*error = std::string("spawn failed: ") + std::strerror(errno);
+		return false;
+	}
+	return true;
 }
 
 bool NodeProcess::Restart(std::string *error, int timeout_ms)

@@ -68,6 +68,11 @@ public:
 	// killed.
 	bool Start(std::string *error = nullptr, int timeout_ms = 30000);
 
+	// Start the daemon and return at once, without waiting for it to be
+	// ready (to catch it in the middle of creating its pool). False if it
+	// could not be spawned; *@error then says why.
+	bool Launch(std::string *error = nullptr);
+
 	// Terminate() if running, then Start() again on the same pool.
 	bool Restart(std::string *error = nullptr, int timeout_ms = 30000);
 

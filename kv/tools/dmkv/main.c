@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <pm/error.h>
+#include <rdma/rdma.h>
 
 #include "kv/tools/dmkv/dmkv.h"
 
@@ -188,6 +189,12 @@ main(int argc, char **argv)
 	int opt;
 
 	dmkv_argv = argv;
+	/* A SIGINT or SIGTERM must not end dmkv as exit 1, which means "not
+	 * found" here (rdma.h, rdma_signals_restore). */
+	if (rdma_signals_restore() != 0) {
+		dmkv_err("cannot restore the default signal dispositions");
+		return DMKV_EXIT_SOFTWARE;
+	}
 	/* Under `bazel run`, paths on the command line are the user's. */
 	if (getenv("BUILD_WORKING_DIRECTORY") != NULL &&
 		chdir(getenv("BUILD_WORKING_DIRECTORY")) != 0) {

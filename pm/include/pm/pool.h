@@ -5,8 +5,17 @@
  *
  * Layout. The pmemobj root object starts with a 64-byte pm header (magic,
  * layout version, root size, checksum) followed by the caller's root object.
- * The header is written last at creation, so a pool whose creation was
- * interrupted is reported as corrupt instead of being used half-made.
+ *
+ * Creation is atomic. pm_pool_create() builds the pool under a temporary
+ * name, PATH.creating, writes the header, lets the caller format its root
+ * (pm_pool_config.format), and only then gives the file its name with a
+ * rename that never replaces an existing file, followed by an fsync of the
+ * directory. A create interrupted at any point (SIGKILL, SIGTERM, power
+ * loss) therefore leaves no file at PATH, only PATH.creating, which the next
+ * pm_pool_create() of PATH removes, unless a live create holds it: a create
+ * keeps an OFD record lock (fcntl F_OFD_SETLK) on PATH.creating from the
+ * moment the file has that name. The header is still written last, so a
+ * file that lost its header some other way is reported as corrupt.
  *
  * Untrusted files. PMDK crashes (SIGSEGV/SIGBUS) on some damaged pools and on
  * empty files, and loops forever on others. pm_pool_open() therefore first
@@ -55,6 +64,9 @@ struct pmemobjpool; /* PMDK's PMEMobjpool */
 /* Longest layout name, excluding the terminating NUL. */
 #define PM_POOL_LAYOUT_MAX 1023
 
+/* Appended to the path of a pool being created (see "Creation is atomic"). */
+#define PM_POOL_CREATING_SUFFIX ".creating"
+
 /* Skip the isolated pmemobj_check() at open: faster for large pools, but a
  * damaged pool may then crash the process inside PMDK. */
 #define PM_POOL_TRUSTED (1u << 0)
@@ -70,6 +82,11 @@ struct pm_pool_config {
 	unsigned file_mode;  /* create only; default 0600 */
 	unsigned check_timeout_s; /* open: limit in seconds for the isolated check;
 				   * default 60, 0 = none (a hung check then hangs the open) */
+	/* create only: formats the caller's root (zeroed, header written) on
+	 * the pool before it appears at path; its non-zero return fails the
+	 * create with that code. Default NULL: the root stays zeroed. */
+	int (*format)(struct pm_pool *pool, void *ctx);
+	void *format_ctx;    /* passed to format */
 };
 
 /**
@@ -83,13 +100,20 @@ void pm_pool_config_init(struct pm_pool_config *cfg);
  * pm_pool_create -- create a new pool file and open it.
  * @out: receives the pool; owned by the caller, released by pm_pool_close().
  *
- * The root object is zeroed and durable on return.
+ * The root object is zeroed (then formatted by @cfg->format, if set) and the
+ * pool is durable at @cfg->path on return; until then it exists only as
+ * PATH.creating (see "Creation is atomic" above), so whatever @cfg->format
+ * writes must be persisted by it before it returns.
  * Return: 0; -EINVAL for a bad config (missing path or layout, layout too
- * long, pool_size below PM_POOL_MIN_SIZE); -EEXIST if @cfg->path exists;
- * -ENOMEM if the root object does not fit; PM_E_NOT_PMEM if PMEM durability
- * was requested on a non-pmem mapping; other -errno from the file system.
- * On failure no file is left behind and *@out is unchanged.
- * Thread-safety: any thread; pools are independent.
+ * long, pool_size below PM_POOL_MIN_SIZE); -EEXIST if @cfg->path exists
+ * (also when another process created it meanwhile); -EBUSY if another
+ * process is creating it (PATH.creating is open there); -ENOMEM if the root
+ * object does not fit; PM_E_NOT_PMEM if PMEM durability was requested on a
+ * non-pmem mapping; @cfg->format's error; other -errno from the file system.
+ * On failure no file is left behind (a stale PATH.creating is gone too) and
+ * *@out is unchanged.
+ * Thread-safety: any thread; pools are independent. Two processes creating
+ * the same path: at most one succeeds.
  */
 int pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg);
 

@@ -371,6 +371,24 @@ void rdma_stats_read_thread(struct rdma_stats *out);
 void rdma_stats_diff(const struct rdma_stats *after,
 	const struct rdma_stats *before, struct rdma_stats *out);
 
+/**
+ * rdma_signals_restore -- give SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGINT and
+ * SIGTERM back their default disposition where a handler is installed.
+ *
+ * Why: Debian's libfabric depends on libinfinipath (PSM), whose constructor
+ * runs in every process that links the transport and installs, for those
+ * six signals, one handler that exits with status 1. The process then
+ * cannot be told apart from one that failed: SIGTERM during a long start-up
+ * and a crash both end in "exit 1", and a SIGINT its shell meant it to
+ * ignore (a background job) ends it. Programs that care call this first in
+ * main(), before installing handlers of their own; dmkv-node and dmkv do.
+ * A disposition of SIG_IGN or SIG_DFL is left as it is; one the constructor
+ * overwrote (SIG_IGN for SIGINT in a background job) cannot be recovered.
+ * Return: 0; -errno from sigaction(2).
+ * Thread-safety: before other threads exist (dispositions are process-wide).
+ */
+int rdma_signals_restore(void);
+
 #ifdef __cplusplus
 }
 #endif
