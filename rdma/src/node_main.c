@@ -17,8 +17,10 @@
  *   73 pool busy: another process has it open
  *   77 `status`: the node refused the token
  *
- * Signals. While the pool is opened, SIGTERM and SIGINT end the process at
- * once. Then they are blocked before any thread exists (the node's threads
+ * Signals. While the pool is opened or created, SIGTERM and SIGINT end the
+ * process at once (an interrupted create leaves no pool file, only
+ * PATH.creating, which the next --create removes: pm/pool.h). Then they
+ * are blocked before any thread exists (the node's threads
  * inherit the mask) and main waits for them with sigwait, so shutdown runs
  * in main, outside any signal handler. SIGKILL is the crash
  * case: every byte a client persisted survives it (rdma/node.h).
@@ -223,7 +225,9 @@ print_help(void)
 "  --help               this text\n"
 "  --version            the version\n"
 "\n"
-"SIGTERM or SIGINT shuts the node down cleanly. Logs go to stderr.\n"
+"SIGTERM or SIGINT shuts the node down cleanly. One during --create leaves\n"
+"no pool at PATH, only PATH.creating, which the next --create removes.\n"
+"Logs go to stderr.\n"
 "\n"
 "Exit codes:\n"
 "  0   clean shutdown; status: the node answered\n"
