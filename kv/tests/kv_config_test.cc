@@ -46,7 +46,7 @@ protected:
 	{
 		Write(text);
 		EXPECT_EQ(kv_config_file_delete(&file_), 0);
-		int ret = kv_config_load(&cfg_, path_.c_str(), &file_);
+		int ret = kv_config_load(&file_, &cfg_, path_.c_str());
 		if (ret != 0) {
 			EXPECT_EQ(file_, nullptr);
 		}
@@ -350,26 +350,26 @@ TEST_F(KvConfigTest, FileErrors)
 {
 	kv_config_file *f = nullptr;
 	std::string missing = dir_ + "/none.ini";
-	EXPECT_EQ(kv_config_load(&cfg_, missing.c_str(), &f), -ENOENT);
+	EXPECT_EQ(kv_config_load(&f, &cfg_, missing.c_str()), -ENOENT);
 	EXPECT_EQ(f, nullptr);
 	std::string msg = pm_errormsg();
 	EXPECT_NE(msg.find(missing), std::string::npos) << msg;
 	EXPECT_NE(msg.find("No such file"), std::string::npos) << msg;
 	// a directory opens but cannot be read
-	EXPECT_EQ(kv_config_load(&cfg_, dir_.c_str(), &f), -EISDIR);
+	EXPECT_EQ(kv_config_load(&f, &cfg_, dir_.c_str()), -EISDIR);
 	EXPECT_EQ(f, nullptr);
 	if (geteuid() != 0) { // root reads any file
 		Write(kThree);
 		ASSERT_EQ(chmod(path_.c_str(), 0), 0);
-		EXPECT_EQ(kv_config_load(&cfg_, path_.c_str(), &f), -EACCES);
+		EXPECT_EQ(kv_config_load(&f, &cfg_, path_.c_str()), -EACCES);
 		EXPECT_EQ(f, nullptr);
 	}
 	// too large
 	EXPECT_EQ(Load(std::string(kThree) + std::string((1u << 20), '#')), KV_E_CONFIG);
 	EXPECT_NE(std::string(pm_errormsg()).find("larger than"), std::string::npos);
-	EXPECT_EQ(kv_config_load(nullptr, path_.c_str(), &f), -EINVAL);
-	EXPECT_EQ(kv_config_load(&cfg_, nullptr, &f), -EINVAL);
-	EXPECT_EQ(kv_config_load(&cfg_, path_.c_str(), nullptr), -EINVAL);
+	EXPECT_EQ(kv_config_load(&f, nullptr, path_.c_str()), -EINVAL);
+	EXPECT_EQ(kv_config_load(&f, &cfg_, nullptr), -EINVAL);
+	EXPECT_EQ(kv_config_load(nullptr, &cfg_, path_.c_str()), -EINVAL);
 	EXPECT_EQ(kv_config_file_delete(nullptr), 0);
 	EXPECT_EQ(kv_config_file_delete(&f), 0);
 }

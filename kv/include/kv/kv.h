@@ -130,13 +130,13 @@ struct kv_config_file;
 
 /**
  * kv_config_load -- update @cfg from the cluster config file at @path.
+ * @out:  receives the object owning the strings @cfg now points to; owned
+ *        by the caller, who releases it with kv_config_file_delete() once
+ *        @cfg (and any copy of it) is no longer used. NULL on failure.
  * @cfg:  kv_config_init()ed (and perhaps changed) by the caller; on success
  *        nodes, nnodes and the keys the file gives are set, on failure it
  *        is left untouched.
  * @path: the file; read whole (at most 1 MiB), not kept open.
- * @out:  receives the object owning the strings @cfg now points to; owned
- *        by the caller, who releases it with kv_config_file_delete() once
- *        @cfg (and any copy of it) is no longer used. NULL on failure.
  * Return: 0; KV_E_CONFIG for a malformed or inconsistent file, with
  * pm_errormsg() "kv_config_load: PATH:LINE: problem" (unknown section or
  * key, key given twice, key before a section, missing '=', bad or
@@ -148,7 +148,7 @@ struct kv_config_file;
  * Thread-safety: any thread; writes only @cfg and *@out.
  * Ordering: none (touches no shared memory).
  */
-int kv_config_load(struct kv_config *cfg, const char *path, struct kv_config_file **out);
+int kv_config_load(struct kv_config_file **out, struct kv_config *cfg, const char *path);
 
 /**
  * kv_config_file_delete -- release *@fp (from kv_config_load()) and set it

@@ -450,7 +450,7 @@ kv_cfg_parse_text(struct kv_cfg_parse *p, char *text, size_t len)
 }
 
 int
-kv_config_load(struct kv_config *cfg, const char *path, struct kv_config_file **out)
+kv_config_load(struct kv_config_file **out, struct kv_config *cfg, const char *path)
 {
 	struct kv_cfg_parse p;
 	char *text = NULL;

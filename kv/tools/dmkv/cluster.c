@@ -124,7 +124,7 @@ dmkv_cluster_load(struct dmkv_cluster *cl, const char *path, const char *dir)
 
 	memset(cl, 0, sizeof(*cl));
 	kv_config_init(&cl->cfg);
-	ret = kv_config_load(&cl->cfg, path, &cl->file);
+	ret = kv_config_load(&cl->file, &cl->cfg, path);
 	if (ret != 0) {
 		dmkv_err("%s: %s", pm_strerror(ret), ret == KV_E_CONFIG ? pm_errormsg() : path);
 		return DMKV_EXIT_CONFIG;
