@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rdma/src/conn.c -- the backend-independent half of a connection: URI
- * dispatch, region table, batch validation, fault injection, the in-flight
+ * dispatch, region table, batch validation, fault injection (RDMA_TESTING
+ * only: testing.h), the in-flight
  * state machine, timeouts and counters (core.h). Backends only connect,
  * execute and report completion, so every backend gets the same checks and
  * the same accounting.
@@ -98,7 +99,11 @@ rdma_conn_open(struct rdma_conn **out, const char *uri,
 static int
 conn_drain(struct rdma_conn *c)
 {
-	if (c->state == RDMA__INFLIGHT || c->state == RDMA__DEFERRED)
+#ifdef RDMA_TESTING
+	if (c->state == RDMA__DEFERRED)
+		return rdma_wait(c);
+#endif
+	if (c->state == RDMA__INFLIGHT)
 		return rdma_wait(c);
 	return 0;
 }
@@ -173,6 +178,7 @@ rdma_conn_region(const struct rdma_conn *c, unsigned index,
 	return 0;
 }
 
+#ifdef RDMA_TESTING
 int
 rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault, uint32_t delay_us)
 {
@@ -182,6 +188,7 @@ rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault, uint32_t delay_us)
 	c->delay_us = delay_us;
 	return 0;
 }
+#endif
 
 /* Charge a posted batch to this thread's counters (rdma and pm/cost). */
 static void
@@ -232,14 +239,17 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 	default:
 		return pm_error_set(-EBUSY, "rdma_post: a batch is already in flight");
 	}
+#ifdef RDMA_TESTING
 	if (c->fault == RDMA_FAULT_FAIL)
 		return pm_error_set(RDMA_E_INJECTED, "rdma_post: injected failure");
+#endif
 	ret = rdma__batch_check(b, c->regions, c->nregions);
 	if (ret != 0)
 		return pm_error_set(ret, "rdma_post: the batch is invalid: %s", pm_strerror(ret));
 	count_posted(b);
 	c->batch = b;
 	c->post_ns = rdma__now_ns();
+#ifdef RDMA_TESTING
 	if (c->fault == RDMA_FAULT_PARTITION) {
 		c->state = RDMA__LOST;
 		return 0;
@@ -248,11 +258,13 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 		c->state = RDMA__DEFERRED;
 		return 0;
 	}
+#endif
 	c->state = RDMA__INFLIGHT;
 	ret = c->backend->post(c, b);
 	if (ret != 0)
 		return pm_error_set(conn_fail(c, ret), "rdma_post: %s backend: %s",
 			c->backend->name, pm_strerror(ret));
+#ifdef RDMA_TESTING
 	if (c->fault == RDMA_FAULT_DROP_REPLY) {
 		/* Run it to the end on the node, then forget the answer. */
 		while (c->backend->poll(c) == -EINPROGRESS &&
@@ -260,6 +272,7 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 			rdma__cpu_relax();
 		c->state = RDMA__LOST;
 	}
+#endif
 	return 0;
 }
 
@@ -273,6 +286,7 @@ rdma_poll(struct rdma_conn *c)
 		return -EINVAL;
 	case RDMA__BROKEN:
 		return RDMA_E_CONN;
+#ifdef RDMA_TESTING
 	case RDMA__LOST:
 		return -EINPROGRESS;
 	case RDMA__DEFERRED:
@@ -283,6 +297,7 @@ rdma_poll(struct rdma_conn *c)
 		if (ret != 0)
 			return conn_fail(c, ret);
 		break;
+#endif
 	case RDMA__INFLIGHT:
 		break;
 	}
@@ -301,10 +316,14 @@ rdma_poll(struct rdma_conn *c)
 int
 rdma_wait(struct rdma_conn *c)
 {
-	/* The limit runs from the post, plus any injected delay, so a wait
+	/* The limit runs from the post (plus any injected delay), so a wait
 	 * started late does not extend it. */
-	uint64_t limit = (uint64_t)c->timeout_ms * 1000000u +
-		(c->state == RDMA__DEFERRED ? (uint64_t)c->delay_us * 1000 : 0);
+	uint64_t limit = (uint64_t)c->timeout_ms * 1000000u;
+
+#ifdef RDMA_TESTING
+	if (c->state == RDMA__DEFERRED)
+		limit += (uint64_t)c->delay_us * 1000;
+#endif
 
 	for (;;) {
 		int ret = rdma_poll(c);

@@ -4,7 +4,8 @@
  * backends (local.c, ofi.c, verbs.c) share. Not installed.
  *
  * conn.c owns everything backend-independent: URI parsing, the region table,
- * validation of a batch before it is posted, fault injection, the in-flight
+ * validation of a batch before it is posted, fault injection (testing.h,
+ * in //rdma:rdma_testing only), the in-flight
  * state machine, timeouts, and the per-thread counters. A backend only
  * connects, executes a validated batch, and reports completion.
  */
@@ -15,6 +16,10 @@
 #include <stdint.h>
 
 #include <rdma/rdma.h>
+
+#ifdef RDMA_TESTING
+#include "rdma/src/testing.h"
+#endif
 
 struct rdma_conn;
 
@@ -48,11 +53,13 @@ extern const struct rdma__backend rdma__backend_verbs;
 
 enum rdma__conn_state {
 	RDMA__IDLE,      /* no batch in flight */
-	RDMA__DEFERRED,  /* posted under RDMA_FAULT_DELAY, not yet handed over */
 	RDMA__INFLIGHT,  /* handed to the backend */
+	RDMA__BROKEN,    /* failed in flight; reconnect needed */
+#ifdef RDMA_TESTING
+	RDMA__DEFERRED,  /* posted under RDMA_FAULT_DELAY, not yet handed over */
 	RDMA__LOST,      /* posted under RDMA_FAULT_PARTITION or _DROP_REPLY:
 	                  * never completes */
-	RDMA__BROKEN,    /* failed in flight; reconnect needed */
+#endif
 };
 
 /* Most regions any node exposes (RDMA_NODE_MAX_REGIONS). */
@@ -70,8 +77,10 @@ struct rdma_conn {
 	enum rdma__conn_state state;
 	struct rdma_batch *batch;     /* in flight */
 	uint64_t post_ns;             /* when it was posted (monotonic) */
-	enum rdma_fault fault;
+#ifdef RDMA_TESTING
+	enum rdma_fault fault;        /* testing.h */
 	uint32_t delay_us;
+#endif
 };
 
 /**

@@ -24,6 +24,7 @@
 
 extern "C" {
 #include "rdma/src/nodefile.h"
+#include "rdma/src/testing.h"
 }
 
 namespace {

@@ -35,6 +35,9 @@
 #include <rdma/rdma.h>
 
 #include "kv/src/index/layout.h"
+#ifdef KV_IX_TESTING
+#include "rdma/src/testing.h"
+#endif
 
 /* Most members of a group (2f+1 with f <= 3). */
 #define KV_IX_MAX_N 7

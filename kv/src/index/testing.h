@@ -10,6 +10,8 @@
 
 #include <kv/index.h>
 
+#include "rdma/src/testing.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

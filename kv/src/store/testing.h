@@ -11,6 +11,8 @@
 #include <kv/kv.h>
 #include <rdma/rdma.h>
 
+#include "rdma/src/testing.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

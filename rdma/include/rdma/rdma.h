@@ -299,28 +299,6 @@ int rdma_wait(struct rdma_conn *c);
  */
 int rdma_execute(struct rdma_conn *c, struct rdma_batch *b);
 
-/* Faults a test can inject on a connection (its view of the node). */
-enum rdma_fault {
-	RDMA_FAULT_NONE,      /* normal operation */
-	RDMA_FAULT_FAIL,      /* every post fails at once with RDMA_E_INJECTED */
-	RDMA_FAULT_PARTITION, /* posts are accepted but never delivered: the
-	                       * wait times out and nothing executes */
-	RDMA_FAULT_DELAY,     /* each batch is delivered delay_us after its post */
-	RDMA_FAULT_DROP_REPLY, /* each batch runs on the node at its post, but
-	                        * its completion never arrives: the wait times
-	                        * out, and the client cannot tell that it ran
-	                        * (a reply lost with the connection) */
-};
-
-/**
- * rdma_conn_inject -- set the fault @c suffers from now on (@delay_us is used
- * by RDMA_FAULT_DELAY only). Affects later posts, not a batch in flight.
- * Return: 0; -EINVAL for an unknown fault.
- * Thread-safety: the thread using @c (one at a time).
- */
-int rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault,
-	uint32_t delay_us);
-
 /**
  * rdma_local_fail -- fail (@failed nonzero) or restore (0) the device
  * behind the local: pool file @path, for every connection of this process:
