@@ -20,6 +20,7 @@
 #include <pm/pool.h>
 
 #include "bztree_internal.h"
+#include "mcas_bind.h"
 #include "node_cache.h"
 
 static const struct pm_area_type bz_area_type = {
@@ -49,48 +50,6 @@ static size_t
 bz_node_size(unsigned cap)
 {
 	return (BZ_HEADER_SIZE + (size_t)cap * BZ_REC_SIZE + 63) & ~(size_t)63;
-}
-
-/* bz_mcas_ok -- whether @m suits a tree of the given kind */
-static int
-bz_mcas_ok(struct mcas *m, bool persistent)
-{
-	if (m == NULL)
-		return pm_error_set(-EINVAL, "ds_bztree: no MCAS instance");
-	if (mcas_is_persistent(m) != persistent)
-		return pm_error_set(-EINVAL, "ds_bztree: a %s tree needs a %s MCAS instance",
-			persistent ? "persistent" : "volatile",
-			persistent ? "persistent" : "volatile");
-	if ((mcas_value_mask(m) & ~MCAS_VALUE_PORTABLE_MASK) != 0)
-		return pm_error_set(-EINVAL, "ds_bztree: MCAS algorithm %s reserves bits beyond "
-			"MCAS_VALUE_PORTABLE_MASK", mcas_algorithm_name(mcas_algorithm_of(m)));
-	return 0;
-}
-
-/* bz_probe_pool -- whether @word may be an MCAS target of @m (see
- * dll_probe_pool() in dll.c: mcas.h has no getter for an instance's pool) */
-static int
-bz_probe_pool(struct mcas *m, uint64_t *word)
-{
-	struct mcas_thread *mt;
-	struct mcas_desc *d;
-	int ret = mcas_thread_register(m, &mt);
-
-	if (ret != 0)
-		return pm_error_set(ret,
-			"ds_bztree: cannot register a thread on the MCAS instance: %d", ret);
-	ret = mcas_desc_begin(mt, &d);
-	if (ret == 0) {
-		ret = mcas_desc_add(d, word, 0, 0);
-		mcas_desc_abandon(d);
-	}
-	mcas_thread_unregister(&mt);
-	if (ret == -ERANGE)
-		return pm_error_set(-EINVAL,
-			"ds_bztree: the MCAS instance is not in the tree's pool");
-	if (ret != 0)
-		return pm_error_set(ret, "ds_bztree: probing the MCAS instance failed: %d", ret);
-	return 0;
 }
 
 /* bz_new -- a tree's volatile part: its nodes are the @nodes at @arena, or
@@ -143,7 +102,7 @@ ds_bztree_new(struct ds_bztree **out, struct mcas *m, const struct ds_bztree_con
 		return pm_error_set(-EINVAL,
 			"ds_bztree_new: node capacity %u is not in %u..%u", cfg->node_capacity,
 			DS_BZTREE_MIN_CAPACITY, DS_BZTREE_MAX_CAPACITY);
-	ret = bz_mcas_ok(m, false);
+	ret = ds__mcas_bind(m, NULL, 0, 0, 0, "ds_bztree", "tree", NULL);
 	if (ret != 0)
 		return ret;
 	ret = bz_new(&t, m, cap, NULL, 0);
@@ -172,18 +131,15 @@ ds_bztree_pmem_area_size(const struct ds_bztree_config *cfg, uint64_t nodes)
 	return sizeof(struct bz_pmem_header) + 64 + (size_t)nodes * bz_node_size(cap);
 }
 
-/* bz_pmem_new -- a persistent tree bound to @m, @pool and the area at @hdr */
+/* bz_pmem_new -- a persistent tree bound to @m, @pool and the area at @hdr
+ * (create and open; ds__mcas_bind checked them) */
 static int
 bz_pmem_new(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool,
 	struct bz_pmem_header *hdr, unsigned cap, uint64_t nodes)
 {
 	struct ds_bztree *t = NULL;
 	uint64_t *root = (uint64_t *)(hdr + 1);
-	int ret = bz_probe_pool(m, root);
-
-	if (ret != 0)
-		return ret;
-	ret = bz_new(&t, m, cap, (char *)hdr + 128, nodes);
+	int ret = bz_new(&t, m, cap, (char *)hdr + 128, nodes);
 	if (ret != 0)
 		return ret;
 	t->pool = pool;
@@ -199,26 +155,6 @@ static struct bz_node *
 bz_arena_node(const struct ds_bztree *t, uint64_t i)
 {
 	return (struct bz_node *)(t->arena + i * t->node_size);
-}
-
-/* bz_pmem_area -- locate the area and check the instance */
-static int
-bz_pmem_area(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t len, void **area)
-{
-	int ret;
-
-	if (pool == NULL)
-		return pm_error_set(-EINVAL, "ds_bztree: no pool");
-	if (area_off % 64 != 0)
-		return pm_error_set(-EINVAL, "ds_bztree: area offset %#llx is not 64-byte aligned",
-			(unsigned long long)area_off);
-	ret = bz_mcas_ok(m, true);
-	if (ret != 0)
-		return ret;
-	if (pm_pool_ptr(pool, area_off, len, area) != 0)
-		return pm_error_set(-ERANGE, "ds_bztree: area [%#llx, +%zu) is not inside the pool",
-			(unsigned long long)area_off, len);
-	return 0;
 }
 
 /* ds_bztree_pmem_create -- format the area at @area_off with an empty root leaf */
@@ -241,7 +177,7 @@ ds_bztree_pmem_create(struct ds_bztree **out, struct mcas *m, struct pm_pool *po
 			"ds_bztree_pmem_create: node capacity not in %u..%u or %llu nodes not in 2..%llu",
 			DS_BZTREE_MIN_CAPACITY, DS_BZTREE_MAX_CAPACITY, (unsigned long long)nodes,
 			(unsigned long long)DS_BZTREE_PMEM_MAX_NODES);
-	ret = bz_pmem_area(m, pool, area_off, len, &area);
+	ret = ds__mcas_bind(m, pool, area_off, len, 64, "ds_bztree", "tree", &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
@@ -432,7 +368,8 @@ ds_bztree_pmem_open(struct ds_bztree **out, struct mcas *m, struct pm_pool *pool
 	pm_error_clear();
 	if (out == NULL)
 		return pm_error_set(-EINVAL, "ds_bztree_pmem_open: no output pointer");
-	ret = bz_pmem_area(m, pool, area_off, sizeof(*hdr), &area);
+	ret = ds__mcas_bind(m, pool, area_off, sizeof(*hdr), 64, "ds_bztree", "tree",
+		&area);
 	if (ret != 0)
 		return ret;
 	hdr = area;

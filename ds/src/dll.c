@@ -79,6 +79,7 @@
 #include <pm/pool.h>
 #include <pm/ptr.h>
 
+#include "mcas_bind.h"
 #include "node_cache.h"
 #include "node_word.h"
 
@@ -351,54 +352,6 @@ ds_dll_contains(struct ds_dll_thread *h, uint64_t key)
 
 /* ---- lists ---- */
 
-/* dll_mcas_ok -- whether @m suits a list of the given kind */
-static int
-dll_mcas_ok(struct mcas *m, bool persistent)
-{
-	if (m == NULL)
-		return pm_error_set(-EINVAL, "ds_dll: no MCAS instance");
-	if (mcas_is_persistent(m) != persistent)
-		return pm_error_set(-EINVAL, "ds_dll: a %s list needs a %s MCAS instance",
-			persistent ? "persistent" : "volatile",
-			persistent ? "persistent" : "volatile");
-	if ((mcas_value_mask(m) & ~MCAS_VALUE_PORTABLE_MASK) != 0)
-		return pm_error_set(-EINVAL, "ds_dll: MCAS algorithm %s reserves bits beyond "
-			"MCAS_VALUE_PORTABLE_MASK (mask %#llx)",
-			mcas_algorithm_name(mcas_algorithm_of(m)),
-			(unsigned long long)mcas_value_mask(m));
-	return 0;
-}
-
-/*
- * dll_probe_pool -- whether @word may be an MCAS target of @m, i.e. @m is an
- * instance in the pool holding @word. mcas.h has no getter for an
- * instance's pool; mcas_desc_add() checks exactly this (-ERANGE), and an
- * abandoned descriptor leaves nothing behind (its record may be rewritten
- * with status ACTIVE and no targets, which recovery ignores).
- */
-static int
-dll_probe_pool(struct mcas *m, uint64_t *word)
-{
-	struct mcas_thread *t;
-	struct mcas_desc *d;
-	int ret = mcas_thread_register(m, &t);
-
-	if (ret != 0)
-		return pm_error_set(ret,
-			"ds_dll: cannot register a thread on the MCAS instance: %d", ret);
-	ret = mcas_desc_begin(t, &d);
-	if (ret == 0) {
-		ret = mcas_desc_add(d, word, 0, 0);
-		mcas_desc_abandon(d);
-	}
-	mcas_thread_unregister(&t);
-	if (ret == -ERANGE)
-		return pm_error_set(-EINVAL, "ds_dll: the MCAS instance is not in the list's pool");
-	if (ret != 0)
-		return pm_error_set(ret, "ds_dll: probing the MCAS instance failed: %d", ret);
-	return 0;
-}
-
 /* dll_new -- a list's volatile part: its nodes are the @capacity at
  * @arena, or volatile slabs if @arena is NULL */
 static int
@@ -451,7 +404,7 @@ ds_dll_new(struct ds_dll **out, struct mcas *m)
 	pm_error_clear();
 	if (out == NULL)
 		return pm_error_set(-EINVAL, "ds_dll_new: no output pointer");
-	ret = dll_mcas_ok(m, false);
+	ret = ds__mcas_bind(m, NULL, 0, 0, 0, "ds_dll", "list", NULL);
 	if (ret != 0)
 		return ret;
 	ret = dll_new(&l, m, NULL, 0);
@@ -480,17 +433,13 @@ ds_dll_pmem_area_size(uint64_t capacity)
 }
 
 /* dll_pmem_new -- a persistent list bound to @m, @pool and the area at
- * @hdr (create and open): check that @m belongs to @pool, then attach */
+ * @hdr (create and open; ds__mcas_bind checked them) */
 static int
 dll_pmem_new(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	struct ds_dll_pmem_header *hdr, uint64_t capacity)
 {
 	struct ds_dll *l = NULL;
-	int ret = dll_probe_pool(m, &((struct ds_dll_node *)(hdr + 1))->next);
-
-	if (ret != 0)
-		return ret;
-	ret = dll_new(&l, m, (struct ds_dll_node *)(hdr + 1) + 2, capacity);
+	int ret = dll_new(&l, m, (struct ds_dll_node *)(hdr + 1) + 2, capacity);
 	if (ret != 0)
 		return ret;
 	l->pool = pool;
@@ -501,27 +450,6 @@ dll_pmem_new(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	l->tail = &l->arena[1];
 	l->capacity = capacity;
 	*out = l;
-	return 0;
-}
-
-/* dll_pmem_area -- locate the area and check the instance (create and open) */
-static int
-dll_pmem_area(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t len,
-	void **area)
-{
-	int ret;
-
-	if (pool == NULL)
-		return pm_error_set(-EINVAL, "ds_dll: no pool");
-	if (area_off % DS_DLL_NODE_SIZE != 0)
-		return pm_error_set(-EINVAL, "ds_dll: area offset %#llx is not 64-byte aligned",
-			(unsigned long long)area_off);
-	ret = dll_mcas_ok(m, true);
-	if (ret != 0)
-		return ret;
-	if (pm_pool_ptr(pool, area_off, len, area) != 0)
-		return pm_error_set(-ERANGE, "ds_dll: area [%#llx, +%zu) is not inside the pool",
-			(unsigned long long)area_off, len);
 	return 0;
 }
 
@@ -542,7 +470,7 @@ ds_dll_pmem_create(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 		return pm_error_set(-EINVAL, "ds_dll_pmem_create: capacity %llu is not in 1..%llu",
 			(unsigned long long)capacity,
 			(unsigned long long)DS_DLL_PMEM_MAX_CAPACITY);
-	ret = dll_pmem_area(m, pool, area_off, len, &area);
+	ret = ds__mcas_bind(m, pool, area_off, len, DS_DLL_NODE_SIZE, "ds_dll", "list", &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
@@ -647,7 +575,8 @@ ds_dll_pmem_open(struct ds_dll **out, struct mcas *m, struct pm_pool *pool,
 	pm_error_clear();
 	if (out == NULL)
 		return pm_error_set(-EINVAL, "ds_dll_pmem_open: no output pointer");
-	ret = dll_pmem_area(m, pool, area_off, sizeof(*hdr), &area);
+	ret = ds__mcas_bind(m, pool, area_off, sizeof(*hdr), DS_DLL_NODE_SIZE, "ds_dll",
+		"list", &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;

@@ -303,6 +303,13 @@ mcas_is_persistent(const struct mcas *m)
 	return m->persistent;
 }
 
+bool
+mcas_covers(const struct mcas *m, const void *addr, size_t len)
+{
+	return !m->persistent ||
+		pm_off_in_range(pm_off_from_addr(m->base, addr), len, m->size);
+}
+
 uint64_t
 mcas_value_mask(const struct mcas *m)
 {

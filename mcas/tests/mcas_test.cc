@@ -299,6 +299,15 @@ TEST(Persistent, ValuesSurviveReopen)
 	EXPECT_EQ(p.words[2], 24u);
 	EXPECT_TRUE(mcas_is_persistent(p.m));
 	EXPECT_EQ(mcas_algorithm_of(p.m), MCAS_ALG_AOPT);
+	// mcas_covers says what mcas_desc_add accepts: the pool, not beyond.
+	EXPECT_TRUE(mcas_covers(p.m, &p.words[0], 3 * sizeof(uint64_t)));
+	EXPECT_FALSE(mcas_covers(p.m, &outside, sizeof(outside)));
+}
+
+TEST_F(Volatile, CoversAnyAddress)
+{
+	uint64_t word = 0;
+	EXPECT_TRUE(mcas_covers(m, &word, sizeof(word)));
 }
 
 // Recovery after an "unclean" stop: descriptors still installed (a thread

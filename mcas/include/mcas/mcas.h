@@ -249,6 +249,17 @@ enum mcas_algorithm mcas_algorithm_of(const struct mcas *m);
 bool mcas_is_persistent(const struct mcas *m);
 
 /**
+ * mcas_covers -- whether the @len bytes at @addr may hold target words of
+ * @m: for a persistent instance, whether they lie in its pool (the check
+ * mcas_desc_add() makes, -ERANGE); a volatile instance covers any address.
+ * Structures built on @m check their area with it once, at create or open.
+ * Return: true if covered.
+ * Thread-safety: any thread.
+ * Ordering: none (reads fields fixed at creation).
+ */
+bool mcas_covers(const struct mcas *m, const void *addr, size_t len);
+
+/**
  * mcas_value_mask -- the low bits @m reserves in target words; a value with
  * any of them set cannot be stored by MCAS.
  * Return: the mask (1, 3 or 7).
