@@ -2,7 +2,9 @@
 // kv/tests/index_crash_test.cc -- the crash simulator (pm/crashsim.h) over
 // every crash point of small single-client sequences on three local nodes:
 // inserts that fill the root and split it, removes, and inserts again after
-// removes (records and slots reused). Every node crashes at once (the whole
+// removes (records and slots reused); and kv_index_create itself followed by
+// inserts, on regions that were zero (nothing durable but what create
+// persists). Every node crashes at once (the whole
 // index memory is one crash image); at each image, what a client reading
 // all three nodes would conclude must hold every completed operation, at
 // most one slot per mapping, and nothing but the operation in flight may be
@@ -11,6 +13,7 @@
 // The index regions are the client's own mappings of the pool files (the
 // local backend shares one mapping per file in a process); the in-process
 // nodes are closed before the run, so those are the only mappings.
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@
 
 #include <kv/index.h>
 #include <pm/crashsim.h>
+#include <rdma/rdma.h>
 
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
@@ -50,11 +54,19 @@ struct Run {
 	KeyStore *keys = nullptr;
 	std::vector<Op> ops;
 	size_t done = 0; // operations that returned (read by the checks)
+	const kv_index_config *create = nullptr; // the workload creates the index first
+	bool created = true; // kv_index_create returned (read by the checks)
 };
 
 int Workload(void *arg)
 {
 	auto *r = static_cast<Run *>(arg);
+	if (r->create != nullptr) {
+		int ret = kv_index_create(&r->ix, r->create);
+		if (ret != 0)
+			return ret;
+		r->created = true;
+	}
 	for (const Op &op : r->ops) {
 		std::string k = Key(op.key);
 		int ret = op.insert ? kv_index_insert(r->ix, k.data(), k.size(), op.loc, nullptr) :
@@ -89,8 +101,13 @@ int Check(void *arg, char *msg, size_t len)
 		unsigned present = 0, maybe = 0;
 		int ret = kv__ix_test_offline(r->regions.data(), 3, k.data(), k.size(), loc, &present,
 			&maybe);
+		// Before create returned there may be no index yet; whatever
+		// there is must not map a key no insert has started on.
+		if (ret != 0 && !r->created)
+			return 0;
 		if (ret != 0) {
-			snprintf(msg, len, "offline read failed: %d", ret);
+			snprintf(msg, len, "offline read failed%s: %d",
+				r->create != nullptr ? " after kv_index_create returned" : "", ret);
 			return 1;
 		}
 		bool mapped = model.count(key) != 0 && model[key] == loc;
@@ -117,13 +134,37 @@ int Check(void *arg, char *msg, size_t len)
 	return 0;
 }
 
-void CrashSequence(const std::string &name, const std::vector<Op> &ops)
+// Where this process maps region 0 (the index) of each node of @group,
+// before any index exists there: a marker written through a connection
+// finds the mapping, then the region is zeroed again. The KeyStore's
+// connections keep the local backend's mappings alive.
+void FindEmptyIndexRegions(const LocalGroup &group, std::vector<void *> *out)
+{
+	static const char marker[8] = { 'I', 'X', 'C', 'R', 'E', 'A', 'T', 'E' };
+	for (unsigned i = 0; i < 3; i++) {
+		rdma_conn *c = nullptr;
+		ASSERT_EQ(rdma_conn_open(&c, group.Uris()[i].c_str(), nullptr), 0) << pm_errormsg();
+		rdma_batch b;
+		rdma_batch_init(&b);
+		ASSERT_EQ(rdma_batch_write(&b, 0, 0, marker, sizeof(marker)), 0);
+		ASSERT_EQ(rdma_execute(c, &b), 0);
+		out->push_back(kvtest::MappedRegion(group.Path(i), marker));
+		ASSERT_NE(out->back(), nullptr) << group.Path(i);
+		memset(out->back(), 0, sizeof(marker));
+		rdma_conn_close(&c);
+	}
+}
+
+// @create: kv_index_create runs inside the crash run, on zeroed regions.
+void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool create = false)
 {
 	LocalGroup group(3, name, kRegion);
 	KeyStore keys(group.Uris());
 	IndexConfig cfg(group.Uris(), &keys, 1);
 	kv_index *ix = nullptr;
-	ASSERT_EQ(kv_index_create(&ix, &cfg.cfg), 0) << pm_errormsg();
+	if (!create) {
+		ASSERT_EQ(kv_index_create(&ix, &cfg.cfg), 0) << pm_errormsg();
+	}
 	for (const Op &op : ops)
 		ASSERT_TRUE(keys.Put(op.loc, Key(op.key)));
 	for (unsigned i = 0; i < 3; i++)
@@ -132,10 +173,18 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops)
 	r.ix = ix;
 	r.keys = &keys;
 	r.ops = ops;
-	for (unsigned i = 0; i < 3; i++) {
-		// The index region starts with the index superblock's magic.
-		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVIDX1"));
-		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
+	if (create) {
+		r.create = &cfg.cfg;
+		r.created = false;
+		FindEmptyIndexRegions(group, &r.regions);
+		if (::testing::Test::HasFatalFailure())
+			return;
+	} else {
+		for (unsigned i = 0; i < 3; i++) {
+			// The index region starts with the index superblock's magic.
+			r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVIDX1"));
+			ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
+		}
 	}
 
 	std::vector<pmtest::Region> regions;
@@ -146,12 +195,13 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops)
 	const pm_crashsim_stats &st = cr.st;
 	EXPECT_EQ(cr.ret, 0) << cr.report << " " << pm_errormsg();
 	EXPECT_EQ(r.done, ops.size());
+	EXPECT_TRUE(r.created);
 	EXPECT_EQ(st.points, st.events + 1) << "every crash point";
 	EXPECT_GT(st.images, st.points);
 	::testing::Test::RecordProperty("crash_points", std::to_string(st.points));
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
-	kv_index_close(&ix);
+	kv_index_close(&r.ix);
 }
 
 // Inserts that fill the root and split it, then removes and re-inserts.
@@ -166,6 +216,17 @@ TEST(IndexCrash, InsertSplitRemoveReinsert)
 	for (unsigned k = 0; k < 18; k += 5)
 		ops.push_back({ true, k, KeyStore::Loc(1, next++) });
 	CrashSequence("ix-split", ops);
+}
+
+// kv_index_create on zeroed regions, then a few inserts: once create has
+// returned, the superblocks and the root it wrote are durable on every
+// image (nothing of them was durable before the run).
+TEST(IndexCrash, CreateThenInsert)
+{
+	std::vector<Op> ops;
+	for (unsigned k = 0; k < 3; k++)
+		ops.push_back({ true, k, KeyStore::Loc(1, k) });
+	CrashSequence("ix-create", ops, true);
 }
 
 } // namespace
