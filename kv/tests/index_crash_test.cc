@@ -13,7 +13,6 @@
 // The index regions are the client's own mappings of the pool files (the
 // local backend shares one mapping per file in a process); the in-process
 // nodes are closed before the run, so those are the only mappings.
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,7 +21,6 @@
 
 #include <kv/index.h>
 #include <pm/crashsim.h>
-#include <rdma/rdma.h>
 
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
@@ -134,27 +132,6 @@ int Check(void *arg, char *msg, size_t len)
 	return 0;
 }
 
-// Where this process maps region 0 (the index) of each node of @group,
-// before any index exists there: a marker written through a connection
-// finds the mapping, then the region is zeroed again. The KeyStore's
-// connections keep the local backend's mappings alive.
-void FindEmptyIndexRegions(const LocalGroup &group, std::vector<void *> *out)
-{
-	static const char marker[8] = { 'I', 'X', 'C', 'R', 'E', 'A', 'T', 'E' };
-	for (unsigned i = 0; i < 3; i++) {
-		rdma_conn *c = nullptr;
-		ASSERT_EQ(rdma_conn_open(&c, group.Uris()[i].c_str(), nullptr), 0) << pm_errormsg();
-		rdma_batch b;
-		rdma_batch_init(&b);
-		ASSERT_EQ(rdma_batch_write(&b, 0, 0, marker, sizeof(marker)), 0);
-		ASSERT_EQ(rdma_execute(c, &b), 0);
-		out->push_back(kvtest::MappedRegion(group.Path(i), marker));
-		ASSERT_NE(out->back(), nullptr) << group.Path(i);
-		memset(out->back(), 0, sizeof(marker));
-		rdma_conn_close(&c);
-	}
-}
-
 // @create: kv_index_create runs inside the crash run, on zeroed regions.
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool create = false)
 {
@@ -173,12 +150,14 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool cre
 	r.ix = ix;
 	r.keys = &keys;
 	r.ops = ops;
+	std::vector<rdma_conn *> conns;
 	if (create) {
 		r.create = &cfg.cfg;
 		r.created = false;
-		FindEmptyIndexRegions(group, &r.regions);
-		if (::testing::Test::HasFatalFailure())
-			return;
+		std::vector<std::string> paths = { group.Path(0), group.Path(1), group.Path(2) };
+		std::string why;
+		ASSERT_TRUE(kvtest::EmptyRegions(group.Uris(), paths, 1, &r.regions, &conns, &why))
+			<< why;
 	} else {
 		for (unsigned i = 0; i < 3; i++) {
 			// The index region starts with the index superblock's magic.
@@ -202,6 +181,8 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool cre
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
 	kv_index_close(&r.ix);
+	for (rdma_conn *&c : conns)
+		rdma_conn_close(&c);
 }
 
 // Inserts that fill the root and split it, then removes and re-inserts.

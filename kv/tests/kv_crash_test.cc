@@ -97,6 +97,10 @@ struct Run {
 	size_t done2 = 0;
 	bool life2 = false;
 	std::string err2; // why the second life itself failed
+	// The workload runs kv_create and kv_open first (CreateThenWrite):
+	// created is set once kv_create returned.
+	bool create = false;
+	bool created = true;
 };
 
 kv_config Config(const Run &r)
@@ -166,9 +170,34 @@ int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done)
 	return 0;
 }
 
+// The id the store's only client claimed (on node 0 as anywhere), or ~0u.
+unsigned ClaimedId(const Run &r)
+{
+	auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
+	auto *ids = reinterpret_cast<const uint64_t *>(static_cast<char *>(r.regions[1]) + sb->id_off);
+	for (unsigned id = 0; id < sb->max_clients; id++)
+		if (ids[id] != 0)
+			return id;
+	return ~0u;
+}
+
 int Workload(void *arg)
 {
 	auto *r = static_cast<Run *>(arg);
+	if (r->create) {
+		kv_config cfg = Config(*r);
+		int ret = kv_create(&cfg);
+		if (ret != 0)
+			return ret;
+		r->created = true;
+		// Its deadlines run on the wall clock while crash points are
+		// checked.
+		cfg.timeout_ms = 3600u * 1000u;
+		ret = kv_open(&r->c, &cfg);
+		if (ret != 0)
+			return ret;
+		r->id = ClaimedId(*r);
+	}
 	return RunOps(r->c, r->ops, &r->done);
 }
 
@@ -184,6 +213,10 @@ constexpr uint64_t kDeadClaim = UINT64_C(0xdead0001);
 
 void HandOverCrashedId(const Run &r)
 {
+	// No client had its id yet (a crash inside create or the first open):
+	// the ids are as create and that open left them.
+	if (r.id == ~0u)
+		return;
 	for (size_t i = 1; i < r.regions.size(); i += 2) {
 		auto *sb = static_cast<const kv_st_super *>(r.regions[i]);
 		auto *ids = reinterpret_cast<uint64_t *>(static_cast<char *>(r.regions[i]) + sb->id_off);
@@ -335,6 +368,10 @@ int Check(void *arg, char *msg, size_t len)
 			snprintf(msg, len, "second crash: %s%s", r->err2.c_str(), cr.report.c_str());
 		return cr.ret != 0;
 	}
+	// Before kv_create returned there may be no store: nothing to check
+	// (an open would wait its whole timeout for a majority).
+	if (!r->created)
+		return 0;
 	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
 	char when[64];
@@ -383,7 +420,42 @@ int Check(void *arg, char *msg, size_t len)
 // and at each a second life running @ops2, crashed at one point in
 // @one_in2.
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
-	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1)
+	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1);
+
+// kv_create and kv_open inside the crash run, on regions that were zero,
+// then @ops: once create returned, what it wrote is durable on every image
+// and a client opens and finds every completed operation.
+void CrashCreate(const std::string &name, const std::vector<Op> &ops)
+{
+	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
+	std::vector<std::string> uris = group.Uris();
+	Run r;
+	for (const auto &u : uris)
+		r.uris.push_back(u.c_str());
+	r.ops = ops;
+	r.create = true;
+	r.created = false;
+	r.id = ~0u;
+	for (unsigned i = 0; i < 3; i++)
+		group.Close(i);
+	std::vector<std::string> paths = { group.Path(0), group.Path(1), group.Path(2) };
+	std::vector<rdma_conn *> conns;
+	std::string why;
+	ASSERT_TRUE(kvtest::EmptyRegions(uris, paths, 2, &r.regions, &conns, &why)) << why;
+	pmtest::CrashRun cr = Simulate(&r, name.c_str(), 1, 3, Workload, Check);
+	EXPECT_EQ(cr.ret, 0) << cr.report;
+	EXPECT_TRUE(r.created);
+	EXPECT_EQ(r.done, ops.size());
+	EXPECT_EQ(cr.st.points, cr.st.events + 1) << "every crash point";
+	printf("%s: %llu crash points, %llu images\n", name.c_str(),
+		(unsigned long long)cr.st.points, (unsigned long long)cr.st.images);
+	EXPECT_EQ(kv_close(&r.c), 0);
+	for (rdma_conn *&c : conns)
+		rdma_conn_close(&c);
+}
+
+void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
+	const std::vector<Op> &ops2, unsigned one_in, unsigned one_in2)
 {
 	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
 	std::vector<std::string> uris = group.Uris();
@@ -412,12 +484,7 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVSTO1"));
 		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
 	}
-	// The only client holds the only claimed id (on node 0 as anywhere).
-	auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
-	auto *ids = reinterpret_cast<const uint64_t *>(static_cast<char *>(r.regions[1]) + sb->id_off);
-	for (unsigned id = 0; id < sb->max_clients; id++)
-		if (ids[id] != 0)
-			r.id = id;
+	r.id = ClaimedId(r);
 	ASSERT_NE(r.id, ~0u) << "no client id claimed";
 
 	r.reuse = !ops2.empty();
@@ -483,6 +550,13 @@ TEST(KvCrash, InsertsAndUpdates)
 TEST(KvCrash, UpdateDeleteReinsertPutGets)
 {
 	CrashSequence("kv-crash-2", Sequence(), kHalf);
+}
+
+TEST(KvCrash, CreateThenWrite)
+{
+	std::vector<Op> ops = Sequence();
+	ops.resize(2);
+	CrashCreate("kv-crash-create", ops);
 }
 
 // Crash, take the crashed id, write, crash again (issue 20): at sampled
