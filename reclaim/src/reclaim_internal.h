@@ -235,6 +235,12 @@ struct reclaim_domain {
 	pthread_mutex_t rooster_lock;
 	pthread_cond_t rooster_cond;
 	bool rooster_stop;
+#ifdef RECLAIM_TESTING
+	/* reclaim__test_hold_roosters(): while rooster_hold, a rooster that
+	 * wakes records nothing and parks (rooster_parked counts them). */
+	bool rooster_hold;
+	unsigned rooster_parked;
+#endif
 	unsigned nroosters;
 	struct reclaim__rooster *roosters;
 };

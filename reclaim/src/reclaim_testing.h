@@ -9,6 +9,8 @@
 #ifndef RECLAIM_TESTING_H
 #define RECLAIM_TESTING_H
 
+#include <stdbool.h>
+
 #include <reclaim/reclaim.h>
 
 #ifdef __cplusplus
@@ -35,6 +37,16 @@ int reclaim__test_task_dir(struct reclaim_domain *d, const char *path);
  * Return: 0, or -ENOSPC.
  */
 int reclaim__test_claim(struct reclaim_domain *d);
+
+/*
+ * reclaim__test_hold_roosters -- @hold: wake every rooster of @d and park
+ * it, returning once all are parked; a parked rooster records no wake-up,
+ * so no node retired from now on becomes old enough (Cadence) until the
+ * roosters are let go. !@hold: let them go (they record their next wake-up
+ * as usual). reclaim_domain_delete() stops parked roosters too.
+ * Return: 0; -EINVAL if @d has no roosters.
+ */
+int reclaim__test_hold_roosters(struct reclaim_domain *d, bool hold);
 
 #endif /* RECLAIM_TESTING */
 

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "reclaim_internal.h"
+#include "reclaim_testing.h"
 
 /* Highest CPU number accepted from /sys (the kernel's limit is 8192). */
 #define RECLAIM_MAX_CPU 65536
@@ -93,6 +94,16 @@ reclaim_rooster_main(void *arg)
 		(void)pthread_cond_timedwait(&d->rooster_cond, &d->rooster_lock, &ts);
 		if (d->rooster_stop)
 			break;
+#ifdef RECLAIM_TESTING
+		if (d->rooster_hold) {
+			d->rooster_parked++;
+			pthread_cond_broadcast(&d->rooster_cond);
+			while (d->rooster_hold && !d->rooster_stop)
+				pthread_cond_wait(&d->rooster_cond, &d->rooster_lock);
+			d->rooster_parked--;
+			continue;
+		}
+#endif
 		if (r->resets_presence)
 			reclaim__qsense_reset_presence(d);
 		if (sched_getcpu() != r->cpu) {
@@ -301,3 +312,21 @@ reclaim__roosters_min_wake(const struct reclaim_domain *d)
 	}
 	return min;
 }
+
+#ifdef RECLAIM_TESTING
+/* reclaim__test_hold_roosters -- park every rooster, or let them go */
+int
+reclaim__test_hold_roosters(struct reclaim_domain *d, bool hold)
+{
+	if (d->nroosters == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&d->rooster_lock);
+	d->rooster_hold = hold;
+	/* Every rooster leaves its sleep now: to park, or to go on. */
+	pthread_cond_broadcast(&d->rooster_cond);
+	while (hold && d->rooster_parked < d->nroosters && !d->rooster_stop)
+		pthread_cond_wait(&d->rooster_cond, &d->rooster_lock);
+	pthread_mutex_unlock(&d->rooster_lock);
+	return 0;
+}
+#endif

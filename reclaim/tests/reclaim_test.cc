@@ -544,29 +544,4 @@ TEST_P(HazardSchemes, HazardPointerProtects)
 INSTANTIATE_TEST_SUITE_P(Hazards, HazardSchemes,
 	testing::Values(RECLAIM_HP, RECLAIM_CADENCE), SchemeName);
 
-// Cadence frees nothing before every rooster has woken after its retirement:
-// with T = 30 s no rooster wakes during the test, so a retired, unprotected
-// node stays. Delete stops the sleeping roosters at once and frees it.
-TEST(Cadence, WaitsForEveryRooster)
-{
-	reclaim_config cfg = TestConfig(RECLAIM_CADENCE);
-	cfg.rooster_interval_us = 30000000;
-	reclaim_domain *d;
-	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
-	reclaim_thread *t;
-	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
-	FreeLog log(1);
-	reclaim_retire(t, NewIdNode(0, &log), FreeIdNode, &log);
-	EXPECT_EQ(reclaim_drain(t), 1u);
-	EXPECT_EQ(log.total.load(), 0u);
-	EXPECT_EQ(Stats(d).rooster_wakeups, 0u);
-	EXPECT_EQ(reclaim_thread_unregister(&t), 0);
-	auto t0 = std::chrono::steady_clock::now();
-	EXPECT_EQ(reclaim_domain_delete(&d), 0);
-	// A hang guard, a third of T: delete must not sleep out the roosters.
-	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
-		<< "delete waited for the sleeping roosters";
-	EXPECT_TRUE(log.AllOnce(1));
-}
-
 } // namespace
