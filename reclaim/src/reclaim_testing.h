@@ -10,6 +10,7 @@
 #define RECLAIM_TESTING_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <reclaim/reclaim.h>
 
@@ -47,6 +48,17 @@ int reclaim__test_claim(struct reclaim_domain *d);
  * Return: 0; -EINVAL if @d has no roosters.
  */
 int reclaim__test_hold_roosters(struct reclaim_domain *d, bool hold);
+
+/*
+ * reclaim__test_min_wake -- the earliest of @d's roosters' last wake-up
+ * times (0 without roosters), on the clock of reclaim__test_now(). Cadence
+ * frees a node retired at time s once s + epsilon is below it, so a test
+ * can pace its retirements by the roosters' progress instead of by sleeps.
+ */
+uint64_t reclaim__test_min_wake(const struct reclaim_domain *d);
+
+/* reclaim__test_now -- the clock retirements are stamped with (ns). */
+uint64_t reclaim__test_now(void);
 
 #endif /* RECLAIM_TESTING */
 

@@ -329,4 +329,16 @@ reclaim__test_hold_roosters(struct reclaim_domain *d, bool hold)
 	pthread_mutex_unlock(&d->rooster_lock);
 	return 0;
 }
+
+uint64_t
+reclaim__test_min_wake(const struct reclaim_domain *d)
+{
+	return reclaim__roosters_min_wake(d);
+}
+
+uint64_t
+reclaim__test_now(void)
+{
+	return reclaim__now();
+}
 #endif
