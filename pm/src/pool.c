@@ -21,15 +21,17 @@
 #include <unistd.h>
 
 #include <libpmemobj.h>
-#include <xxhash.h>
 
+#include <pm/area.h>
 #include <pm/error.h>
 #include <pm/pool.h>
 #include <pm/ptr.h>
 
 #include "pool_testing.h"
 
-#define PM_POOL_MAGIC "DMEMPOOL"
+/* "DMEMPL02" in memory order: the second layout of the header, the first
+ * on pm/area.h (the first, "DMEMPOOL", was pm's own struct). */
+#define PM_POOL_MAGIC UINT64_C(0x32304c504d454d44)
 #define PM_POOL_HDR_SIZE 64
 /* Alignment of the caller's root. PMDK aligns the root object only to 16
  * bytes, so the root starts at the first 64-byte boundary after the header;
@@ -37,14 +39,12 @@
 #define PM_POOL_ALIGN 64
 #define PM_POOL_ROOT_SPAN(root_size) (PM_POOL_HDR_SIZE + PM_POOL_ALIGN + (root_size))
 
-/* The first 64 bytes of the pmemobj root object. */
+/* The first 64 bytes of the pmemobj root object: a pm/area.h header whose
+ * version is the caller's layout version and whose area is the root span. */
 struct pm_pool_hdr {
-	char magic[8];
-	uint32_t version;
-	uint32_t hdr_size;
+	struct pm_area_hdr area;
 	uint64_t root_size;
-	uint64_t checksum; /* XXH3 of the fields above */
-	uint8_t reserved[PM_POOL_HDR_SIZE - 32];
+	uint8_t reserved[PM_POOL_HDR_SIZE - sizeof(struct pm_area_hdr) - 8];
 };
 _Static_assert(sizeof(struct pm_pool_hdr) == PM_POOL_HDR_SIZE, "header is one cache line");
 
@@ -76,13 +76,6 @@ pm_pool_config_init(struct pm_pool_config *cfg)
 	cfg->durability = PM_DURABILITY_AUTO;
 	cfg->file_mode = 0600;
 	cfg->check_timeout_s = 60;
-}
-
-/* pm_pool_hdr_checksum -- checksum of the header fields before it */
-static uint64_t
-pm_pool_hdr_checksum(const struct pm_pool_hdr *hdr)
-{
-	return XXH3_64bits(hdr, offsetof(struct pm_pool_hdr, checksum));
 }
 
 /* pm_pool_config_check -- validate the fields open and create share */
@@ -327,35 +320,42 @@ pm_pool_precheck(const char *path, struct stat *st)
 	return 0;
 }
 
+/* pm_pool_area_type -- what a pool header of @cfg's layout version is */
+static struct pm_area_type
+pm_pool_area_type(const struct pm_pool_config *cfg)
+{
+	return (struct pm_area_type){ "pm pool", PM_POOL_MAGIC, cfg->version,
+		sizeof(struct pm_pool_hdr) };
+}
+
 /* pm_pool_check_header -- validate the pm header at the start of the root */
 static int
 pm_pool_check_header(PMEMobjpool *pop, const struct pm_pool_config *cfg)
 {
 	const struct pm_pool_hdr *hdr = pmemobj_direct(pmemobj_root(pop, 0));
+	struct pm_area_type type = pm_pool_area_type(cfg);
+	int ret;
 
 	if (pmemobj_root_size(pop) < PM_POOL_HDR_SIZE || hdr == NULL)
 		return pm_error_set(PM_E_CORRUPT, "%s: no pm header: not made by pm_pool_create",
 			cfg->path);
-	if (memcmp(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic)) != 0)
-		return pm_error_set(PM_E_CORRUPT,
-			"%s: no pm header magic: pool creation did not complete", cfg->path);
-	if (hdr->checksum != pm_pool_hdr_checksum(hdr) || hdr->hdr_size != PM_POOL_HDR_SIZE)
-		return pm_error_set(PM_E_CORRUPT, "%s: pm header checksum mismatch", cfg->path);
-	if (hdr->version != cfg->version)
-		return pm_error_set(PM_E_VERSION, "%s: layout version %u, expected %u", cfg->path,
-			hdr->version, cfg->version);
+	ret = pm_area_check(&hdr->area, &type, cfg->path);
+	if (ret != 0)
+		return ret;
 	if (hdr->root_size != cfg->root_size)
 		return pm_error_set(PM_E_LAYOUT, "%s: root object is %llu bytes, expected %zu",
 			cfg->path, (unsigned long long)hdr->root_size, cfg->root_size);
-	if (pmemobj_root_size(pop) < PM_POOL_ROOT_SPAN(hdr->root_size))
+	if (hdr->area.area_size != PM_POOL_ROOT_SPAN(hdr->root_size) ||
+			pmemobj_root_size(pop) < PM_POOL_ROOT_SPAN(hdr->root_size))
 		return pm_error_set(PM_E_CORRUPT, "%s: root object smaller than its header says",
 			cfg->path);
 	return 0;
 }
 
 /* pm_pool_wrap -- turn an open PMEMobjpool of @size bytes into a pm_pool:
- * validate its header, resolve durability, register its region. On failure
- * nothing is allocated or registered; the caller closes @pop. */
+ * resolve durability, register its region (the header is the caller's:
+ * checked at open, written next at create). On failure nothing is
+ * allocated or registered; the caller closes @pop. */
 static int
 pm_pool_wrap(PMEMobjpool *pop, size_t size, const struct pm_pool_config *cfg,
 	struct pm_pool **out)
@@ -364,9 +364,6 @@ pm_pool_wrap(PMEMobjpool *pop, size_t size, const struct pm_pool_config *cfg,
 	PMEMoid root;
 	int mode, ret;
 
-	ret = pm_pool_check_header(pop, cfg);
-	if (ret != 0)
-		return ret;
 	pool = calloc(1, sizeof(*pool));
 	if (pool == NULL)
 		return pm_error_set(-ENOMEM, "out of memory");
@@ -507,7 +504,7 @@ static int
 pm_pool_create_at(const char *tmp, size_t size, const struct pm_pool_config *cfg,
 	struct pm_pool **out)
 {
-	struct pm_pool_hdr *hdr;
+	struct pm_area_type type;
 	struct pm_pool *pool;
 	PMEMobjpool *pop;
 	PMEMoid root;
@@ -525,21 +522,17 @@ pm_pool_create_at(const char *tmp, size_t size, const struct pm_pool_config *cfg
 		return pm_error_set(-ENOMEM, "%s: root object of %zu bytes does not fit: %s",
 			cfg->path, cfg->root_size, pmemobj_errormsg());
 	}
-	/* The root is zeroed by PMDK; the header goes in last so a pool that
-	 * lost it is recognisable as such. */
-	hdr = pmemobj_direct(root);
-	memcpy(hdr->magic, PM_POOL_MAGIC, sizeof(hdr->magic));
-	hdr->version = cfg->version;
-	hdr->hdr_size = PM_POOL_HDR_SIZE;
-	hdr->root_size = cfg->root_size;
-	hdr->checksum = pm_pool_hdr_checksum(hdr);
-	pmemobj_persist(pop, hdr, sizeof(*hdr));
-
 	ret = pm_pool_wrap(pop, size, cfg, &pool);
 	if (ret != 0) {
 		pmemobj_close(pop);
 		return ret;
 	}
+	/* The root is zeroed and durable (PMDK); the header is sealed once
+	 * the region is registered, so its persist takes the pool's
+	 * durability mode. */
+	type = pm_pool_area_type(cfg);
+	pool->hdr->root_size = cfg->root_size;
+	pm_area_seal(&pool->hdr->area, &type, PM_POOL_ROOT_SPAN(cfg->root_size));
 	if (cfg->format != NULL) {
 		ret = cfg->format(pool, cfg->format_ctx);
 		if (ret != 0) {
@@ -642,7 +635,9 @@ pm_pool_open(struct pm_pool **out, const struct pm_pool_config *cfg)
 	if (pop == NULL)
 		return pm_error_set(pm_pool_errno_code(errno), "%s: %s", cfg->path,
 			pmemobj_errormsg());
-	ret = pm_pool_wrap(pop, (size_t)st.st_size, cfg, out);
+	ret = pm_pool_check_header(pop, cfg);
+	if (ret == 0)
+		ret = pm_pool_wrap(pop, (size_t)st.st_size, cfg, out);
 	if (ret != 0)
 		pmemobj_close(pop);
 	return ret;
@@ -691,7 +686,7 @@ pm_pool_root_size(const struct pm_pool *pool)
 uint32_t
 pm_pool_version(const struct pm_pool *pool)
 {
-	return pool->hdr->version;
+	return pool->hdr->area.version;
 }
 
 enum pm_durability

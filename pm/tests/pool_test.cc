@@ -199,7 +199,8 @@ TEST(Pool, InterruptedCreationIsCorrupt)
 	pm_persist(hdr, 8);
 	ASSERT_EQ(pm_pool_close(&pool), 0);
 	EXPECT_EQ(OpenResult(cfg), PM_E_CORRUPT);
-	EXPECT_NE(std::string(pm_errormsg()).find("creation did not complete"), std::string::npos);
+	EXPECT_NE(std::string(pm_errormsg()).find("creation did not finish"), std::string::npos)
+		<< pm_errormsg();
 }
 
 bool Exists(const std::string &path)

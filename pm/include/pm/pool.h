@@ -3,8 +3,9 @@
  * pm/pool.h -- persistent pools: a PMDK libpmemobj pool with a versioned,
  * typed root object, registered with pm/persist.h under a durability mode.
  *
- * Layout. The pmemobj root object starts with a 64-byte pm header (magic,
- * layout version, root size, checksum) followed by the caller's root object.
+ * Layout. The pmemobj root object starts with a 64-byte pm header -- a
+ * pm/area.h header (magic, the caller's layout version, checksum) and the
+ * root size -- followed by the caller's root object.
  *
  * Creation is atomic. pm_pool_create() builds the pool under a temporary
  * name, PATH.creating, writes the header, lets the caller format its root
