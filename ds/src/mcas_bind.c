@@ -15,14 +15,12 @@ ds__mcas_bind(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t le
 	size_t align, const char *what, const char *kind, void **area)
 {
 	bool persistent = area != NULL;
+	int ret;
 
 	if (m == NULL)
 		return pm_error_set(-EINVAL, "%s: no MCAS instance", what);
 	if (persistent && pool == NULL)
 		return pm_error_set(-EINVAL, "%s: no pool", what);
-	if (persistent && area_off % align != 0)
-		return pm_error_set(-EINVAL, "%s: area offset %#llx is not %zu-byte aligned",
-			what, (unsigned long long)area_off, align);
 	if (mcas_is_persistent(m) != persistent)
 		return pm_error_set(-EINVAL, "%s: a %s %s needs a %s MCAS instance", what,
 			persistent ? "persistent" : "volatile", kind,
@@ -34,9 +32,9 @@ ds__mcas_bind(struct mcas *m, struct pm_pool *pool, uint64_t area_off, size_t le
 			(unsigned long long)mcas_value_mask(m));
 	if (!persistent)
 		return 0;
-	if (pm_pool_ptr(pool, area_off, len, area) != 0)
-		return pm_error_set(-ERANGE, "%s: area [%#llx, +%zu) is not inside the pool",
-			what, (unsigned long long)area_off, len);
+	ret = pm_pool_area(pool, area_off, len, align, what, area);
+	if (ret != 0)
+		return ret;
 	if (!mcas_covers(m, *area, len))
 		return pm_error_set(-EINVAL, "%s: the MCAS instance is not in the %s's pool",
 			what, kind);

@@ -161,19 +161,6 @@ mcas_new(struct mcas **out, const struct mcas_config *cfg)
 	return ret == 0 ? 0 : pm_error_set(ret, "mcas_new: out of memory");
 }
 
-/* mcas_area -- locate @area_off of @len bytes in @pool */
-static int
-mcas_area(struct pm_pool *pool, uint64_t area_off, size_t len, void **out)
-{
-	if (area_off % 64 != 0)
-		return pm_error_set(-EINVAL, "mcas: area offset %#llx is not 64-byte aligned",
-			(unsigned long long)area_off);
-	if (pm_pool_ptr(pool, area_off, len, out) != 0)
-		return pm_error_set(-ERANGE, "mcas: area [%#llx, +%zu) is not inside the pool",
-			(unsigned long long)area_off, len);
-	return 0;
-}
-
 /* mcas_attach -- bind instance @m to its pool area */
 static void
 mcas_attach(struct mcas *m, struct pm_pool *pool, struct mcas_pmem_header *hdr)
@@ -201,7 +188,7 @@ mcas_pmem_create(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	if (pool == NULL)
 		return pm_error_set(-EINVAL, "mcas_pmem_create: no pool");
 	len = mcas_pmem_area_size(&c);
-	ret = mcas_area(pool, area_off, len, &area);
+	ret = pm_pool_area(pool, area_off, len, 64, "mcas", &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
@@ -236,7 +223,7 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	pm_error_clear();
 	if (pool == NULL)
 		return pm_error_set(-EINVAL, "mcas_pmem_open: no pool");
-	ret = mcas_area(pool, area_off, sizeof(*hdr), &area);
+	ret = pm_pool_area(pool, area_off, sizeof(*hdr), 64, "mcas", &area);
 	if (ret != 0)
 		return ret;
 	hdr = area;
@@ -254,7 +241,7 @@ mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
 	c.descs_per_thread = hdr->descs_per_thread;
 	if (mcas_config_check(&c, true, &c) != 0 ||
 			hdr->area.area_size != mcas_pmem_area_size(&c) ||
-			mcas_area(pool, area_off, hdr->area.area_size, &area) != 0)
+			pm_pool_area(pool, area_off, hdr->area.area_size, 64, "mcas", &area) != 0)
 		return pm_error_set(PM_E_CORRUPT, "mcas_pmem_open: the header describes an area "
 			"that does not fit the pool");
 	ret = mcas_alloc(&m, &c, (struct mcas_rec *)(hdr + 1));

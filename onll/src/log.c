@@ -180,15 +180,6 @@ onll_checkpoint(struct onll_thread *t)
 
 /* ---- create, open (recovery, alg. 4.5), close ---- */
 
-/* onll_area -- locate @area_off of @len bytes in @pool */
-static int
-onll_area(struct pm_pool *pool, uint64_t area_off, size_t len, void **out)
-{
-	if (area_off % 64 != 0)
-		return -EINVAL;
-	return pm_pool_ptr(pool, area_off, len, out) == 0 ? 0 : -ERANGE;
-}
-
 /* onll_free -- release the volatile object and its trace nodes */
 static void
 onll_free(struct onll *o)
@@ -308,9 +299,9 @@ onll_create(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	pm_error_clear();
 	if (out == NULL || pool == NULL || !onll_type_ok(type) || onll_config_check(cfg, &c) != 0)
 		return pm_error_set(-EINVAL, "onll_create: %s", pm_strerror(-EINVAL));
-	ret = onll_area(pool, area_off, onll_area_size(&c), &area);
+	ret = pm_pool_area(pool, area_off, onll_area_size(&c), 64, "onll_create", &area);
 	if (ret != 0)
-		return pm_error_set(ret, "onll_create: %s", pm_strerror(ret));
+		return ret;
 	hdr = area;
 
 	/* Invalidate the header first, so a crash while formatting a reused
@@ -479,9 +470,9 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	pm_error_clear();
 	if (out == NULL || pool == NULL || !onll_type_ok(type))
 		return pm_error_set(-EINVAL, "onll_open: %s", pm_strerror(-EINVAL));
-	ret = onll_area(pool, area_off, sizeof(*hdr), &area);
+	ret = pm_pool_area(pool, area_off, sizeof(*hdr), 64, "onll_open", &area);
 	if (ret != 0)
-		return pm_error_set(ret, "onll_open: %s", pm_strerror(ret));
+		return ret;
 	hdr = area;
 	ret = pm_area_check(&hdr->area, &onll_area_type, "onll_open");
 	if (ret != 0)
@@ -496,7 +487,7 @@ onll_open(struct onll **out, struct pm_pool *pool, uint64_t area_off,
 	c.checkpoint_every = hdr->checkpoint_every;
 	c.checkpoint_capacity = hdr->checkpoint_capacity;
 	if (onll_config_check(&c, &c) != 0 || hdr->area.area_size != onll_area_size(&c) ||
-	    onll_area(pool, area_off, hdr->area.area_size, &area) != 0)
+	    pm_pool_ptr(pool, area_off, hdr->area.area_size, &area) != 0)
 		return pm_error_set(PM_E_CORRUPT, "onll_open: %s", pm_strerror(PM_E_CORRUPT));
 
 	ret = onll_alloc(&o, pool, hdr, type);

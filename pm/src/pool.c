@@ -732,6 +732,20 @@ pm_pool_ptr(const struct pm_pool *pool, uint64_t off, size_t len, void **out)
 	return 0;
 }
 
+/* pm_pool_area -- an aligned area inside the pool, with a message */
+int
+pm_pool_area(const struct pm_pool *pool, uint64_t off, size_t len, size_t align,
+	const char *who, void **out)
+{
+	if (off % align != 0)
+		return pm_error_set(-EINVAL, "%s: area offset %#llx is not %zu-byte aligned", who,
+			(unsigned long long)off, align);
+	if (pm_pool_ptr(pool, off, len, out) != 0)
+		return pm_error_set(-ERANGE, "%s: area [%#llx, +%zu) is not inside the pool", who,
+			(unsigned long long)off, len);
+	return 0;
+}
+
 /* pm_pool_alloc -- zeroed PMDK allocation returned as an offset */
 int
 pm_pool_alloc(struct pm_pool *pool, size_t size, uint64_t type_num, uint64_t *off)

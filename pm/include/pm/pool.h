@@ -213,6 +213,21 @@ uint64_t pm_pool_off(const struct pm_pool *pool, const void *ptr);
 int pm_pool_ptr(const struct pm_pool *pool, uint64_t off, size_t len, void **out);
 
 /**
+ * pm_pool_area -- locate the area a module's persistent object occupies:
+ * @len bytes at @off, which must be a multiple of @align (a power of two).
+ * @who: the calling function or module, for the message ("mcas").
+ * @out: receives the area's address in this run's mapping.
+ *
+ * What mcas, onll, dll and bztree check at create and open before they read
+ * or format an area (its header then goes through pm/area.h).
+ * Return: 0; -EINVAL if @off is misaligned; -ERANGE if the area leaves the
+ * pool; a message in pm_errormsg() ("@who: ...") on failure.
+ * Thread-safety: any thread.
+ */
+int pm_pool_area(const struct pm_pool *pool, uint64_t off, size_t len, size_t align,
+	const char *who, void **out);
+
+/**
  * pm_pool_alloc -- allocate @size zeroed bytes with PMDK's allocator.
  * @type_num: PMDK type number, for finding objects with pmemobj_first/next.
  * @off: receives the object's offset.
