@@ -212,8 +212,9 @@ ds_hmlist_insert(struct ds_hmlist *l, struct reclaim_thread *t, uint64_t key)
 			node->key = key;
 		}
 		atomic_store_explicit(&node->next, (uintptr_t)right, memory_order_relaxed);
-		/* Release: publishes key and next (pairs with hm_load). Fails
-		 * if left was marked or right is no longer its successor. */
+		/* Release: publishes key and next (pairs with the acquire in
+		 * ds__link_load()). Fails if left was marked or right is no
+		 * longer its successor. */
 		if (ds__link_cas(&left->next, (uintptr_t)right, (uintptr_t)node)) {
 			node = NULL;
 			ret = 1;

@@ -54,7 +54,9 @@ ds__domain_has_hazards(struct reclaim_domain *d, unsigned k)
 /*
  * ds__link_load -- a link word. Acquire pairs with the release CAS (or
  * fetch_or) that installed it, so the fields of a node published by a link
- * are visible to whoever loads the link.
+ * are visible to whoever loads the link. A new node's own link words are
+ * relaxed stores, not releases: they are ordered by the CAS that links the
+ * node, which the reader acquired on its way to the node.
  */
 static inline uintptr_t
 ds__link_load(_Atomic uintptr_t *p)

@@ -417,7 +417,7 @@ ds_nmbst_insert(struct ds_nmbst *b, struct reclaim_thread *t, uint64_t key)
 		atomic_store_explicit(&ni->child[nm_dir(leaf->key, ni->key)], (uintptr_t)leaf,
 			memory_order_relaxed);
 		/* The linearization point. Release: publishes ni and nl (pairs
-		 * with nm_load). */
+		 * with the acquire in ds__link_load()). */
 		if (ds__link_cas(child_addr, (uintptr_t)leaf, (uintptr_t)ni)) {
 			ni = nl = NULL;
 			ret = 1;

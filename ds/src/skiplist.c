@@ -343,7 +343,8 @@ ds_skiplist_insert(struct ds_skiplist *s, struct reclaim_thread *t, uint64_t key
 			atomic_store_explicit(&node->next[i], (uintptr_t)succs[i],
 				memory_order_relaxed);
 		/* The linearization point. Release: publishes key, height,
-		 * state and next[] (pairs with sl_load). */
+		 * state and next[] (pairs with the acquire in
+		 * ds__link_load()). */
 		if (ds__link_cas(&preds[0]->next[0], (uintptr_t)succs[0], (uintptr_t)node))
 			break;
 	}

@@ -565,8 +565,11 @@ reclaim_claim(struct reclaim_domain *d, int tid, uint64_t start)
 			memory_order_relaxed);
 		unsigned hwm = atomic_load_explicit(&d->hwm, memory_order_relaxed);
 		/* seq_cst: a scan that starts after any of this thread's
-		 * later publications (epoch word, hazard pointer), each
-		 * followed by a seq_cst fence, sees the slot below hwm. */
+		 * later fenced publications (the epoch word at the join, an
+		 * HP hazard pointer) sees the slot below hwm. Cadence and
+		 * QSense publish hazard pointers without a fence; there the
+		 * CAS, a locked instruction, is in memory before any later
+		 * store of this thread (x86-64, hazard.c). */
 		while (hwm < i + 1 && !atomic_compare_exchange_weak_explicit(
 				&d->hwm, &hwm, i + 1, memory_order_seq_cst,
 				memory_order_relaxed))

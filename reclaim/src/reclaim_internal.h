@@ -202,7 +202,8 @@ struct reclaim_domain {
 
 	/* Slots [0, hwm) have been claimed at least once; scans stop there.
 	 * Only grows. Grace periods and hazard scans load hwm (and grace
-	 * periods each slot's sw) with seq_cst, after their own fence: the
+	 * periods each slot's sw) with seq_cst (an HP scan after its seq_cst
+	 * fence; grace periods and Cadence scans issue no fence): the
 	 * store-load pattern with the claim's seq_cst CAS of hwm, the
 	 * seq_cst store of ACTIVE and the fence that follows the newcomer's
 	 * first publication (reclaim__store_fenced()). The loads are acquire

@@ -276,7 +276,17 @@ struct mcas_thread *ds_bztree_thread_mcas(struct ds_bztree_thread *h);
  * DS_BZTREE_MAX_HEIGHT). On error the map is unchanged.
  * Persistence: durable on return; a crash before that leaves the key
  * either inserted or not.
- * Ordering: linearizable; the publishing MCAS is sequentially consistent.
+ * Ordering: linearizable. Every MCAS it executes (reservation,
+ * publication, removal, structure change) is seq_cst on success and on
+ * failure (mcas_desc_execute()). The record's key and value are relaxed
+ * stores between the reserving and the publishing MCAS, and a structure
+ * change writes its new nodes (relaxed) before the MCAS that installs them;
+ * that MCAS's seq_cst install CAS is the release, and a reader's mcas_read()
+ * of the leaf's status or the slot's metadata word (a seq_cst load, acquire
+ * on a descriptor's status) that sees it is the other side. The operation
+ * runs inside mcas_guard_enter() (seq_cst epoch store) and
+ * mcas_guard_exit() (release); unlinked nodes are retired with
+ * mcas_retire() after the guard.
  * Progress: lock-free, except that while another thread stalls inside an
  * operation this thread may run out of MCAS descriptors and then waits
  * (yielding, outside any guard) for it, as mcas_desc_begin() requires.
@@ -328,7 +338,12 @@ int ds_bztree_remove(struct ds_bztree_thread *h, uint64_t key);
  * Reads only (mcas_read() inside a guard): the leaf's status, the key's
  * record, and the status again, retrying if the leaf changed in between.
  * Return: 1 if found; 0 if absent; -ELOOP as for ds_bztree_insert().
- * Persistence: what it observed is durable. Ordering: linearizable.
+ * Persistence: what it observed is durable.
+ * Ordering: linearizable; mcas_read() of the root, child, status and
+ * metadata words (seq_cst loads, acquire on a descriptor's status) inside a
+ * guard, and relaxed loads of keys and values, ordered by the mcas_read()
+ * of the status or metadata word that the publishing MCAS wrote (as
+ * ds_bztree_insert()).
  * Progress: lock-free (it retries only after another operation changed
  * the leaf). Thread-safety: as ds_bztree_insert().
  */

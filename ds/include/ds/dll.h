@@ -256,7 +256,14 @@ struct mcas_thread *ds_dll_thread_mcas(struct ds_dll_thread *h);
  * Persistence: durable on return (the node was flushed before the MCAS that
  * links it, and the MCAS is durable on return); a crash before that leaves
  * the key either inserted or not, never a half-linked node.
- * Ordering: linearizable; the linking MCAS is sequentially consistent.
+ * Ordering: linearizable. Every MCAS it executes is seq_cst on success and
+ * on failure (mcas_desc_execute()). The new node's key, prev and next are
+ * relaxed stores before the linking MCAS, whose seq_cst install CAS is the
+ * release; a traversal reaches the node through mcas_read() (a seq_cst load,
+ * acquire on a descriptor's status), the other side, so it reads the key
+ * (a relaxed load) as written. The operation runs inside mcas_guard_enter()
+ * (seq_cst epoch store) and mcas_guard_exit() (release); a removed node is
+ * retired with mcas_retire() after the guard.
  * Progress: lock-free, except that while another thread stalls inside an
  * operation this thread may run out of MCAS descriptors and then waits
  * (yielding, outside any guard) for it, as mcas_desc_begin() requires.
@@ -289,7 +296,11 @@ int ds_dll_remove(struct ds_dll_thread *h, uint64_t key);
  * 1/read_detach_one_in. With neither, it issues no CAS, flush or fence.
  * Return: true if present; false if absent or outside the key range.
  * Persistence: what it observed is durable (mcas_read() guarantees it).
- * Ordering: linearizable; acquire loads. Thread-safety: as ds_dll_insert().
+ * Ordering: linearizable; mcas_read() of the links (seq_cst loads,
+ * acquire on a descriptor's status; a help or detach is a seq_cst CAS)
+ * inside a guard, and relaxed loads of the keys, ordered by the mcas_read()
+ * that found each node (as ds_dll_insert()).
+ * Thread-safety: as ds_dll_insert().
  */
 bool ds_dll_contains(struct ds_dll_thread *h, uint64_t key);
 

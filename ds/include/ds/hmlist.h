@@ -112,8 +112,17 @@ int ds_hmlist_delete(struct ds_hmlist **lp);
  * Return: 1 if @key was inserted; 0 if it was present; -EINVAL if @key is
  * above DS_HMLIST_KEY_MAX or @l or @t is NULL; -ENOMEM if the node cannot be
  * allocated. On error the set is unchanged and nothing is leaked.
- * Ordering: linearizable; the linking CAS is a release (it publishes the
- * node's key), every link is loaded with acquire.
+ * Ordering: linearizable. Every CAS on a link (linking, marking,
+ * unlinking) is acq_rel, acquire on failure; every link is loaded with
+ * acquire, the other side. The new node's key and next are written (plain,
+ * relaxed) before the linking CAS, so a call that reaches the node through
+ * any link reads its key and is ordered after the insert's earlier writes.
+ * A hazard pointer is published (reclaim_protect()) before the acquire
+ * re-load that validates it. The operation runs between reclaim_op_begin()
+ * and reclaim_op_end(), whose order depends on the scheme (reclaim.h). The
+ * unlink before reclaim_retire() is this thread's acq_rel CAS: a locked
+ * instruction, which is what reclaim_retire() needs on x86-64 (in C11 terms
+ * it would have to be seq_cst).
  * Progress: lock-free.
  * Thread-safety: any number of threads concurrently, each with its own @t.
  */

@@ -108,8 +108,17 @@ int ds_nmbst_delete(struct ds_nmbst **bp);
  * flagged but not yet cut off still counts as present); -EINVAL if @key is
  * above DS_NMBST_KEY_MAX or @b or @t is NULL; -ENOMEM if the nodes cannot be
  * allocated. On error the set is unchanged and nothing is leaked.
- * Ordering: linearizable; edge CASes are releases (publishing new nodes),
- * edges are loaded with acquire.
+ * Ordering: linearizable. Every CAS on an edge (insert, injection,
+ * cleanup) is acq_rel, acquire on failure, the tag is set by an acq_rel
+ * fetch_or, and every edge is loaded with acquire, the other side. The new
+ * leaf and internal node are written (plain, relaxed) before the inserting
+ * CAS, so a seek that reaches them reads their keys and children and is
+ * ordered after the insert's earlier writes. A hazard pointer is published
+ * before the acquire re-load that validates it; the operation runs between
+ * reclaim_op_begin() and reclaim_op_end() (reclaim.h). The nodes a cleanup
+ * cuts off are retired after its own acq_rel CAS: a locked instruction,
+ * which is what reclaim_retire() needs on x86-64 (in C11 terms it would have
+ * to be seq_cst).
  * Progress: lock-free.
  * Thread-safety: any number of threads concurrently, each with its own @t.
  */

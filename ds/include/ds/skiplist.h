@@ -131,8 +131,20 @@ unsigned ds_skiplist_levels(const struct ds_skiplist *s);
  * Return: 1 if @key was inserted; 0 if it was present; -EINVAL if @key is
  * above DS_SKIPLIST_KEY_MAX or @s or @t is NULL; -ENOMEM if the node cannot
  * be allocated. On error the set is unchanged and nothing is leaked.
- * Ordering: linearizable; link CASes are releases (they publish the node),
- * links are loaded with acquire.
+ * Ordering: linearizable. Every CAS on a link (linking at any level,
+ * marking, unlinking) is acq_rel, acquire on failure, and every link is
+ * loaded with acquire, the other side. The new node's key, height, state and
+ * next[] are written (plain, relaxed) before the level-0 linking CAS, so a
+ * call that reaches the node through any link reads them and is ordered
+ * after the insert's earlier writes. The inserter's and the remover's
+ * fetch_or on the node's state are acq_rel, so whichever runs the full
+ * delete is ordered after the other's last link or mark. A hazard pointer
+ * is published before the acquire re-load that validates it; the operation
+ * runs between reclaim_op_begin() and reclaim_op_end() (reclaim.h). The full
+ * delete retires the node after a search that saw it unlinked at every
+ * level, some unlinks perhaps by other threads' CASes: reclaim_retire()'s
+ * requirement then holds by x86-64's locked CASes and in-order loads, not by
+ * C11 (which would want a seq_cst fence before the retire).
  * Progress: lock-free.
  * Thread-safety: any number of threads concurrently, each with its own @t.
  */

@@ -246,9 +246,12 @@ int reclaim_domain_new(struct reclaim_domain **out, const struct reclaim_config 
  * Return: 0 (also for @dp or *@dp NULL), or -EBUSY while a live thread is
  * still registered: nothing is freed and *@dp is left as it is.
  * Thread-safety: no thread may use the domain concurrently.
- * Ordering: acquire loads of every slot's state, the other side of
- * the release with which unregistration frees a slot; the caller
- * must be ordered after the last operations (joined threads).
+ * Ordering: acquire loads of the high-water mark and of every slot's
+ * state, the other side of the release stores with which unregistration
+ * (FREE) and eviction (EVICTED) give a slot up after handing its retired
+ * nodes over (so the orphan piles are read without their lock); evicting a
+ * dead thread here is an acq_rel CAS. The caller must be ordered after the
+ * last operations (joined threads).
  */
 int reclaim_domain_delete(struct reclaim_domain **dp);
 
@@ -289,10 +292,17 @@ enum {
  * Return: 0 and *@out (owned by the caller until unregister), -ENOSPC when
  * max_threads are registered, -EEXIST if already registered in @d, -ENOMEM.
  * Thread-safety: any thread, concurrently with everything else on @d.
- * Ordering: the slot is claimed with an acquire CAS (the other side
- * of the previous owner's release) and the thread's epoch and
- * presence announced before it returns, so grace periods that
- * start later wait for it.
+ * Ordering: the slot is claimed with an acquire CAS on its state (the
+ * other side of the release that freed or evicted it), the high-water mark
+ * raised, if needed, with a seq_cst CAS (hazard scans read every slot below
+ * it), then ACTIVE stored seq_cst. QSBR and QSense then announce the global
+ * epoch: a release store and a seq_cst fence before the thread's first node
+ * load, the Dekker pair with a grace period's seq_cst loads of the slot's
+ * state and epoch word, so a grace period that does not see the thread
+ * frees nothing it can reach. EBR announces at each reclaim_op_begin();
+ * urcu-qsbr calls urcu_qsbr_register_thread(). The presence flag is set
+ * relaxed. On failure no slot stays claimed (-ENOMEM gives it back with a
+ * release store).
  */
 int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **out);
 
@@ -314,7 +324,13 @@ int reclaim_thread_register(struct reclaim_domain *d, struct reclaim_thread **ou
  * Thread-safety: only the thread that registered *@tp.
  * Ordering: the slot's state goes to LEAVING with an acq_rel CAS
  * and to FREE with a release store: this thread's reads of nodes
- * happen before frees by a grace period that sees either.
+ * happen before frees by a grace period that sees either (its seq_cst
+ * load of the state). QSBR and QSense also store the epoch word inactive
+ * (release); hazard slots are cleared with release stores, the other side
+ * of a scan's seq_cst loads; the retired nodes go to the orphan piles under
+ * the domain's mutex, which orders them before their adopter's sweep.
+ * urcu-qsbr: liburcu's call_rcu (or synchronize_rcu) and unregistration.
+ * On -ESRCH only a slot found EVICTED is written (a release CAS to FREE).
  */
 int reclaim_thread_unregister(struct reclaim_thread **tp);
 
@@ -326,16 +342,23 @@ int reclaim_thread_unregister(struct reclaim_thread **tp);
  * offline. Under RECLAIM_URCU_QSBR this is liburcu's per-thread state, so
  * it holds for every domain of that scheme the thread is registered in.
  * Thread-safety: only @t's thread, between operations.
- * Ordering: as reclaim_op_end() at a quiescent state: the thread's
- * earlier reads happen before frees of a grace period that sees it
- * offline.
+ * Ordering: hazard slots are cleared with release stores (a scan's
+ * seq_cst loads are the other side); QSBR and QSense store the epoch word
+ * inactive with a release store, so the thread's earlier reads happen
+ * before frees of a grace period that sees it offline (seq_cst load).
+ * No fence. EBR: nothing more (its word is already inactive between
+ * operations). urcu-qsbr: urcu_qsbr_thread_offline().
  */
 void reclaim_thread_offline(struct reclaim_thread *t);
 
 /**
  * reclaim_thread_online -- end an extended quiescent state.
  * Thread-safety: only @t's thread.
- * Ordering: as reclaim_op_begin() (EBR: a full fence).
+ * Ordering: QSBR and QSense announce the global epoch as at
+ * registration: a release store, then a seq_cst fence before the thread's
+ * next node load (the other side: a grace period's seq_cst loads).
+ * urcu-qsbr: urcu_qsbr_thread_online(). EBR, HP, Cadence and none: nothing
+ * (EBR fences at each reclaim_op_begin()).
  */
 void reclaim_thread_online(struct reclaim_thread *t);
 
@@ -350,8 +373,10 @@ void reclaim__op_end_slow(struct reclaim_thread *t);
 
 /**
  * reclaim_op_begin -- the thread starts an operation on the domain's nodes.
- * Ordering: for EBR, a full fence between announcing the epoch and the
- * operation's first load; otherwise nothing.
+ * Ordering: for EBR, a release store of the epoch word and a seq_cst
+ * fence (under TSan a seq_cst store) between announcing the epoch and the
+ * operation's first load, the Dekker pair with a grace period's seq_cst
+ * loads of the word (epoch.c); otherwise nothing.
  * Thread-safety: only @t's thread.
  */
 static inline void
@@ -366,10 +391,18 @@ reclaim_op_begin(struct reclaim_thread *t)
  * to any node. Every Q-th call declares a quiescent state (QSBR, QSense,
  * urcu), which may free nodes retired by this thread; EBR leaves its epoch.
  * Thread-safety: only @t's thread.
- * Ordering: a quiescent state publishes the thread's epoch or
- * presence with a release store: its reads of nodes during the
- * operation happen before any free by a grace period that sees it
- * (acquire); otherwise nothing.
+ * Ordering: EBR, every call: the epoch word's ACTIVE bit is cleared with a
+ * release store, so the operation's reads of nodes happen before any free
+ * by a grace period that sees it (seq_cst load); every Q-th call also an
+ * advance attempt, as reclaim_drain(). At a quiescent state (QSBR;
+ * QSense on its fast path or once every thread is present): an acquire load
+ * of the global epoch (the other side of the advancing seq_cst CAS), then
+ * either a release store of the thread's epoch word, with the same pairing,
+ * or, if the word is current, an advance attempt (seq_cst loads of every
+ * slot's state and word, seq_cst CAS). QSense's presence and fallback flags
+ * are relaxed (they never license a free); in fallback mode with a thread
+ * not present nothing else is stored. urcu-qsbr:
+ * urcu_qsbr_quiescent_state(). HP, Cadence and none: nothing.
  */
 static inline void
 reclaim_op_end(struct reclaim_thread *t)
@@ -386,11 +419,14 @@ reclaim_op_end(struct reclaim_thread *t)
  * The caller must then check that @p is still reachable (see
  * reclaim_needs_validation()) before dereferencing it, and must have held a
  * protected or otherwise safe reference to whatever it loaded @p from.
- * Ordering: release store; under HP then a seq_cst fence, which makes
- * Michael's store-load pattern hold in C11 whatever the order of the
- * caller's validation load. Under Cadence and QSense the validation may be
- * reordered before the store; that is the point of the roosters, and it is
- * sound on x86-64 only (see Platform above).
+ * Ordering: release store (the other side: a scan's seq_cst, hence
+ * acquire, load of the slot); under HP then a seq_cst fence (under TSan a
+ * seq_cst exchange instead), which pairs with the seq_cst fence that starts
+ * an HP scan (hazard.c) and makes Michael's store-load pattern hold in C11
+ * whatever the order of the caller's validation load. Under Cadence and
+ * QSense there is no fence and the validation may be reordered before the
+ * store; that is the point of the roosters, and it is sound on x86-64 only
+ * (see Platform above).
  * Thread-safety: only @t's thread, inside an operation.
  */
 static inline void
@@ -446,9 +482,17 @@ reclaim_needs_validation(const struct reclaim_thread *t)
  * @node is not retired either.
  * Ordering: the caller's unlink of @node must be ordered before this call by
  * a seq_cst read-modify-write or a seq_cst fence: the epoch schemes read the
- * global epoch here and must not read one older than at the unlink
- * (reclaim/src/domain.c). On x86-64 every locked instruction, so every CAS
- * of any memory order, is such a barrier.
+ * global epoch here (a seq_cst load) and must not read one older than at the
+ * unlink (reclaim/src/domain.c); Cadence and QSense take the timestamp after
+ * it. On x86-64 every locked instruction, so every CAS of any memory order,
+ * is such a barrier; where another thread's CAS unlinked @node, x86-64's
+ * in-order loads make a load of the caller's that saw the unlink enough
+ * (C11 alone would need a seq_cst fence after that load). The entry is
+ * appended with a release store of the list's length (the other side: an
+ * evictor's acquire). Then HP and Cadence scan every R-th call, EBR tries
+ * to advance the epoch every R-th call, QSense scans in fallback mode (every
+ * R-th call, and when its list reaches C), each ordered as reclaim_drain()
+ * says; QSBR and urcu-qsbr only append. On failure nothing is stored.
  * Thread-safety: only @t's thread (inside or outside an operation). Each
  * node is retired once.
  */
@@ -460,8 +504,15 @@ int reclaim_retire(struct reclaim_thread *t, void *node, reclaim_free_fn fn, voi
  * Never waits for other threads.
  * Return: how many of this thread's retired nodes are still waiting.
  * Thread-safety: only @t's thread, between operations.
- * Ordering: as reclaim_op_end() at a quiescent state, plus a hazard
- * scan's seq_cst fence where the scheme has them.
+ * Ordering: QSBR and urcu-qsbr: a quiescent state, as reclaim_op_end().
+ * EBR: an advance attempt only (seq_cst loads of every slot's state and
+ * epoch word, seq_cst CAS of the global epoch; the thread's word is not
+ * touched). HP: a scan that starts with a seq_cst fence, then seq_cst loads
+ * of the high-water mark and every hazard slot. Cadence: a scan with no
+ * fence: acquire loads of the roosters' wake times (the other side of
+ * their release stores), then the same seq_cst loads. QSense: a quiescent
+ * state in either mode, then the Cadence scan. A scan with nothing retired
+ * does nothing. None: a relaxed load of the list length.
  */
 size_t reclaim_drain(struct reclaim_thread *t);
 
@@ -512,7 +563,8 @@ struct reclaim_stats {
  * liveness checks).
  * Thread-safety: any thread; the fields are read one by one (relaxed), so
  * a snapshot taken while threads run is approximate.
- * Ordering: relaxed loads, field by field.
+ * Ordering: relaxed loads, field by field (the high-water mark with
+ * acquire).
  */
 void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out);
 
