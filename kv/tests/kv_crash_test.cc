@@ -101,6 +101,10 @@ struct Run {
 	// created is set once kv_create returned.
 	bool create = false;
 	bool created = true;
+	// Check also writes a multi-slot value where the recovered log
+	// resumes (off inside a second life's check of the first life, which
+	// CheckKeys alone covers there, to keep the nested runs short).
+	bool overwrite_log = true;
 };
 
 kv_config Config(const Run &r)
@@ -325,6 +329,7 @@ int CheckSecondLife(void *arg, char *msg, size_t len)
 	if (!r->life2) {
 		Run first = *r;
 		first.reuse = false;
+		first.overwrite_log = false;
 		return Check(&first, msg, len);
 	}
 	std::map<std::string, State> model = ModelAfter(r->start2, r->ops2, r->done2);
@@ -356,6 +361,28 @@ pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned ma
 	if (cr.ret != 0)
 		cr.report += std::string(" ") + pm_errormsg();
 	return cr;
+}
+
+// Write a new key whose value takes several log slots: written where the
+// recovered client's log resumes, it overwrites every buffer the crashed
+// client wrote after its last durable mark, so a mark counted before it was
+// durable shows as a lost value in the CheckKeys that follows. 0, or 1 with
+// the reason in @msg.
+int PutOverLog(kv_client *c, std::map<std::string, State> *model, size_t done,
+	const std::string &k, char *msg, size_t len)
+{
+	const std::string z = "zz", zv(4000, 'z');
+	char when[96];
+	int ret = kv_put(c, z.data(), z.size(), zv.data(), zv.size());
+	if (ret != 0) {
+		snprintf(msg, len, "put %s on the image after %zu ops and a put of %s: %s (%s)",
+			z.c_str(), done, k.c_str(), pm_strerror(ret), pm_errormsg());
+		return 1;
+	}
+	(*model)[z] = zv;
+	snprintf(when, sizeof(when), "after %zu ops and puts of %s and %s", done, k.c_str(),
+		z.c_str());
+	return CheckKeys(c, *model, nullptr, when, msg, len);
 }
 
 int Check(void *arg, char *msg, size_t len)
@@ -403,6 +430,10 @@ int Check(void *arg, char *msg, size_t len)
 	model[k] = v;
 	snprintf(when, sizeof(when), "after %zu ops and a put of %s", r->done, k.c_str());
 	if (CheckKeys(c, model, nullptr, when, msg, len) != 0) {
+		kv_close(&c);
+		return 1;
+	}
+	if (r->overwrite_log && PutOverLog(c, &model, r->done, k, msg, len) != 0) {
 		kv_close(&c);
 		return 1;
 	}
@@ -557,6 +588,22 @@ TEST(KvCrash, CreateThenWrite)
 	std::vector<Op> ops = Sequence();
 	ops.resize(2);
 	CrashCreate("kv-crash-create", ops);
+}
+
+// A 40-byte key (its object's header and key span two cache lines) and a
+// value too large for an in-place copy (only the out-of-place buffer holds
+// it), inserted and read back, crashed at one point in 10.
+TEST(KvCrash, LongKeyAndBufferOnlyValue)
+{
+	const std::string key(40, 'K'), big(KV_ST_IP_MAX + 1000, 'V');
+	std::vector<Op> ops = {
+		{ Kind::kInsert, key, "v" },
+		{ Kind::kInsert, "big", big },
+		{ Kind::kInsert, "b", "b1" },
+		{ Kind::kGet, key, "v" },
+		{ Kind::kGet, "big", big },
+	};
+	CrashSequence("kv-crash-long", ops, 0, {}, 10);
 }
 
 // Crash, take the crashed id, write, crash again (issue 20): at sampled

@@ -111,7 +111,7 @@ struct kv_index;
  * Persistence: the index is durable on every node when this returns.
  * Return: 0; -EINVAL for a bad config; -EEXIST if a node already holds an
  * index; -ENOSPC if the region is too small; KV_E_UNAVAILABLE if a node
- * cannot be reached; transport errors.
+ * cannot be reached; transport errors; -ENOMEM; -EAGAIN as kv_index_open().
  * Thread-safety: one creator per group; nothing else may use the nodes
  * until it returns.
  * Ordering: every node's index region is formatted and persisted before
@@ -126,7 +126,9 @@ int kv_index_create(struct kv_index **out, const struct kv_index_config *cfg);
  * are not up join when they are reachable again.
  * @out: receives the handle; owned by the caller, kv_index_close().
  * Return: 0; -EINVAL for a bad config; KV_E_UNAVAILABLE if fewer than f+1
- * nodes answer with the index in time; -ENOMEM.
+ * nodes answer with the index in time; -ENOMEM; -EAGAIN if the thread that
+ * connects the nodes cannot be started (pthread_create(), which also fails
+ * so when it cannot allocate).
  * Thread-safety: any thread.
  * Ordering: as kv_open() for the client id it claims.
  */

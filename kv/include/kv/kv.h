@@ -165,7 +165,7 @@ int kv_config_file_delete(struct kv_config_file **fp);
  * Persistence: durable on every node when it returns.
  * Return: 0; KV_E_CONFIG for a bad config (pm_errormsg() names the field);
  * -EEXIST if a node already holds a store; -ENOSPC if a region is too
- * small; KV_E_UNAVAILABLE; transport errors.
+ * small; KV_E_UNAVAILABLE; transport errors; -ENOMEM; -EAGAIN as kv_open().
  * Thread-safety: one creator; nothing else may use the nodes meanwhile.
  * Ordering: every node's regions are formatted and persisted before it
  * returns; ordered with no client (none may run).
@@ -226,7 +226,8 @@ struct kv_client;
  * a majority of the nodes, no coordinator).
  * @out: receives the handle; owned by the caller, kv_close().
  * Return: 0; KV_E_CONFIG; KV_E_UNAVAILABLE (no majority, or every client id
- * is taken); transport errors.
+ * is taken); transport errors; -ENOMEM; -EAGAIN as kv_index_open()
+ * (kv/index.h).
  * Thread-safety: any thread.
  * Ordering: the id is claimed (CAS, persisted) on a majority before it
  * returns; the handle's operations follow it.

@@ -391,6 +391,28 @@ err_uris:
 }
 
 void
+kv__ix_group_unformat(struct kv_ix_group *g, uint32_t region, unsigned mask)
+{
+	static const uint64_t zero;
+	/* rdma_post clears the message; the create's failure must stay. */
+	char *why = strdup(pm_errormsg());
+
+	for (unsigned i = 0; i < g->n; i++) {
+		struct kv_ix_member *m = &g->m[i];
+
+		if (!(mask >> i & 1) || m->conn == NULL)
+			continue;
+		rdma_batch_init(&m->batch);
+		if (rdma_batch_write(&m->batch, region, 0, &zero, sizeof(zero)) == 0 &&
+			rdma_batch_persist(&m->batch, region, 0, sizeof(zero)) == 0)
+			(void)rdma_execute(m->conn, &m->batch);
+	}
+	if (why != NULL)
+		pm_error_set(0, "%s", why);
+	free(why);
+}
+
+void
 kv__ix_group_close(struct kv_ix_group *g)
 {
 	pthread_mutex_lock(&g->lock);

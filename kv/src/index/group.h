@@ -153,6 +153,20 @@ int kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n
 void kv__ix_group_close(struct kv_ix_group *g);
 
 /**
+ * kv__ix_group_unformat -- undo a create that did not finish: zero, and
+ * persist, the superblock magic at offset 0 of @region on the members of
+ * @mask, which then read as never formatted (a create may run again).
+ * Best effort: a member that does not answer keeps its superblock. This
+ * thread's pm_errormsg() (the create's failure) is kept.
+ * Thread-safety: the group's client thread, no batch in flight.
+ */
+void kv__ix_group_unformat(struct kv_ix_group *g, uint32_t region, unsigned mask);
+
+struct kv_index;
+/* kv__ix_group -- the group of @ix, for the store's create (store.c). */
+struct kv_ix_group *kv__ix_group(struct kv_index *ix);
+
+/**
  * kv__ix_group_up -- the members connected now (idle, or with a batch in
  * flight), as opposed to those the reconnect thread holds.
  * Return: that mask. Thread-safety: client thread.

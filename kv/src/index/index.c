@@ -284,6 +284,7 @@ int
 kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
 {
 	struct kv_index *ix;
+	unsigned formatted = 0;
 	uint8_t uuid[16];
 	int ret;
 
@@ -300,16 +301,29 @@ kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
 		return ret;
 	/* Every node is connected and idle here (kv__ix_group_open waited for
 	 * all of them), and this thread owns the connections. */
-	for (unsigned i = 0; i < ix->g.n && ret == 0; i++)
+	for (unsigned i = 0; i < ix->g.n && ret == 0; i++) {
 		ret = ix_format_member(ix, i, uuid, cfg);
+		if (ret == 0)
+			formatted |= 1u << i;
+	}
 	if (ret == 0) {
 		memcpy(ix->g.uuid, uuid, sizeof(uuid));
 		ix->g.uuid_known = true;
+		ret = kv_index_open(out, cfg);
 	}
-	kv_index_close(&ix);
+	/* A create that fails leaves no node it formatted holding an index,
+	 * so it can run again (one crashed part-way does not: kv/DESIGN.md,
+	 * "Failures"). */
 	if (ret != 0)
-		return ret;
-	return kv_index_open(out, cfg);
+		kv__ix_group_unformat(&ix->g, ix->g.region, formatted);
+	kv_index_close(&ix);
+	return ret;
+}
+
+struct kv_ix_group *
+kv__ix_group(struct kv_index *ix)
+{
+	return &ix->g;
 }
 
 int

@@ -156,6 +156,10 @@ struct kv_st_geo {
 	uint32_t size;     /* a multiple of KV_ST_UNIT */
 };
 
+/* Largest in-place copy: bigger values live out of place only, so an
+ * insert's batch (key, in-place copy, buffer) fits RDMA_BATCH_MAX_BYTES. */
+#define KV_ST_IP_MAX (16u << 10)
+
 static inline uint32_t kv_st_ip_cap(unsigned cls) { return cls == 0 ? 0 : 32u << cls; }
 
 /* kv_st_geo_make -- the geometry of an object at @loc for a key of @klen

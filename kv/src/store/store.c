@@ -271,7 +271,7 @@ kv_create(const struct kv_config *cfg)
 	struct kv_index *ix = NULL;
 	struct kv_client *c;
 	uint64_t epoch = now_ns(CLOCK_REALTIME);
-	unsigned mask;
+	unsigned mask, stored = 0;
 	int ret;
 
 	pm_error_clear();
@@ -282,14 +282,15 @@ kv_create(const struct kv_config *cfg)
 	ret = kv_index_create(&ix, &icfg);
 	if (ret != 0)
 		return ret;
-	kv_index_close(&ix);
 	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return -ENOMEM;
+	if (c == NULL) {
+		ret = pm_error_set(-ENOMEM, "kv_create: out of memory");
+		goto undo;
+	}
 	ret = group_open(c, cfg, true, NULL, NULL);
 	if (ret != 0) {
 		free(c);
-		return ret;
+		goto undo;
 	}
 	mask = kv__ix_round_begin(&c->g);
 	if (mask != (1u << c->g.n) - 1)
@@ -320,9 +321,20 @@ kv_create(const struct kv_config *cfg)
 		rdma_batch_write(&m->batch, c->region, 0, &s, sizeof(s));
 		rdma_batch_persist(&m->batch, c->region, 0, sizeof(s));
 		ret = rdma_execute(m->conn, &m->batch);
+		if (ret == 0)
+			stored |= 1u << i;
 	}
+	/* A create that fails leaves no node it formatted holding a store or
+	 * an index, so it can run again (kv__ix_group_unformat). */
+	if (ret != 0)
+		kv__ix_group_unformat(&c->g, c->region, stored);
 	kv__ix_group_close(&c->g);
 	free(c);
+undo:
+	if (ret != 0)
+		kv__ix_group_unformat(kv__ix_group(ix), icfg.region,
+			(1u << kv__ix_group(ix)->n) - 1);
+	kv_index_close(&ix);
 	return ret;
 }
 

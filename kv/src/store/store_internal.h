@@ -17,9 +17,6 @@
 #include "kv/src/index/group.h"
 #include "kv/src/store/layout.h"
 
-/* Largest in-place copy: bigger values live out of place only, so an
- * insert's batch (key, in-place copy, buffer) fits RDMA_BATCH_MAX_BYTES. */
-#define KV_ST_IP_MAX (16u << 10)
 /* Scratch per member: a buffer, an in-place copy, a key and meta words. */
 #define KV_ST_SCRATCH (KV_VALUE_MAX + KV_ST_IP_MAX + KV_KEY_MAX + (8u << 10))
 /* Logs and object chunks are reserved on the nodes this much at a time. */

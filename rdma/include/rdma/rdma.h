@@ -211,7 +211,8 @@ struct rdma_conn;
  * Return: 0; -EINVAL for a malformed URI or config; -ENOENT for a local
  * node file that does not exist; RDMA_E_PROTO for a damaged node file or
  * answer; RDMA_E_AUTH for a refused token; RDMA_E_CONN or -ETIMEDOUT if the
- * node does not answer; RDMA_E_NO_DEVICE if the backend cannot run here.
+ * node does not answer; RDMA_E_NO_DEVICE if the backend cannot run here;
+ * -ENOMEM.
  * Thread-safety: any thread.
  */
 int rdma_conn_open(struct rdma_conn **out, const char *uri,
