@@ -162,9 +162,16 @@ void kv__ix_group_close(struct kv_ix_group *g);
  */
 void kv__ix_group_unformat(struct kv_ix_group *g, uint32_t region, unsigned mask);
 
-struct kv_index;
-/* kv__ix_group -- the group of @ix, for the store's create (store.c). */
-struct kv_ix_group *kv__ix_group(struct kv_index *ix);
+struct kv_index_config;
+/**
+ * kv__ix_unformat -- kv__ix_group_unformat() of the index region on the
+ * members of @mask, through a group of its own (a create's handles are
+ * closed by then: holding them open while another group connects slowed
+ * ofi+tcp connects under TSan past their timeout). Best effort; keeps this
+ * thread's pm_errormsg().
+ * Thread-safety: any thread.
+ */
+void kv__ix_unformat(const struct kv_index_config *cfg, unsigned mask);
 
 /**
  * kv__ix_group_up -- the members connected now (idle, or with a batch in

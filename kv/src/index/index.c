@@ -306,24 +306,34 @@ kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
 		if (ret == 0)
 			formatted |= 1u << i;
 	}
-	if (ret == 0) {
-		memcpy(ix->g.uuid, uuid, sizeof(uuid));
-		ix->g.uuid_known = true;
-		ret = kv_index_open(out, cfg);
-	}
 	/* A create that fails leaves no node it formatted holding an index,
 	 * so it can run again (one crashed part-way does not: kv/DESIGN.md,
 	 * "Failures"). */
 	if (ret != 0)
 		kv__ix_group_unformat(&ix->g, ix->g.region, formatted);
 	kv_index_close(&ix);
+	if (ret != 0)
+		return ret;
+	ret = kv_index_open(out, cfg);
+	if (ret != 0)
+		kv__ix_unformat(cfg, formatted);
 	return ret;
 }
 
-struct kv_ix_group *
-kv__ix_group(struct kv_index *ix)
+void
+kv__ix_unformat(const struct kv_index_config *cfg, unsigned mask)
 {
-	return &ix->g;
+	/* Opening the group may overwrite the message of the failure. */
+	char *why = strdup(pm_errormsg());
+	struct kv_index *ix;
+
+	if (ix_new(&ix, cfg, false, 0) == 0) {
+		kv__ix_group_unformat(&ix->g, ix->g.region, mask);
+		kv_index_close(&ix);
+	}
+	if (why != NULL)
+		pm_error_set(0, "%s", why);
+	free(why);
 }
 
 int

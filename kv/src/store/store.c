@@ -282,6 +282,7 @@ kv_create(const struct kv_config *cfg)
 	ret = kv_index_create(&ix, &icfg);
 	if (ret != 0)
 		return ret;
+	kv_index_close(&ix);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		ret = pm_error_set(-ENOMEM, "kv_create: out of memory");
@@ -332,9 +333,7 @@ kv_create(const struct kv_config *cfg)
 	free(c);
 undo:
 	if (ret != 0)
-		kv__ix_group_unformat(kv__ix_group(ix), icfg.region,
-			(1u << kv__ix_group(ix)->n) - 1);
-	kv_index_close(&ix);
+		kv__ix_unformat(&icfg, (1u << cfg->nnodes) - 1);
 	return ret;
 }
 
