@@ -5,6 +5,7 @@
 // words.
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -527,19 +528,26 @@ void ConcurrentClients(LocalGroup *group, bool faults, unsigned kThreads = 4,
 		auto it = gone_at.find(loc);
 		return it != gone_at.end() && it->second < invoked;
 	};
+	// The clients open one after another, before any runs: eight opens at
+	// once (libfabric endpoints, token checks) under TSan over tcp took
+	// longer than a minute each, past their limit, in some runs. The
+	// operations then run concurrently with @timeout_ms.
+	std::vector<std::unique_ptr<KeyStore>> stores;
+	std::vector<std::unique_ptr<IndexConfig>> cfgs;
+	std::vector<kv_index *> handles(kThreads, nullptr);
+	for (unsigned t = 0; t < kThreads; t++) {
+		stores.push_back(std::make_unique<KeyStore>(group->Uris()));
+		cfgs.push_back(std::make_unique<IndexConfig>(uris, stores.back().get(), 4 + t));
+		cfgs.back()->cfg.timeout_ms = 60000;
+		if (one_round_faults)
+			cfgs.back()->cfg.conn.timeout_ms = 30;
+		ASSERT_EQ(kv_index_open(&handles[t], &cfgs.back()->cfg), 0) << pm_errormsg();
+	}
 	std::vector<std::thread> threads;
 	for (unsigned t = 0; t < kThreads; t++) {
 		threads.emplace_back([&, t] {
-			KeyStore ks(group->Uris());
-			IndexConfig cfg(uris, &ks, 4 + t);
-			// Opening eight clients at once (libfabric endpoints, token
-			// hashing) may take long, under TSan most of all; the
-			// operations then get @timeout_ms.
-			cfg.cfg.timeout_ms = 60000;
-			if (one_round_faults)
-				cfg.cfg.conn.timeout_ms = 30;
-			kv_index *ix = nullptr;
-			ASSERT_EQ(kv_index_open(&ix, &cfg.cfg), 0) << pm_errormsg();
+			KeyStore &ks = *stores[t];
+			kv_index *ix = handles[t];
 			kv__ix_test_set_timeout(ix, timeout_ms);
 			if (faults) { // node 2 is down for some clients, slow for the others
 				ASSERT_EQ(kv__ix_test_inject(ix, 2, t % 2 ? RDMA_FAULT_DELAY :
