@@ -453,6 +453,16 @@ int Check(void *arg, char *msg, size_t len)
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
 	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1);
 
+// A run of @ops on the nodes at @uris (which must outlive it).
+Run NewRun(const std::vector<std::string> &uris, const std::vector<Op> &ops)
+{
+	Run r;
+	for (const auto &u : uris)
+		r.uris.push_back(u.c_str());
+	r.ops = ops;
+	return r;
+}
+
 // kv_create and kv_open inside the crash run, on regions that were zero,
 // then @ops: once create returned, what it wrote is durable on every image
 // and a client opens and finds every completed operation.
@@ -460,10 +470,7 @@ void CrashCreate(const std::string &name, const std::vector<Op> &ops)
 {
 	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
 	std::vector<std::string> uris = group.Uris();
-	Run r;
-	for (const auto &u : uris)
-		r.uris.push_back(u.c_str());
-	r.ops = ops;
+	Run r = NewRun(uris, ops);
 	r.create = true;
 	r.created = false;
 	r.id = ~0u;
@@ -490,10 +497,7 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 {
 	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
 	std::vector<std::string> uris = group.Uris();
-	Run r;
-	for (const auto &u : uris)
-		r.uris.push_back(u.c_str());
-	r.ops = ops;
+	Run r = NewRun(uris, ops);
 	kv_config cfg = Config(r);
 	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
 	// The workload's deadlines run on the wall clock while its crash
