@@ -554,7 +554,7 @@ pm_pool_create_at(const char *tmp, size_t size, const struct pm_pool_config *cfg
 int
 pm_pool_create(struct pm_pool **out, const struct pm_pool_config *cfg)
 {
-	struct pm_pool *pool;
+	struct pm_pool *pool = NULL; /* GCC -O2 cannot tell it is set where used */
 	struct stat st;
 	size_t size;
 	char *tmp;
