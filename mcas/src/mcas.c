@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcas/src/mcas.c -- the part of MCAS every algorithm shares: instances and
- * their persistent area, thread slots, building descriptors, epochs and the
- * descriptor reclamation pipeline of thesis sect. 5.6 (see mcas/mcas.h).
+ * their persistent area, thread slots, building descriptors, and the
+ * descriptor reclamation pipeline of thesis sect. 5.6 (see mcas/mcas.h) on
+ * reclaim/'s epoch flavour.
  */
 #include <assert.h>
 #include <errno.h>
@@ -121,8 +122,11 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 	m->descs_per_thread = c->descs_per_thread;
 	m->reclaim_batch = c->reclaim_batch;
 	m->read_detach_one_in = c->read_detach_one_in;
-	m->slots = aligned_alloc(64, sizeof(struct mcas_slot) * c->max_threads);
+	m->slot_used = calloc(c->max_threads, sizeof(*m->slot_used));
 	m->threads = calloc(c->max_threads, sizeof(*m->threads));
+	m->epochs = c->epochs;
+	if (m->epochs == NULL && reclaim_epochs_new(&m->epochs, c->max_threads) == 0)
+		m->own_epochs = true;
 	if (descs == NULL) {
 		/* Anonymous memory: zeroed, page-aligned and only touched for the
 		 * slots threads actually use. */
@@ -134,15 +138,17 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 		m->descs = descs;
 		m->persistent = true;
 	}
-	if (m->slots == NULL || m->threads == NULL || m->descs == NULL) {
-		free(m->slots);
+	if (m->slot_used == NULL || m->threads == NULL || m->descs == NULL ||
+			m->epochs == NULL) {
+		if (m->own_epochs)
+			reclaim_epochs_delete(&m->epochs);
+		free(m->slot_used);
 		free(m->threads);
 		if (descs == NULL && m->descs != NULL)
 			munmap(m->descs, nrec * sizeof(struct mcas_rec));
 		free(m);
 		return -ENOMEM;
 	}
-	memset(m->slots, 0, sizeof(struct mcas_slot) * c->max_threads);
 	*out = m;
 	return 0;
 }
@@ -271,7 +277,9 @@ mcas_close(struct mcas **mp)
 	if (!m->persistent)
 		munmap(m->descs, (size_t)m->max_threads * m->descs_per_thread *
 			sizeof(struct mcas_rec));
-	free(m->slots);
+	if (m->own_epochs)
+		reclaim_epochs_delete(&m->epochs); /* no thread left: cannot fail */
+	free(m->slot_used);
 	free(m->threads);
 	free(m);
 	*mp = NULL;
@@ -351,6 +359,8 @@ mcas_limbo_append(struct mcas_limbo *l, void *obj, mcas_free_fn fn, void *ctx)
 	l->users += fn != NULL;
 }
 
+/* mcas_thread_free -- release @t's memory and its epoch registration (on
+ * the registering thread: reclaim_epochs_thread_unregister() checks) */
 static void
 mcas_thread_free(struct mcas_thread *t)
 {
@@ -358,7 +368,8 @@ mcas_thread_free(struct mcas_thread *t)
 	free(t->r0.e);
 	free(t->r1.e);
 	free(t->r2.e);
-	free(t->snap);
+	reclaim_epochs_grace_fini(&t->grace);
+	reclaim_epochs_thread_unregister(&t->et);
 	free(t);
 }
 
@@ -399,21 +410,28 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 {
 	struct mcas_thread *t = calloc(1, sizeof(*t));
 	unsigned d = m->descs_per_thread, slot, hwm;
-	int expected;
+	int expected, ret;
 
 	pm_error_clear();
 	if (t == NULL)
 		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	t->free = malloc(d * sizeof(*t->free));
-	t->snap = malloc(m->max_threads * sizeof(*t->snap));
-	if (t->free == NULL || t->snap == NULL || mcas_limbo_init(&t->r0, d) ||
-			mcas_limbo_init(&t->r1, d) || mcas_limbo_init(&t->r2, d)) {
+	if (t->free == NULL || reclaim_epochs_grace_init(&t->grace, m->epochs) ||
+			mcas_limbo_init(&t->r0, d) || mcas_limbo_init(&t->r1, d) ||
+			mcas_limbo_init(&t->r2, d)) {
 		mcas_thread_free(t);
 		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	}
+	ret = reclaim_epochs_thread_register(m->epochs, &t->et);
+	if (ret != 0) {
+		mcas_thread_free(t);
+		return pm_error_set(ret, ret == -EAGAIN ? "mcas_thread_register: every "
+			"slot of the epoch flavour is in use" :
+			"mcas_thread_register: out of memory");
+	}
 	for (slot = 0; slot < m->max_threads; slot++) {
 		expected = 0;
-		if (atomic_compare_exchange_strong(&m->slots[slot].in_use, &expected, 1))
+		if (atomic_compare_exchange_strong(&m->slot_used[slot], &expected, 1))
 			break;
 	}
 	if (slot == m->max_threads) {
@@ -452,7 +470,7 @@ mcas_thread_unregister(struct mcas_thread **tp)
 
 	if (t == NULL)
 		return 0;
-	if (t->nest != 0 || t->building.rec != NULL)
+	if (reclaim_epochs_inside(t->et) || t->building.rec != NULL)
 		return -EBUSY;
 	m = t->m;
 	/* Drain the pipeline, so the slot's records are free for the next
@@ -469,38 +487,14 @@ mcas_thread_unregister(struct mcas_thread **tp)
 	mcas_stats_add_thread(&m->retired_stats, t);
 	m->threads[t->slot] = NULL;
 	mcas_stats_unlock(m);
-	atomic_store(&m->slots[t->slot].in_use, 0);
+	atomic_store(&m->slot_used[t->slot], 0);
 	atomic_fetch_sub(&m->nregistered, 1);
 	mcas_thread_free(t);
 	*tp = NULL;
 	return 0;
 }
 
-/* ---- epochs ---- */
-
-void
-mcas__epoch_enter(struct mcas_thread *t)
-{
-	if (t->nest++ == 0) {
-		_Atomic uint64_t *e = &t->m->slots[t->slot].epoch;
-
-		atomic_store_explicit(e, atomic_load_explicit(e, memory_order_relaxed) + 1,
-			memory_order_seq_cst);
-	}
-}
-
-void
-mcas__epoch_exit(struct mcas_thread *t)
-{
-	if (--t->nest == 0) {
-		_Atomic uint64_t *e = &t->m->slots[t->slot].epoch;
-
-		/* Release: the thread's reads of shared records happen before a
-		 * scanner that sees the even epoch reuses them. */
-		atomic_store_explicit(e, atomic_load_explicit(e, memory_order_relaxed) + 1,
-			memory_order_release);
-	}
-}
+/* ---- guards ---- */
 
 void
 mcas_guard_enter(struct mcas_thread *t)
@@ -512,52 +506,6 @@ void
 mcas_guard_exit(struct mcas_thread *t)
 {
 	mcas__epoch_exit(t);
-}
-
-/* mcas_snapshot -- remember every slot's epoch (the start of a grace period) */
-static void
-mcas_snapshot(struct mcas_thread *t)
-{
-	struct mcas *m = t->m;
-	unsigned hwm = atomic_load(&m->slots_hwm);
-
-	for (unsigned i = 0; i < hwm; i++)
-		t->snap[i] = atomic_load(&m->slots[i].epoch);
-	t->snap_n = hwm;
-}
-
-/* mcas_grace_elapsed -- whether every thread that was inside an epoch at the
- * snapshot has left it since (the non-blocking traversal of sect. 5.6:
- * compare with the epochs seen last time instead of waiting) */
-static bool
-mcas_grace_elapsed(struct mcas_thread *t)
-{
-	struct mcas *m = t->m;
-
-	for (unsigned i = 0; i < t->snap_n; i++) {
-		if (i == t->slot || (t->snap[i] & 1) == 0)
-			continue;
-		if (atomic_load(&m->slots[i].epoch) == t->snap[i])
-			return false;
-	}
-	return true;
-}
-
-bool
-mcas__others_outside_epochs(struct mcas_thread *t)
-{
-	struct mcas *m = t->m;
-	unsigned hwm = atomic_load(&m->slots_hwm);
-
-	/* One pass, no waiting: a thread inside an epoch may be preempted, in
-	 * a long guard, or another reader checking us, and giving up only
-	 * skips an optimization. Waiting (even a few pauses per thread) made
-	 * list traversals, which meet many finalized descriptors inside
-	 * guards, several times slower with more threads than cores. */
-	for (unsigned i = 0; i < hwm; i++)
-		if (i != t->slot && (atomic_load(&m->slots[i].epoch) & 1) != 0)
-			return false;
-	return true;
 }
 
 bool
@@ -596,9 +544,9 @@ mcas_reclaim(struct mcas_thread *t)
 	bool detached = false;
 
 	mcas__stat_add(t, scans, 1);
-	if (t->snap_n != 0 && !mcas_grace_elapsed(t))
+	if (!reclaim_epochs_grace_elapsed(&t->grace, t->et))
 		return;
-	if (t->snap_n != 0)
+	if (reclaim_epochs_grace_started(&t->grace))
 		mcas__stat_add(t, grace_periods, 1);
 	for (size_t i = 0; i < t->r2.n; i++)
 		mcas_desc_free(t, t->r2.e[i].obj);
@@ -627,7 +575,7 @@ mcas_reclaim(struct mcas_thread *t)
 		t->r0.n = 0;
 		t->r0.users = 0;
 	}
-	mcas_snapshot(t);
+	reclaim_epochs_grace_start(&t->grace, t->et);
 }
 
 int
@@ -763,12 +711,14 @@ mcas_desc_execute(struct mcas_desc *desc)
 uint64_t
 mcas_read(struct mcas_thread *t, const uint64_t *addr)
 {
-	unsigned nest = t->nest;
 	uint64_t v = t->m->ops->read(t, addr);
 
-	/* The read announced itself only if it met a descriptor. */
-	if (t->nest != nest)
+	/* The read announced itself only if it met a descriptor outside an
+	 * epoch; the flag keeps the common path to one load of @t. */
+	if (t->read_entered) {
+		t->read_entered = false;
 		mcas__epoch_exit(t);
+	}
 	return v;
 }
 

@@ -4,9 +4,10 @@
  * algorithms (aopt.c, harris.c, pmwcas.c). Private to the mcas module.
  *
  * The core owns everything the algorithms have in common: building and
- * sorting descriptors, the per-thread descriptor pools, epochs and the
- * reclamation pipeline, the persistent area and its header. An algorithm
- * supplies an mcas_algo_ops table.
+ * sorting descriptors, the per-thread descriptor pools, the reclamation
+ * pipeline, the persistent area and its header. An algorithm supplies an
+ * mcas_algo_ops table. Epochs and grace periods are reclaim/'s epoch
+ * flavour (reclaim/reclaim.h), which several instances may share.
  *
  * References. A target word holding a descriptor reference stores
  * (address of the referenced record - m->base) | mark. m->base is 0 for a
@@ -26,6 +27,7 @@
 
 #include <mcas/mcas.h>
 #include <pm/ptr.h>
+#include <reclaim/reclaim.h>
 
 /* Descriptor status values (thesis Listing 5.1 StatusType). */
 #define MCAS_ST_ACTIVE 0u
@@ -90,14 +92,6 @@ extern const struct mcas_algo_ops mcas__aopt_ops;
 extern const struct mcas_algo_ops mcas__harris_ops;
 extern const struct mcas_algo_ops mcas__pmwcas_ops;
 
-/* A thread slot's epoch, alone on its cache line. Odd: the thread may hold
- * references to descriptors or retired objects. */
-struct mcas_slot {
-	_Atomic uint64_t epoch;
-	_Atomic int in_use;
-	char pad[64 - sizeof(uint64_t) - sizeof(int)];
-};
-
 /* A retired thing waiting for grace periods: a descriptor (fn == NULL) or a
  * user object. */
 struct mcas_limbo_entry {
@@ -130,8 +124,12 @@ struct mcas {
 	unsigned reclaim_batch;
 	unsigned read_detach_one_in;
 	struct mcas_rec *descs; /* max_threads * descs_per_thread records */
-	struct mcas_slot *slots; /* max_threads */
-	_Atomic unsigned slots_hwm; /* slots ever used: scans stop here */
+	/* Each registered thread's epoch word: the flavour given in the
+	 * config, or one of the instance's own (own_epochs). */
+	struct reclaim_epochs *epochs;
+	bool own_epochs;
+	_Atomic int *slot_used;  /* max_threads: descriptor pools taken */
+	_Atomic unsigned slots_hwm; /* pools ever taken: mcas_stats_total stops here */
 	struct mcas_thread **threads; /* registered handle per slot */
 	_Atomic int nregistered;
 	/* stats_lock protects retired_stats and the threads[] entries (it
@@ -153,8 +151,9 @@ struct mcas_desc {
 struct mcas_thread {
 	struct mcas *m;
 	struct mcas_desc building; /* rec != NULL: a descriptor is begun */
-	unsigned slot;
-	unsigned nest;           /* epoch nesting: guards + operations */
+	unsigned slot;           /* the descriptor pool's index */
+	struct reclaim_epochs_thread *et; /* epoch word: guards + operations */
+	bool read_entered;       /* mcas__protect() entered the epoch for a read */
 	struct mcas_rec *descs; /* this slot's records */
 	uint32_t *free;          /* stack of free record indices */
 	unsigned nfree;
@@ -162,8 +161,7 @@ struct mcas_thread {
 	 * snapshot, r1 retired before it (waiting for the first grace period),
 	 * r2 detached before it (waiting for the second). */
 	struct mcas_limbo r0, r1, r2;
-	uint64_t *snap;          /* epochs seen at the last snapshot */
-	unsigned snap_n;         /* slots covered; 0: no snapshot yet */
+	struct reclaim_epochs_grace grace; /* started at the last snapshot */
 	size_t next_scan;        /* r0 size that triggers the next scan */
 	uint64_t rng;
 	/* struct mcas_stats, one word per counter. Only the owner writes
@@ -227,22 +225,34 @@ bool mcas__cas(_Atomic uint64_t *word, uint64_t expected, uint64_t desired);
 
 /* mcas__epoch_enter -- make the thread's epoch odd (outermost level only);
  * sequentially consistent, so the loads that follow cannot be satisfied
- * before a scanner can see the announcement. */
-void mcas__epoch_enter(struct mcas_thread *t);
+ * before a scanner can see the announcement (reclaim_epochs_enter()). */
+static inline void
+mcas__epoch_enter(struct mcas_thread *t)
+{
+	reclaim_epochs_enter(t->et);
+}
 
-/* mcas__epoch_exit -- leave one level; the outermost makes the epoch even. */
-void mcas__epoch_exit(struct mcas_thread *t);
+/* mcas__epoch_exit -- leave one level; the outermost makes the epoch even
+ * with a release store (reclaim_epochs_exit()). */
+static inline void
+mcas__epoch_exit(struct mcas_thread *t)
+{
+	reclaim_epochs_exit(t->et);
+}
 
 /* mcas__protect -- called by a read path that found a descriptor reference
  * outside any epoch: announce, so the caller must load the word again
  * before dereferencing. Return: true if the caller must re-load (it was not
- * protected before); the operation leaves the epoch on return. */
+ * protected before); mcas_read() leaves the epoch on return (read_entered).
+ * Only the read paths meet a descriptor outside an epoch: execute runs
+ * inside one. */
 static inline bool
 mcas__protect(struct mcas_thread *t)
 {
-	if (t->nest > 0)
+	if (reclaim_epochs_inside(t->et))
 		return false;
 	mcas__epoch_enter(t);
+	t->read_entered = true;
 	return true;
 }
 
@@ -250,7 +260,11 @@ mcas__protect(struct mcas_thread *t)
  * other thread is inside an epoch now, so none can still be helping an
  * operation the caller saw finalized (a thread entering later sees it
  * finalized too); false means "do not detach this time". */
-bool mcas__others_outside_epochs(struct mcas_thread *t);
+static inline bool
+mcas__others_outside_epochs(struct mcas_thread *t)
+{
+	return reclaim_epochs_others_outside(t->et);
+}
 
 /* mcas__random_one_in -- true with probability 1/@n (per-thread xorshift) */
 bool mcas__random_one_in(struct mcas_thread *t, unsigned n);

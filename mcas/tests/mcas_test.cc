@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // mcas/tests/mcas_test.cc -- single-threaded behaviour of the k+1-CAS MCAS
-// (AOPT): semantics, bad input, exact cost counts, reclamation, persistence
-// across a clean reopen, and a damaged area.
+// (AOPT): semantics, bad input, exact cost counts, reclamation (also of
+// instances sharing an epoch flavour), persistence across a clean reopen, and
+// a damaged area.
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -12,6 +15,7 @@
 #include <pm/cost.h>
 #include <pm/error.h>
 #include <pm/pool.h>
+#include <reclaim/reclaim.h>
 
 #include "mcas/tests/mcas_test_util.h"
 
@@ -254,6 +258,78 @@ TEST_F(Volatile, RetiredObjectsAreFreedAfterGracePeriods)
 	ASSERT_EQ(mcas_thread_unregister(&t), 0);
 	EXPECT_EQ(g_freed, 10);
 	ASSERT_EQ(mcas_thread_register(m, &t), 0);
+}
+
+// Two instances on one epoch flavour (mcas_config.epochs): a thread holds
+// one epoch word for both, a guard on either is a guard on both, and a
+// thread inside a guard of one holds back the other's grace periods, so
+// neither its descriptors nor the objects retired on it come back early.
+TEST(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
+{
+	reclaim_epochs *e = nullptr;
+	ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
+	mcas_config c = Config();
+	c.epochs = e;
+	mcas *a = nullptr, *b = nullptr;
+	ASSERT_EQ(mcas_new(&a, &c), 0);
+	ASSERT_EQ(mcas_new(&b, &c), 0);
+	mcas_thread *ta = nullptr, *tb = nullptr;
+	ASSERT_EQ(mcas_thread_register(a, &ta), 0);
+	ASSERT_EQ(mcas_thread_register(b, &tb), 0);
+	EXPECT_EQ(reclaim_epochs_registered(e), 1u);
+	mcas_guard_enter(ta);
+	EXPECT_EQ(mcas_thread_unregister(&tb), -EBUSY); // inside a's guard
+	mcas_guard_exit(ta);
+
+	std::atomic<bool> inside{false}, leave{false};
+	std::thread x([&] {
+		mcas_thread *tx = nullptr;
+		ASSERT_EQ(mcas_thread_register(b, &tx), 0);
+		mcas_guard_enter(tx);
+		inside.store(true);
+		while (!leave.load())
+			std::this_thread::yield();
+		mcas_guard_exit(tx);
+		EXPECT_EQ(mcas_thread_unregister(&tx), 0);
+	});
+	while (!inside.load())
+		std::this_thread::yield();
+	EXPECT_EQ(reclaim_epochs_registered(e), 2u);
+	g_freed = 0;
+	ASSERT_EQ(mcas_retire(ta, new int(1), CountFree, nullptr), 0);
+	uint64_t w = 0;
+	int r = 1;
+	unsigned done = 0;
+	// Every record of a's pool waits for the grace period x holds up.
+	for (; done <= c.descs_per_thread && r == 1; done++) {
+		uint64_t v = mcas_read(ta, &w);
+		r = Mcas(ta, {{A(&w), v, v + 8}});
+	}
+	EXPECT_EQ(r, -EAGAIN);
+	EXPECT_GE(done, c.descs_per_thread / 2);
+	EXPECT_EQ(g_freed, 0);
+	leave.store(true);
+	x.join();
+	// Grace periods elapse again (each -EAGAIN advanced the pipeline one
+	// step): operations run, the object is freed.
+	unsigned ran = 0;
+	for (done = 0; done < 8 * c.descs_per_thread && ran < 2 * c.descs_per_thread;
+			done++) {
+		r = Mcas(ta, {{A(&w), mcas_read(ta, &w), 0}});
+		ASSERT_TRUE(r == 1 || r == -EAGAIN) << r;
+		ran += r == 1;
+	}
+	EXPECT_EQ(g_freed, 1);
+	EXPECT_EQ(ran, 2 * c.descs_per_thread);
+
+	EXPECT_EQ(reclaim_epochs_delete(&e), -EBUSY);
+	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
+	EXPECT_EQ(reclaim_epochs_registered(e), 1u); // tb still holds it
+	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
+	EXPECT_EQ(reclaim_epochs_registered(e), 0u);
+	EXPECT_EQ(mcas_close(&a), 0);
+	EXPECT_EQ(mcas_close(&b), 0);
+	EXPECT_EQ(reclaim_epochs_delete(&e), 0);
 }
 
 // ---- persistent ----

@@ -39,6 +39,15 @@
  * every running thread instead (as liburcu's membarrier flavour does);
  * elsewhere both sides use seq_cst. A thread inside an
  * operation does pin the nodes after its view, as in epoch-based schemes.
+ *
+ * Why not reclaim/ (the suite's one reclamation service, whose epoch
+ * flavour mcas/ runs on): trace nodes die in index order, so one published
+ * index per thread says which are dead, where reclaim/ needs a retire call
+ * and a list entry per node, and an epoch flavour's section costs a seq_cst
+ * store on entry that ONLL's reads avoid (membarrier above); and the same
+ * index decides which log entries recovery still needs, which no
+ * reclamation scheme knows. This is a structural reason, not a measured
+ * one: no reclaim/-based ONLL was built to compare against.
  * A log entry whose index is at most the latest durable checkpoint's is
  * reused: recovery never needs it.
  */

@@ -3,7 +3,7 @@
 // under every scheme: registration and domain creation fail cleanly, and a
 // reclaim_retire() whose list cannot grow returns -ENOMEM and leaves the node
 // the caller's (never freed by the domain), while every node it accepted is
-// freed exactly once.
+// freed exactly once; the epoch flavour's constructors fail cleanly too.
 #include <cerrno>
 #include <vector>
 
@@ -99,5 +99,33 @@ TEST_P(ReclaimFault, RefusedRetiresStayTheCallers)
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, ReclaimFault, ::testing::ValuesIn(OwnSchemes()), SchemeName);
+
+// The epoch flavour allocates in its constructor, at a thread's first
+// registration (not at a repeated one) and for a grace period's snapshot.
+TEST(ReclaimEpochsFault, ConstructorsFailCleanly)
+{
+	FAULT_ALLOC_SKIP_IF_UNAVAILABLE();
+	auto enomem = [](int r, bool fired) { EXPECT_EQ(r, fired ? -ENOMEM : 0); };
+	EXPECT_GT(pmtest::SweepConstructor<reclaim_epochs>(
+			  [](reclaim_epochs **e) { return reclaim_epochs_new(e, 4); },
+			  [](reclaim_epochs **e) { EXPECT_EQ(reclaim_epochs_delete(e), 0); }, enomem),
+		0u);
+	reclaim_epochs *e = nullptr;
+	ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
+	EXPECT_GT(pmtest::SweepConstructor<reclaim_epochs_thread>(
+			  [&](reclaim_epochs_thread **t) { return reclaim_epochs_thread_register(e, t); },
+			  [](reclaim_epochs_thread **t) {
+				  EXPECT_EQ(reclaim_epochs_thread_unregister(t), 0);
+			  },
+			  enomem),
+		0u);
+	EXPECT_EQ(reclaim_epochs_registered(e), 0u); // no failed run kept a slot
+	reclaim_epochs_grace g;
+	fault_alloc_arm(1);
+	EXPECT_EQ(reclaim_epochs_grace_init(&g, e), -ENOMEM);
+	EXPECT_TRUE(fault_alloc_fired());
+	reclaim_epochs_grace_fini(&g); // a failed init is released like a good one
+	EXPECT_EQ(reclaim_epochs_delete(&e), 0);
+}
 
 } // namespace

@@ -48,13 +48,19 @@
  * (mcas_retire) ended. So mcas_retire must not return such objects to the
  * system allocator.
  *
- * Memory management (thesis sect. 5.6): each thread announces, in its own
- * epoch slot, when it may hold references to descriptors. Descriptors come
- * from a fixed per-thread pool and go back to it after grace periods (AOPT:
+ * Memory management (thesis sect. 5.6): each thread announces, in its epoch
+ * word, when it may hold references to descriptors. Descriptors come from a
+ * fixed per-thread pool and go back to it after grace periods (AOPT:
  * finalized -> grace -> detached -> grace -> free). No allocation happens
  * inside an operation: mcas_retire() is the only call that may grow a
- * thread's lists, and it keeps room for every descriptor. The same epochs protect user objects retired with
- * mcas_retire() and read inside mcas_guard_enter()/mcas_guard_exit().
+ * thread's lists, and it keeps room for every descriptor. The same epochs
+ * protect user objects retired with mcas_retire() and read inside
+ * mcas_guard_enter()/mcas_guard_exit(). The epoch words and grace periods
+ * are reclaim/'s epoch flavour (reclaim/reclaim.h): an instance makes its
+ * own, or runs on one the caller gives (mcas_config.epochs), which other
+ * instances may share; a thread then holds one epoch word for all of them,
+ * a guard on any of them protects what any of them retires, and a thread
+ * inside a guard of one holds back the grace periods of all.
  *
  * Persistence. A persistent instance lives in an area of a pm/ pool
  * (mcas_pmem_area_size() bytes, 64-byte aligned) holding a header and every
@@ -84,6 +90,7 @@ extern "C" {
 #endif
 
 struct pm_pool;
+struct reclaim_epochs;
 struct mcas;
 struct mcas_thread;
 struct mcas_desc;
@@ -123,6 +130,11 @@ struct mcas_config {
 	 * none can still be helping it); it never waits. Default 64; 0
 	 * disables. AOPT only (the baselines clean up eagerly). */
 	unsigned read_detach_one_in;
+	/* The epoch flavour the instance's grace periods run on
+	 * (reclaim_epochs_new()); NULL (the default): one of its own, for
+	 * max_threads threads. A shared flavour must outlive the instance;
+	 * its max_threads bounds the threads of all its instances together. */
+	struct reclaim_epochs *epochs;
 };
 
 /* Per-thread operation counts, for benchmarks and tests (thesis sect. 5.7).
@@ -273,10 +285,15 @@ uint64_t mcas_value_mask(const struct mcas *m);
  * @out: receives the handle; it belongs to the calling thread, which must
  *       unregister it before exiting.
  *
- * Return: 0; -EAGAIN if max_threads threads are registered; -ENOMEM.
+ * The thread also registers in the instance's epoch flavour, or, if it is
+ * registered there already (through another instance on a shared flavour),
+ * reuses that epoch word (reclaim_epochs_thread_register()).
+ * Return: 0; -EAGAIN if max_threads threads are registered on @m, or the
+ * shared flavour has no free slot; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
- * Ordering: the thread's slot is claimed with a seq_cst CAS, so every
- * epoch scan that starts after this returns sees the thread.
+ * Ordering: the descriptor pool is claimed with a seq_cst CAS; the epoch
+ * word as reclaim_epochs_thread_register() says, so every grace period that
+ * starts after this returns sees the thread.
  */
 int mcas_thread_register(struct mcas *m, struct mcas_thread **out);
 
@@ -285,9 +302,9 @@ int mcas_thread_register(struct mcas *m, struct mcas_thread **out);
  *
  * Descriptors and objects the thread retired are reclaimed first; this waits
  * for grace periods, so it blocks while another thread stays inside an
- * operation. Return: 0; -EBUSY if called inside a guard or with a
- * descriptor begun and not executed.
- * Thread-safety: the owning thread only.
+ * operation. Return: 0; -EBUSY if called inside a guard (of any instance
+ * on the same flavour) or with a descriptor begun and not executed.
+ * Thread-safety: the owning thread only (the thread that registered).
  * Ordering: the slot is given back with seq_cst stores.
  */
 int mcas_thread_unregister(struct mcas_thread **t);

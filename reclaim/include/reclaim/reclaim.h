@@ -568,6 +568,242 @@ struct reclaim_stats {
  */
 void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *out);
 
+/*
+ * The epoch flavour: grace periods without retire lists.
+ *
+ * The schemes above each keep a retire list and decide when a node is
+ * freed. Some callers need only the grace periods and keep their own lists,
+ * because what they do after a grace period is not a free: mcas/ detaches
+ * a finalized descriptor from its target words after one grace period and
+ * reuses the record after a second one (thesis sect. 5.6). The epoch
+ * flavour serves them (liburcu's flavours are the model: one registry of
+ * readers that any number of users share):
+ *
+ *     reclaim_epochs_enter(t);  ... read shared nodes ...;  reclaim_epochs_exit(t);
+ *
+ *     reclaim_epochs_grace_start(&g, t);          remember who is inside
+ *     ... later, without waiting ...
+ *     if (reclaim_epochs_grace_elapsed(&g, t))    all of them have left since
+ *
+ * Each registered thread has an epoch word, odd while the thread is inside
+ * a section (sections nest; only the outermost stores). A grace period is
+ * non-blocking (thesis sect. 5.6, "the traversal does not wait"): a
+ * snapshot of every word, and later a comparison; a thread whose word was
+ * odd at the snapshot and is unchanged has not left its section.
+ *
+ * One registration per thread and flavour: every user of a flavour on one
+ * OS thread shares the thread's epoch word, so a thread that uses several
+ * mcas instances (or structures on them) created on one flavour holds one
+ * slot and announces once per section, whichever instance it reads, and a
+ * section on any of them protects what all of them retire.
+ * reclaim_epochs_thread_register() on a thread that is registered already
+ * returns the same handle and counts the registration.
+ *
+ * A grace period ignores the caller's own word: what a thread reclaims
+ * after a grace period is what it retired itself, and it is the caller's
+ * business not to reclaim what it still reads (mcas/ reclaims only between
+ * its own operations).
+ *
+ * Errors as for the domains (0 or -errno, a message in pm_errormsg() for
+ * the calls that can fail); nothing is allocated outside
+ * reclaim_epochs_new(), reclaim_epochs_thread_register() and
+ * reclaim_epochs_grace_init().
+ */
+struct reclaim_epochs;
+
+/* A thread's registration in a flavour. The fields are exposed only for the
+ * inline sections below; their meaning is internal and may change. */
+struct reclaim_epochs_thread {
+	uint64_t *reclaim__word;   /* this thread's epoch word (accessed with
+	                            * __atomic builtins, for C++ includers) */
+	unsigned reclaim__nest;    /* section nesting depth */
+	unsigned reclaim__slot;    /* index of the word in the flavour */
+	unsigned reclaim__refs;    /* registrations of this OS thread */
+	struct reclaim_epochs *reclaim__e;
+	struct reclaim_epochs_thread *reclaim__next; /* the OS thread's other flavours */
+};
+
+/* A grace period in progress, owned by one thread (see
+ * reclaim_epochs_grace_start()). Fields internal. */
+struct reclaim_epochs_grace {
+	uint64_t *reclaim__snap;   /* epoch words seen at the start */
+	unsigned reclaim__n;       /* words covered */
+	bool reclaim__started;
+};
+
+/**
+ * reclaim_epochs_new -- an epoch flavour for at most @max_threads threads
+ * registered at once (1 to 65536).
+ * @out: receives the flavour; release it with reclaim_epochs_delete().
+ * Return: 0 and *@out, -EINVAL for a bad @max_threads, -ENOMEM.
+ * Thread-safety: any thread.
+ * Ordering: none; hand @out to other threads through something that orders
+ * (pthread_create(), a mutex, a release store).
+ */
+int reclaim_epochs_new(struct reclaim_epochs **out, unsigned max_threads);
+
+/**
+ * reclaim_epochs_delete -- release *@ep (NULL accepted) and set it to NULL.
+ * Return: 0; -EBUSY while a thread is registered: nothing is released.
+ * Thread-safety: one caller, ordered after every thread's last
+ * reclaim_epochs_thread_unregister() (joined, for example).
+ * Ordering: a seq_cst load of the registration count; the caller's
+ * happens-before edge to the unregistrations is what makes releasing safe.
+ */
+int reclaim_epochs_delete(struct reclaim_epochs **ep);
+
+/**
+ * reclaim_epochs_thread_register -- the calling thread's handle on @e: a new epoch
+ * word, or, if the thread holds one already, the same handle again (counted;
+ * each call is matched by one reclaim_epochs_thread_unregister()).
+ * @out: receives the handle; only the calling thread may use it.
+ * Return: 0; -EAGAIN if @e's max_threads threads are registered; -ENOMEM.
+ * Thread-safety: any thread, concurrently with everything else on @e.
+ * Ordering: the word's slot is claimed with a seq_cst CAS and the
+ * high-water mark raised with seq_cst CASes, so every grace period started
+ * after this returns covers the thread (the other side: the seq_cst loads
+ * of reclaim_epochs_grace_start()). The word is even (outside) then.
+ */
+int reclaim_epochs_thread_register(struct reclaim_epochs *e, struct reclaim_epochs_thread **out);
+
+/**
+ * reclaim_epochs_thread_unregister -- drop one registration of *@tp and set *@tp
+ * to NULL; the last one gives the epoch word back and frees the handle.
+ * Return: 0 (also for @tp or *@tp NULL); -EBUSY if the thread is inside a
+ * section; -EPERM if *@tp is not the calling thread's (nothing changes).
+ * Thread-safety: only the thread that registered.
+ * Ordering: the slot is given back with a seq_cst store; the word is even
+ * (the last section's release store is the other side of any grace
+ * period's loads).
+ */
+int reclaim_epochs_thread_unregister(struct reclaim_epochs_thread **tp);
+
+/**
+ * reclaim_epochs_enter -- begin a section on @t: until the matching
+ * reclaim_epochs_exit(), no grace period started by another thread after
+ * this returns elapses. Sections nest; only the outermost stores.
+ * Thread-safety: only @t's thread.
+ * Ordering: the outermost store of the odd word is seq_cst: a Dekker pair
+ * with the seq_cst loads of reclaim_epochs_grace_start() and
+ * reclaim_epochs_grace_elapsed(), so the section's later loads cannot be
+ * satisfied before a grace period can see it inside.
+ */
+static inline void
+reclaim_epochs_enter(struct reclaim_epochs_thread *t)
+{
+	if (t->reclaim__nest++ == 0)
+		__atomic_store_n(t->reclaim__word,
+			__atomic_load_n(t->reclaim__word, __ATOMIC_RELAXED) + 1,
+			__ATOMIC_SEQ_CST);
+}
+
+/**
+ * reclaim_epochs_exit -- end the innermost section of @t.
+ * Thread-safety: only @t's thread.
+ * Ordering: the outermost exit's store of the even word is a release: the
+ * section's reads happen before whatever a thread does after it saw the
+ * new word (its seq_cst loads in reclaim_epochs_grace_elapsed()).
+ */
+static inline void
+reclaim_epochs_exit(struct reclaim_epochs_thread *t)
+{
+	if (--t->reclaim__nest == 0)
+		__atomic_store_n(t->reclaim__word,
+			__atomic_load_n(t->reclaim__word, __ATOMIC_RELAXED) + 1,
+			__ATOMIC_RELEASE);
+}
+
+/**
+ * reclaim_epochs_inside -- whether @t is inside a section.
+ * Return: true between an outermost reclaim_epochs_enter() and its exit.
+ * Thread-safety: only @t's thread.
+ * Ordering: none (reads the owner's own counter).
+ */
+static inline bool
+reclaim_epochs_inside(const struct reclaim_epochs_thread *t)
+{
+	return t->reclaim__nest != 0;
+}
+
+/**
+ * reclaim_epochs_grace_init -- prepare @g for grace periods of @e (not
+ * started).
+ * Return: 0; -ENOMEM.
+ * Thread-safety: any thread; @g belongs to the caller.
+ * Ordering: none (touches no shared memory).
+ */
+int reclaim_epochs_grace_init(struct reclaim_epochs_grace *g, const struct reclaim_epochs *e);
+
+/**
+ * reclaim_epochs_grace_fini -- release what reclaim_epochs_grace_init()
+ * allocated (an all-zero @g is accepted).
+ * Thread-safety: @g's owner.
+ * Ordering: none (touches no shared memory).
+ */
+void reclaim_epochs_grace_fini(struct reclaim_epochs_grace *g);
+
+/**
+ * reclaim_epochs_grace_start -- start a grace period: remember the epoch
+ * word of every thread registered now (@t's own word is ignored).
+ * Thread-safety: only @t's thread, which owns @g.
+ * Ordering: seq_cst loads of the high-water mark and of every word, the
+ * other side of reclaim_epochs_enter()'s seq_cst store and of
+ * registration's seq_cst CASes. What the caller did before (unlinked,
+ * finalized, retired) must be ordered before these loads by a seq_cst
+ * read-modify-write or fence, or by the loads themselves being seq_cst
+ * after a seq_cst store of the caller's.
+ */
+void reclaim_epochs_grace_start(struct reclaim_epochs_grace *g,
+	const struct reclaim_epochs_thread *t);
+
+/**
+ * reclaim_epochs_grace_started -- whether @g has been started.
+ * Return: true once reclaim_epochs_grace_start() ran on @g.
+ * Thread-safety: @g's owner.
+ * Ordering: none (touches no shared memory).
+ */
+static inline bool
+reclaim_epochs_grace_started(const struct reclaim_epochs_grace *g)
+{
+	return g->reclaim__started;
+}
+
+/**
+ * reclaim_epochs_grace_elapsed -- whether the grace period @g elapsed:
+ * every thread that was inside a section when it started has left that
+ * section since. Never waits.
+ * Return: true if it elapsed (also if @g was never started); false if
+ * some thread may still be inside.
+ * Thread-safety: only @t's thread, which owns @g.
+ * Ordering: seq_cst loads of the words that were odd; a load that sees a
+ * new value synchronizes with that thread's release store in
+ * reclaim_epochs_exit(), so its section's reads happen before what the
+ * caller does next.
+ */
+bool reclaim_epochs_grace_elapsed(const struct reclaim_epochs_grace *g,
+	const struct reclaim_epochs_thread *t);
+
+/**
+ * reclaim_epochs_others_outside -- whether no thread but @t's is inside a
+ * section now (one pass, no waiting; false means "someone might be").
+ * Return: true if every other word was even when loaded.
+ * Thread-safety: only @t's thread.
+ * Ordering: seq_cst loads of the high-water mark and of every word (the
+ * other side of reclaim_epochs_enter()'s seq_cst store): a thread entering
+ * after the load of its word sees everything the caller did before a
+ * seq_cst operation of its own.
+ */
+bool reclaim_epochs_others_outside(const struct reclaim_epochs_thread *t);
+
+/**
+ * reclaim_epochs_registered -- threads registered in @e now (each OS thread
+ * once, however many registrations it counts).
+ * Return: the count, a snapshot.
+ * Thread-safety: any thread.
+ * Ordering: a relaxed load.
+ */
+unsigned reclaim_epochs_registered(const struct reclaim_epochs *e);
+
 #ifdef __cplusplus
 }
 #endif
