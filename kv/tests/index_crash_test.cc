@@ -21,6 +21,7 @@
 
 #include <kv/index.h>
 #include <pm/crashsim.h>
+#include <rdma/rdma.h>
 
 #include "kv/src/index/testing.h"
 #include "kv/tests/index_env.h"
@@ -54,6 +55,7 @@ struct Run {
 	size_t done = 0; // operations that returned (read by the checks)
 	const kv_index_config *create = nullptr; // the workload creates the index first
 	bool created = true; // kv_index_create returned (read by the checks)
+	bool no_commit = false; // kv__ix_test_no_commit for the workload's handle
 };
 
 int Workload(void *arg)
@@ -65,6 +67,7 @@ int Workload(void *arg)
 			return ret;
 		r->created = true;
 	}
+	kv__ix_test_no_commit(r->ix, r->no_commit);
 	for (const Op &op : r->ops) {
 		std::string k = Key(op.key);
 		int ret = op.insert ? kv_index_insert(r->ix, k.data(), k.size(), op.loc, nullptr) :
@@ -133,7 +136,10 @@ int Check(void *arg, char *msg, size_t len)
 }
 
 // @create: kv_index_create runs inside the crash run, on zeroed regions.
-void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool create = false)
+// @no_commit: the workload posts no commits (kv__ix_test_no_commit).
+// @down: a member failed (rdma_local_fail) for the whole run, or -1.
+void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool create = false,
+	bool no_commit = false, int down = -1)
 {
 	LocalGroup group(3, name, kRegion);
 	KeyStore keys(group.Uris());
@@ -150,6 +156,7 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool cre
 	r.ix = ix;
 	r.keys = &keys;
 	r.ops = ops;
+	r.no_commit = no_commit;
 	std::vector<rdma_conn *> conns;
 	if (create) {
 		r.create = &cfg.cfg;
@@ -166,6 +173,11 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool cre
 		}
 	}
 
+	// The failed member's region stays in the image as the failure left
+	// it: the checks read all three, as a client would once it is back.
+	if (down >= 0) {
+		ASSERT_EQ(rdma_local_fail(group.Path(down).c_str(), 1), 0);
+	}
 	std::vector<pmtest::Region> regions;
 	for (void *region : r.regions)
 		regions.push_back({ region, kRegion });
@@ -183,6 +195,9 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool cre
 	kv_index_close(&r.ix);
 	for (rdma_conn *&c : conns)
 		rdma_conn_close(&c);
+	if (down >= 0) {
+		EXPECT_EQ(rdma_local_fail(group.Path(down).c_str(), 0), 0);
+	}
 }
 
 // Inserts that fill the root and split it, then removes and re-inserts.
@@ -208,6 +223,36 @@ TEST(IndexCrash, CreateThenInsert)
 	for (unsigned k = 0; k < 3; k++)
 		ops.push_back({ true, k, KeyStore::Loc(1, k) });
 	CrashSequence("ix-create", ops, true);
+}
+
+// Operations whose commits never land (kv__ix_test_no_commit), as over
+// RDMA when the crash comes before them: inserts, a remove and a
+// re-insert of the same key, all in the root. Each returned operation must
+// be durable by its own rounds: the fast round's persisted F words on
+// every member (slot.c, kv__ix_fast), and where a stage found F words
+// instead of a committed word, the classic rounds' records and P words
+// (ix_batch_publish). kv/MUTATION.md, slot.c:373, :428, :430.
+TEST(IndexCrash, CommitsLost)
+{
+	std::vector<Op> ops;
+	for (unsigned k = 0; k < 4; k++)
+		ops.push_back({ true, k, KeyStore::Loc(1, k) });
+	ops.push_back({ false, 1, ops[1].loc });
+	ops.push_back({ true, 1, KeyStore::Loc(1, 4) });
+	CrashSequence("ix-nocommit", ops, false, true);
+}
+
+// As CommitsLost with member 2 failed: the fast round needs every member,
+// so each stage is decided by classic rounds on members 0 and 1, and a
+// returned operation rests on their persisted records and P words alone
+// (ix_batch_publish; kv/MUTATION.md, slot.c:428, :430).
+TEST(IndexCrash, CommitsLostOneMemberDown)
+{
+	std::vector<Op> ops;
+	for (unsigned k = 0; k < 3; k++)
+		ops.push_back({ true, k, KeyStore::Loc(1, k) });
+	ops.push_back({ false, 1, ops[1].loc });
+	CrashSequence("ix-nocommit-down", ops, false, true, 2);
 }
 
 } // namespace

@@ -897,6 +897,12 @@ kv__ix_test_inject_once(struct kv_index *ix, unsigned member, enum rdma_fault fa
 	return kv__ix_fault_request(&ix->g, member, fault, delay_us, KV_IX_FAULT_ONCE);
 }
 
+void
+kv__ix_test_no_commit(struct kv_index *ix, bool on)
+{
+	ix->test_no_commit = on;
+}
+
 bool
 kv__ix_test_caught_up(const struct kv_index *ix)
 {

@@ -61,6 +61,9 @@ struct kv_index {
 	struct kv_index_stats st;
 	unsigned revivals_seen;  /* g.revivals when the catch-up last began */
 	struct kv_ix_scrub catch_up;
+#ifdef KV_IX_TESTING
+	bool test_no_commit;     /* kv__ix_test_no_commit() */
+#endif
 };
 
 /* What one round read of a bucket gave: the words of each member whose

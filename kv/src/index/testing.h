@@ -68,6 +68,17 @@ uint64_t kv__ix_test_word_off(const struct kv_index *ix, uint64_t bucket, unsign
 int kv__ix_test_format_blank(void *region, const void *other, unsigned member);
 
 /**
+ * kv__ix_test_no_commit -- with @on, the handle posts no commits (the
+ * background CASes to C words, kv/DESIGN.md "Commit"), as a client whose
+ * commits have not landed when a crash comes: over RDMA an operation
+ * returns before its commit does, so what it returned on must be durable
+ * by the persists of its fast or classic rounds alone. On local: the
+ * commit runs at post and would hide their loss.
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv__ix_test_no_commit(struct kv_index *ix, bool on);
+
+/**
  * kv__ix_test_offline -- what a client reading every member would conclude
  * about the mapping (@key -> @loc), computed from the raw index regions of
  * the @n members at @regions (a crash image): walk from the root through
