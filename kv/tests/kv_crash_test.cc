@@ -3,7 +3,8 @@
 // every crash point of short single-client sequences of the store
 // (kv/kv.h) on three local nodes: inserts, updates in place and out of
 // place, a delete and a re-insert of the same key, a put of an absent key,
-// gets; and inserts and updates under the ABD and RAW baselines. Every node crashes at once: the index and store regions of all
+// gets; inserts and updates under the ABD and RAW baselines; and object
+// chunk claims that a client with another id must find after the crash. Every node crashes at once: the index and store regions of all
 // three are one crash image. At each image a fresh client, given the
 // crashed client's id, must read for every key the state of the last
 // completed operation on it -- or, for the key of the operation in flight,
@@ -42,6 +43,11 @@ using kvtest::LocalGroup;
 // memory short: 2 clients x 1 MiB of log and ~30 chunks of 64 KiB fit.
 constexpr uint64_t kIndexRegion = 1u << 20;
 constexpr uint64_t kStoreRegion = 4u << 20;
+// ChunkClaimsHoldForAnotherId: 2 clients x 1 MiB of log and three object
+// chunks of 4 KiB (their claim words at 4144, 4152 and 4160: the third
+// alone on its cache line, away from the marks).
+constexpr uint64_t kSmallChunk = 4096;
+constexpr uint64_t kThreeChunkRegion = (2u << 20) + (28u << 10);
 
 enum class Kind { kInsert, kUpdate, kPut, kDelete, kGet };
 
@@ -108,6 +114,18 @@ struct Run {
 	// The replication the store is created with (the baselines' own
 	// persists run only under theirs).
 	kv_replication repl = KV_REPL_SWARM;
+	uint64_t store_region = kStoreRegion;
+	uint64_t chunk_bytes = 64u << 10;
+	// Check opens a client with another id, which fills the object
+	// chunks, instead of handing the crashed id over
+	// (ChunkClaimsHoldForAnotherId).
+	bool other_id = false;
+};
+
+// How a CrashSequence store differs from the default one.
+struct Variant {
+	kv_replication repl = KV_REPL_SWARM;
+	bool other_id = false; // three 4 KiB chunks; Check as Run::other_id
 };
 
 kv_config Config(const Run &r)
@@ -118,7 +136,7 @@ kv_config Config(const Run &r)
 	cfg.nnodes = static_cast<unsigned>(r.uris.size());
 	cfg.max_clients = 2;
 	cfg.log_bytes = 1u << 20;
-	cfg.chunk_bytes = 64u << 10;
+	cfg.chunk_bytes = r.chunk_bytes;
 	// Every node is reachable in an image, so a check waits only for a
 	// busy machine (2 s was too short at load 13: a client's connections
 	// each run a yescrypt token check) or for a value that is not there,
@@ -178,11 +196,12 @@ int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done)
 	return 0;
 }
 
-// The id the store's only client claimed (on node 0 as anywhere), or ~0u.
-unsigned ClaimedId(const Run &r)
+// The id the store's only client claimed, from a member's store region
+// (node 0's as anyone's), or ~0u.
+unsigned ClaimedId(const void *store)
 {
-	auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
-	auto *ids = reinterpret_cast<const uint64_t *>(static_cast<char *>(r.regions[1]) + sb->id_off);
+	auto *sb = static_cast<const kv_st_super *>(store);
+	auto *ids = reinterpret_cast<const uint64_t *>(static_cast<const char *>(store) + sb->id_off);
 	for (unsigned id = 0; id < sb->max_clients; id++)
 		if (ids[id] != 0)
 			return id;
@@ -204,7 +223,7 @@ int Workload(void *arg)
 		ret = kv_open(&r->c, &cfg);
 		if (ret != 0)
 			return ret;
-		r->id = ClaimedId(*r);
+		r->id = ClaimedId(r->regions[1]);
 	}
 	return RunOps(r->c, r->ops, &r->done);
 }
@@ -359,7 +378,7 @@ pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned ma
 {
 	std::vector<pmtest::Region> regions;
 	for (size_t i = 0; i < r->regions.size(); i++)
-		regions.push_back({ r->regions[i], i % 2 == 0 ? kIndexRegion : kStoreRegion });
+		regions.push_back({ r->regions[i], i % 2 == 0 ? kIndexRegion : r->store_region });
 	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name, one_in, max_images),
 		regions, run, check, r);
 	if (cr.ret != 0)
@@ -389,6 +408,55 @@ int PutOverLog(kv_client *c, std::map<std::string, State> *model, size_t done,
 	return CheckKeys(c, *model, nullptr, when, msg, len);
 }
 
+// An image of ChunkClaimsHoldForAnotherId: a client with another id than
+// the crashed one (which keeps its claim) finds every key, then inserts
+// values of 1000 bytes (about three to a chunk) until the chunks run out.
+// It starts at chunk 0 and must never win the chunk the crashed client
+// claimed (chunk 2) once an insert there returned: it would write its
+// objects over the crashed client's. 0, or 1 with the reason in @msg.
+int CheckOtherId(Run *r, char *msg, size_t len)
+{
+	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
+	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
+	char when[64];
+	snprintf(when, sizeof(when), "after %zu ops", r->done);
+	kv_config cfg = Config(*r);
+	kv_client *c = nullptr;
+	int ret = kv_open(&c, &cfg);
+	if (ret != 0) {
+		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
+		return 1;
+	}
+	int bad = CheckKeys(c, model, flying, when, msg, len);
+	if (bad == 0 && flying != nullptr) {
+		model[flying->key] = Read(c, flying->key, &ret); // as it is now
+		if (ret != 0) {
+			snprintf(msg, len, "get %s %s: %s", flying->key.c_str(), when,
+				pm_strerror(ret));
+			bad = 1;
+		}
+	}
+	const std::string v(1000, 'y');
+	unsigned inserted = 0;
+	for (; bad == 0 && ret == 0 && inserted < 16; inserted++) {
+		std::string k = "y" + std::to_string(inserted);
+		ret = kv_insert(c, k.data(), k.size(), v.data(), v.size());
+		if (ret == 0)
+			model[k] = v;
+	}
+	if (bad == 0 && ret != 0 && ret != -ENOSPC) {
+		snprintf(msg, len, "insert %u by another id %s: %s (%s)", inserted, when,
+			pm_strerror(ret), pm_errormsg());
+		bad = 1;
+	}
+	if (bad == 0) {
+		snprintf(when, sizeof(when), "after %zu ops and another id's inserts", r->done);
+		bad = CheckKeys(c, model, nullptr, when, msg, len);
+	}
+	kv_close(&c);
+	return bad;
+}
+
 int Check(void *arg, char *msg, size_t len)
 {
 	auto *r = static_cast<Run *>(arg);
@@ -403,6 +471,8 @@ int Check(void *arg, char *msg, size_t len)
 	// (an open would wait its whole timeout for a majority).
 	if (!r->created)
 		return 0;
+	if (r->other_id)
+		return CheckOtherId(r, msg, len);
 	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
 	char when[64];
@@ -455,14 +525,14 @@ int Check(void *arg, char *msg, size_t len)
 	return 0;
 }
 
-// Run @ops on a new store replicated by @repl, the first @from of them
+// Run @ops on a new store made as @variant says, the first @from of them
 // before the simulator starts (their result is the durable starting state)
 // and the rest under it, checking every crash point -- or, with @ops2, one
 // point in @one_in and at each a second life running @ops2, crashed at one
 // point in @one_in2.
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
 	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1,
-	kv_replication repl = KV_REPL_SWARM);
+	const Variant &variant = {});
 
 // A run of @ops on the nodes at @uris (which must outlive it).
 Run NewRun(const std::vector<std::string> &uris, const std::vector<Op> &ops)
@@ -504,20 +574,39 @@ void CrashCreate(const std::string &name, const std::vector<Op> &ops)
 }
 
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
-	const std::vector<Op> &ops2, unsigned one_in, unsigned one_in2, kv_replication repl)
+	const std::vector<Op> &ops2, unsigned one_in, unsigned one_in2, const Variant &variant)
 {
-	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
+	const uint64_t store_region = variant.other_id ? kThreeChunkRegion : kStoreRegion;
+	LocalGroup group(3, name, kIndexRegion, store_region);
 	std::vector<std::string> uris = group.Uris();
 	Run r = NewRun(uris, ops);
-	r.repl = repl;
+	r.repl = variant.repl;
 	// RAW keeps values in place only: no 4000-byte put over the log.
-	r.overwrite_log = repl != KV_REPL_RAW;
+	r.overwrite_log = variant.repl != KV_REPL_RAW;
+	r.store_region = store_region;
+	r.other_id = variant.other_id;
+	if (variant.other_id)
+		r.chunk_bytes = kSmallChunk;
 	kv_config cfg = Config(r);
 	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
 	// The workload's deadlines run on the wall clock while its crash
 	// points are checked, which takes minutes.
 	cfg.timeout_ms = 3600u * 1000u;
 	ASSERT_EQ(kv_open(&r.c, &cfg), 0) << pm_errormsg();
+	// With another id checking, the workload must hold id 1, whose first
+	// chunk is 7919 % 3 = 2 (id 0's is chunk 0, on the marks' line). A
+	// client starts its claims at a random id: open until it gets 1.
+	for (unsigned tries = 0; variant.other_id; tries++) {
+		ASSERT_LT(tries, 64u) << "no client got id 1";
+		void *store = kvtest::MappedRegion(group.Path(0), "DMKVSTO1");
+		ASSERT_NE(store, nullptr);
+		if (ClaimedId(store) == 1)
+			break;
+		kv_client *second = nullptr; // takes id 1; the first lets 0 go
+		ASSERT_EQ(kv_open(&second, &cfg), 0) << pm_errormsg();
+		ASSERT_EQ(kv_close(&r.c), 0);
+		r.c = second;
+	}
 	ASSERT_LE(from, ops.size());
 	r.ops.resize(from);
 	ASSERT_EQ(Workload(&r), 0) << pm_errormsg();
@@ -533,8 +622,14 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVSTO1"));
 		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
 	}
-	r.id = ClaimedId(r);
+	r.id = ClaimedId(r.regions[1]);
 	ASSERT_NE(r.id, ~0u) << "no client id claimed";
+	if (variant.other_id) {
+		auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
+		ASSERT_EQ(r.id, 1u);
+		ASSERT_EQ(sb->nchunks, 3u);
+		ASSERT_EQ((sb->chunk_off + 8 * 2) % 64, 0u) << "chunk 2's word shares a line";
+	}
 
 	r.reuse = !ops2.empty();
 	r.ops2 = ops2;
@@ -645,7 +740,7 @@ std::vector<Op> BaselineSequence()
 // read the new value (kv/MUTATION.md, swarm.c:251).
 TEST(KvCrash, AbdInsertsAndUpdates)
 {
-	CrashSequence("kv-crash-abd", BaselineSequence(), 0, {}, 1, 1, KV_REPL_ABD);
+	CrashSequence("kv-crash-abd", BaselineSequence(), 0, {}, 1, 1, { KV_REPL_ABD });
 }
 
 // The RAW baseline (KV_REPL_RAW) keeps one in-place copy on node 0 and
@@ -654,7 +749,25 @@ TEST(KvCrash, AbdInsertsAndUpdates)
 // The key in flight is not checked: a crash can tear RAW's single copy.
 TEST(KvCrash, RawInsertsAndUpdates)
 {
-	CrashSequence("kv-crash-raw", BaselineSequence(), 0, {}, 1, 1, KV_REPL_RAW);
+	CrashSequence("kv-crash-raw", BaselineSequence(), 0, {}, 1, 1, { KV_REPL_RAW });
+}
+
+// A client's claim of an object chunk must be durable before it writes
+// objects there: a client with another id, after the crash, claims chunks
+// by their claim words alone (the crashed client's marks name its chunk,
+// but only its own id reads them). The workload (id 1) inserts three keys
+// into chunk 2, whose claim word is alone on its cache line; each image's
+// check fills chunks 0 and 1 with another id and must then find chunk 2
+// taken (kv/MUTATION.md, group.c:669).
+TEST(KvCrash, ChunkClaimsHoldForAnotherId)
+{
+	std::vector<Op> ops = {
+		{ Kind::kInsert, "a", "a1" },
+		{ Kind::kInsert, "b", "b1" },
+		{ Kind::kInsert, "c", "c1" },
+		{ Kind::kGet, "a", "a1" },
+	};
+	CrashSequence("kv-crash-chunks", ops, 0, {}, 1, 1, { KV_REPL_SWARM, true });
 }
 
 // Crash, take the crashed id, write, crash again (issue 20): at sampled
