@@ -4,8 +4,9 @@
 // (kv/kv.h) on three local nodes: inserts, updates in place and out of
 // place, a delete and a re-insert of the same key, a put of an absent key,
 // gets; inserts and updates under the ABD and RAW baselines; and object
-// chunk claims that a client with another id must find after the crash. Every node crashes at once: the index and store regions of all
-// three are one crash image. At each image a fresh client, given the
+// chunk claims that a client with another id must find after the crash.
+// Every node crashes at once: the index and store regions of all three are
+// one crash image. At each image a fresh client, given the
 // crashed client's id, must read for every key the state of the last
 // completed operation on it -- or, for the key of the operation in flight,
 // the state before or after it; then it must write the key in flight and
