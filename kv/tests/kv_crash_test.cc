@@ -4,7 +4,8 @@
 // (kv/kv.h) on three local nodes: inserts, updates in place and out of
 // place, a delete and a re-insert of the same key, a put of an absent key,
 // gets; inserts and updates under the ABD and RAW baselines; and object
-// chunk claims that a client with another id must find after the crash.
+// chunk claims that a client with another id must find after the crash,
+// and a delete that a client outliving the crash must see.
 // Every node crashes at once: the index and store regions of all three are
 // one crash image. At each image a fresh client, given the
 // crashed client's id, must read for every key the state of the last
@@ -56,6 +57,7 @@ struct Op {
 	Kind kind;
 	std::string key;
 	std::string val; // the value written, or the one a get must return
+	bool survivor = false; // run by Run::survivor, not the workload client
 };
 
 using State = std::optional<std::string>; // nullopt: the key is absent
@@ -121,12 +123,17 @@ struct Run {
 	// chunks, instead of handing the crashed id over
 	// (ChunkClaimsHoldForAnotherId).
 	bool other_id = false;
+	// A second client, opened before the run, that outlives the crash of
+	// every node: Check reads through it, cache and all
+	// (DeleteSeenByASurvivingReader).
+	kv_client *survivor = nullptr;
 };
 
 // How a CrashSequence store differs from the default one.
 struct Variant {
 	kv_replication repl = KV_REPL_SWARM;
 	bool other_id = false; // three 4 KiB chunks; Check as Run::other_id
+	bool survivor = false; // a second client, Run::survivor
 };
 
 kv_config Config(const Run &r)
@@ -162,29 +169,31 @@ State Read(kv_client *c, const std::string &k, int *ret)
 	return v;
 }
 
-// Runs @ops from *@done on through @c, counting each that returned in
-// *@done (read by the checks); 0 or the first error.
-int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done)
+// Runs @ops from *@done on through @c (or @survivor, for its ops), counting
+// each that returned in *@done (read by the checks); 0 or the first error.
+int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done,
+	kv_client *survivor = nullptr)
 {
 	for (size_t i = *done; i < ops.size(); i++) {
 		const Op &op = ops[i];
+		kv_client *on = op.survivor ? survivor : c;
 		const std::string &k = op.key;
 		int ret = 0;
 		switch (op.kind) {
 		case Kind::kInsert:
-			ret = kv_insert(c, k.data(), k.size(), op.val.data(), op.val.size());
+			ret = kv_insert(on, k.data(), k.size(), op.val.data(), op.val.size());
 			break;
 		case Kind::kUpdate:
-			ret = kv_update(c, k.data(), k.size(), op.val.data(), op.val.size());
+			ret = kv_update(on, k.data(), k.size(), op.val.data(), op.val.size());
 			break;
 		case Kind::kPut:
-			ret = kv_put(c, k.data(), k.size(), op.val.data(), op.val.size());
+			ret = kv_put(on, k.data(), k.size(), op.val.data(), op.val.size());
 			break;
 		case Kind::kDelete:
-			ret = kv_delete(c, k.data(), k.size());
+			ret = kv_delete(on, k.data(), k.size());
 			break;
 		case Kind::kGet: {
-			State s = Read(c, k, &ret);
+			State s = Read(on, k, &ret);
 			if (ret == 0 && s != State(op.val))
 				ret = -EIO; // the workload itself read a wrong value
 			break;
@@ -226,7 +235,7 @@ int Workload(void *arg)
 			return ret;
 		r->id = ClaimedId(r->regions[1]);
 	}
-	return RunOps(r->c, r->ops, &r->done);
+	return RunOps(r->c, r->ops, &r->done, r->survivor);
 }
 
 // Give the crashed client's id (r.id) to the next client that opens:
@@ -478,6 +487,8 @@ int Check(void *arg, char *msg, size_t len)
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
 	char when[64];
 	snprintf(when, sizeof(when), "after %zu ops", r->done);
+	if (r->survivor != nullptr) // its connections still reach the image
+		return CheckKeys(r->survivor, model, flying, when, msg, len);
 
 	// One client does all of it: each kv_open costs six connections'
 	// token checks (yescrypt, ~20 ms each here), which is most of an
@@ -608,6 +619,9 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		ASSERT_EQ(kv_close(&r.c), 0);
 		r.c = second;
 	}
+	if (variant.survivor) {
+		ASSERT_EQ(kv_open(&r.survivor, &cfg), 0) << pm_errormsg();
+	}
 	ASSERT_LE(from, ops.size());
 	r.ops.resize(from);
 	ASSERT_EQ(Workload(&r), 0) << pm_errormsg();
@@ -652,6 +666,7 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
 	EXPECT_EQ(kv_close(&r.c), 0);
+	EXPECT_EQ(kv_close(&r.survivor), 0);
 }
 
 // Inserts, updates (one key twice), a delete and a re-insert of the key, a
@@ -769,6 +784,25 @@ TEST(KvCrash, ChunkClaimsHoldForAnotherId)
 		{ Kind::kGet, "a", "a1" },
 	};
 	CrashSequence("kv-crash-chunks", ops, 0, {}, 1, 1, { KV_REPL_SWARM, true });
+}
+
+// A client that outlives the crash of every node keeps what it cached: a
+// key it read before another client deleted it must read as absent once
+// the delete returned. The index removal is durable, but the survivor's
+// cache still maps the key to its object, so the delete's tombstone must
+// be durable too (kv/MUTATION.md, swarm.c:830). Each image's check reads
+// every key through the survivor.
+TEST(KvCrash, DeleteSeenByASurvivingReader)
+{
+	std::vector<Op> ops = {
+		{ Kind::kInsert, "c", "c1" },
+		{ Kind::kGet, "c", "c1", true },
+		{ Kind::kDelete, "c", "" },
+		{ Kind::kInsert, "d", "d1" },
+	};
+	Variant v;
+	v.survivor = true;
+	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, 1, v);
 }
 
 // Crash, take the crashed id, write, crash again (issue 20): at sampled
