@@ -47,6 +47,9 @@ struct Shared {
 	// Helps so far, published by each worker after each operation, so the
 	// driver can keep preempting until helping has happened.
 	std::atomic<uint64_t> live_helps[kThreads];
+	// Set while a worker is inside mcas_desc_execute(), so the driver
+	// interrupts workers there: a park elsewhere makes nobody help.
+	std::atomic<bool> executing[kThreads];
 	std::atomic<uint64_t> helps{0}, mcas_ops{0}, read_detaches{0};
 };
 
@@ -81,7 +84,10 @@ void Worker(Shared *s, unsigned id, unsigned min_ops)
 				uint64_t v = mcas_read(t, &s->words[i]);
 				ASSERT_EQ(mcas_desc_add(d, &s->words[i], v, v + 8), 0);
 			}
-			if (mcas_desc_execute(d) == 1)
+			s->executing[id].store(true, std::memory_order_relaxed);
+			int done = mcas_desc_execute(d);
+			s->executing[id].store(false, std::memory_order_relaxed);
+			if (done == 1)
 				break;
 		}
 		for (unsigned i : all)
@@ -106,6 +112,8 @@ void RunWorkers(mcas *m, uint64_t *words, unsigned min_ops)
 		a = 0;
 	for (auto &h : s.live_helps)
 		h = 0;
+	for (auto &e : s.executing)
+		e = false;
 	g_stop = false;
 	g_completed = 0;
 	struct sigaction sa = {};
@@ -115,8 +123,10 @@ void RunWorkers(mcas *m, uint64_t *words, unsigned min_ops)
 	std::vector<std::thread> th;
 	for (unsigned i = 0; i < kThreads; i++)
 		th.emplace_back(Worker, &s, i, min_ops);
-	// Interrupt random workers while they run, until some thread has
-	// helped another (bounded: if that never happens, the test fails).
+	// Interrupt workers while they execute an MCAS (a random one when
+	// none is), until some thread has helped another (bounded: if that
+	// never happens, the test fails). Aiming at random workers alone
+	// found nobody to help in all 20000 tries once, on two busy cores.
 	std::mt19937 rng(99);
 	for (unsigned i = 0; i < 20000; i++) {
 		uint64_t helps = 0;
@@ -124,7 +134,14 @@ void RunWorkers(mcas *m, uint64_t *words, unsigned min_ops)
 			helps += h.load();
 		if (helps > 0 && i >= 100)
 			break;
-		pthread_kill(th[rng() % kThreads].native_handle(), SIGUSR1);
+		unsigned victim = rng() % kThreads;
+		for (unsigned k = 0; k < kThreads; k++) {
+			if (s.executing[(victim + k) % kThreads].load(std::memory_order_relaxed)) {
+				victim = (victim + k) % kThreads;
+				break;
+			}
+		}
+		pthread_kill(th[victim].native_handle(), SIGUSR1);
 		std::this_thread::sleep_for(std::chrono::microseconds(200));
 	}
 	g_stop = true; // release anyone still parked, so the rest finishes
@@ -181,18 +198,24 @@ TEST_P(StatsRace, TotalCountsEachThreadOnceWhileThreadsComeAndGo)
 {
 	uint64_t words[kWorkers] = {};
 	mcastest::OnVolatile(Config(GetParam()), [&words](mcas *m) {
-		std::atomic<bool> done{false};
+		std::atomic<bool> done{false}, summing{false};
 		std::vector<uint64_t> sums;
 		std::thread summer([&] {
 			mcas_stats st;
 			while (!done.load()) {
 				mcas_stats_total(m, &st);
 				sums.push_back(st.mcas);
+				summing.store(true);
 			}
 		});
 		std::vector<std::thread> workers;
 		for (unsigned w = 0; w < kWorkers; w++)
-			workers.emplace_back([m, w, &words] {
+			workers.emplace_back([m, w, &words, &summing] {
+				// Start once sums are being taken: on a busy machine
+				// the workers could otherwise finish before the summer
+				// first ran (no sum at all, once in 8 runs).
+				while (!summing.load())
+					std::this_thread::yield();
 				for (unsigned r = 0; r < kRounds; r++) {
 					mcas_thread *t;
 					ASSERT_EQ(mcas_thread_register(m, &t), 0);
