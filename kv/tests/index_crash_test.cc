@@ -139,6 +139,24 @@ int Check(void *arg, char *msg, size_t len)
 	return 0;
 }
 
+// Runs @run(@arg) under the simulator over @regions (index regions), checking
+// every crash point with @check, at most four images each: expects every
+// point checked and passed, prints the counts.
+pm_crashsim_stats RunEveryPoint(const char *name, const std::vector<void *> &regions,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check, void *arg)
+{
+	std::vector<pmtest::Region> tracked;
+	for (void *region : regions)
+		tracked.push_back({ region, kRegion });
+	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name, 1, 4), tracked, run,
+		check, arg);
+	EXPECT_EQ(cr.ret, 0) << cr.report << " " << pm_errormsg();
+	EXPECT_EQ(cr.st.points, cr.st.events + 1) << "every crash point";
+	printf("%s: %llu crash points, %llu images\n", name, (unsigned long long)cr.st.points,
+		(unsigned long long)cr.st.images);
+	return cr.st;
+}
+
 // @create: kv_index_create runs inside the crash run, on zeroed regions.
 // @no_commit: the workload posts no commits (kv__ix_test_no_commit).
 // @down: a member failed (rdma_local_fail) for the whole run, or -1.
@@ -182,20 +200,11 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, bool cre
 	if (down >= 0) {
 		ASSERT_EQ(rdma_local_fail(group.Path(down).c_str(), 1), 0);
 	}
-	std::vector<pmtest::Region> regions;
-	for (void *region : r.regions)
-		regions.push_back({ region, kRegion });
-	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name.c_str(), 1, 4), regions,
-		Workload, Check, &r);
-	const pm_crashsim_stats &st = cr.st;
-	EXPECT_EQ(cr.ret, 0) << cr.report << " " << pm_errormsg();
+	pm_crashsim_stats st = RunEveryPoint(name.c_str(), r.regions, Workload, Check, &r);
 	EXPECT_EQ(r.done, ops.size());
 	EXPECT_TRUE(r.created);
-	EXPECT_EQ(st.points, st.events + 1) << "every crash point";
 	EXPECT_GT(st.images, st.points);
 	::testing::Test::RecordProperty("crash_points", std::to_string(st.points));
-	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
-		(unsigned long long)st.images);
 	kv_index_close(&r.ix);
 	for (rdma_conn *&c : conns)
 		rdma_conn_close(&c);
@@ -337,16 +346,8 @@ TEST(IndexCrash, ScrubAfterMissedSplit)
 	EXPECT_EQ(ScrubCheck(&r, msg, sizeof(msg)), 1) << "member 2 missed nothing";
 	r.scrubbed = false;
 
-	std::vector<pmtest::Region> regions;
-	for (void *region : r.regions)
-		regions.push_back({ region, kRegion });
-	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig("ix-scrub", 1, 4), regions,
-		ScrubWorkload, ScrubCheck, &r);
-	EXPECT_EQ(cr.ret, 0) << cr.report << " " << pm_errormsg();
+	RunEveryPoint("ix-scrub", r.regions, ScrubWorkload, ScrubCheck, &r);
 	EXPECT_TRUE(r.scrubbed);
-	EXPECT_EQ(cr.st.points, cr.st.events + 1) << "every crash point";
-	printf("ix-scrub: %llu crash points, %llu images\n", (unsigned long long)cr.st.points,
-		(unsigned long long)cr.st.images);
 	kv_index_close(&r.ix);
 }
 
@@ -443,16 +444,8 @@ TEST(IndexCrash, Rebuild)
 	rebuild_cfg.cfg.timeout_ms = 5000;
 	r.cfg = &rebuild_cfg.cfg;
 
-	std::vector<pmtest::Region> regions;
-	for (void *region : r.regions)
-		regions.push_back({ region, kRegion });
-	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig("ix-rebuild", 1, 4), regions,
-		RebuildWorkload, RebuildCheck, &r);
-	EXPECT_EQ(cr.ret, 0) << cr.report << " " << pm_errormsg();
+	RunEveryPoint("ix-rebuild", r.regions, RebuildWorkload, RebuildCheck, &r);
 	EXPECT_TRUE(r.rebuilt);
-	EXPECT_EQ(cr.st.points, cr.st.events + 1) << "every crash point";
-	printf("ix-rebuild: %llu crash points, %llu images\n", (unsigned long long)cr.st.points,
-		(unsigned long long)cr.st.images);
 }
 
 } // namespace
