@@ -587,9 +587,9 @@ void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *
  *
  * Each registered thread has an epoch word, odd while the thread is inside
  * a section (sections nest; only the outermost stores). A grace period is
- * non-blocking (thesis sect. 5.6, "the traversal does not wait"): a
- * snapshot of every word, and later a comparison; a thread whose word was
- * odd at the snapshot and is unchanged has not left its section.
+ * non-blocking, as in thesis sect. 5.6: a snapshot of every word, and later
+ * a comparison instead of a wait; a thread whose word was odd at the
+ * snapshot and is unchanged has not left its section.
  *
  * One registration per thread and flavour: every user of a flavour on one
  * OS thread shares the thread's epoch word, so a thread that uses several
