@@ -499,10 +499,12 @@ int Check(void *arg, char *msg, size_t len)
 	// RAW's one copy of the key in flight may be torn by the crash, and
 	// RAW has no other: a read retries until its timeout. Its state is
 	// not checked; the put below must still replace it.
+	// A get in flight tears nothing.
+	bool torn = r->repl == KV_REPL_RAW && flying != nullptr && flying->kind != Kind::kGet;
 	std::map<std::string, State> durable = model;
-	if (r->repl == KV_REPL_RAW && flying != nullptr)
+	if (torn)
 		durable.erase(flying->key);
-	if (CheckKeys(c, durable, r->repl == KV_REPL_RAW ? nullptr : flying, when, msg, len) != 0) {
+	if (CheckKeys(c, durable, torn ? nullptr : flying, when, msg, len) != 0) {
 		kv_close(&c);
 		return 1;
 	}

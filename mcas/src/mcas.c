@@ -274,11 +274,13 @@ mcas_close(struct mcas **mp)
 	if (atomic_load(&m->nregistered) != 0)
 		return pm_error_set(-EBUSY, "mcas_close: %d threads are still registered",
 			atomic_load(&m->nregistered));
+	/* No thread of @m is registered, so its own flavour has none either. */
+	if (m->own_epochs && reclaim_epochs_delete(&m->epochs) != 0)
+		return pm_error_set(-EBUSY, "mcas_close: the instance's epoch flavour "
+			"still has threads");
 	if (!m->persistent)
 		munmap(m->descs, (size_t)m->max_threads * m->descs_per_thread *
 			sizeof(struct mcas_rec));
-	if (m->own_epochs)
-		reclaim_epochs_delete(&m->epochs); /* no thread left: cannot fail */
 	free(m->slot_used);
 	free(m->threads);
 	free(m);
@@ -422,13 +424,6 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 		mcas_thread_free(t);
 		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	}
-	ret = reclaim_epochs_thread_register(m->epochs, &t->et);
-	if (ret != 0) {
-		mcas_thread_free(t);
-		return pm_error_set(ret, ret == -EAGAIN ? "mcas_thread_register: every "
-			"slot of the epoch flavour is in use" :
-			"mcas_thread_register: out of memory");
-	}
 	for (slot = 0; slot < m->max_threads; slot++) {
 		expected = 0;
 		if (atomic_compare_exchange_strong(&m->slot_used[slot], &expected, 1))
@@ -438,6 +433,17 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 		mcas_thread_free(t);
 		return pm_error_set(-EAGAIN, "mcas_thread_register: all %u thread slots in use",
 			m->max_threads);
+	}
+	/* The epoch word last: nothing after it can fail, so a failure never
+	 * has a registration to give back (which a thread inside a section
+	 * of the same flavour could not). */
+	ret = reclaim_epochs_thread_register(m->epochs, &t->et);
+	if (ret != 0) {
+		atomic_store(&m->slot_used[slot], 0);
+		mcas_thread_free(t);
+		return pm_error_set(ret, ret == -EAGAIN ? "mcas_thread_register: every "
+			"slot of the epoch flavour is in use" :
+			"mcas_thread_register: out of memory");
 	}
 	hwm = atomic_load(&m->slots_hwm);
 	while (hwm < slot + 1 && !atomic_compare_exchange_weak(&m->slots_hwm, &hwm, slot + 1))

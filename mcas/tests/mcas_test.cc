@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -284,7 +285,11 @@ TEST(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 	std::atomic<bool> inside{false}, leave{false};
 	std::thread x([&] {
 		mcas_thread *tx = nullptr;
-		ASSERT_EQ(mcas_thread_register(b, &tx), 0);
+		if (mcas_thread_register(b, &tx) != 0) {
+			ADD_FAILURE() << "register: " << pm_errormsg();
+			inside.store(true); // the main thread must not wait forever
+			return;
+		}
 		mcas_guard_enter(tx);
 		inside.store(true);
 		while (!leave.load())
@@ -326,6 +331,36 @@ TEST(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
 	EXPECT_EQ(reclaim_epochs_registered(e), 1u); // tb still holds it
 	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
+	EXPECT_EQ(reclaim_epochs_registered(e), 0u);
+	EXPECT_EQ(mcas_close(&a), 0);
+	EXPECT_EQ(mcas_close(&b), 0);
+	EXPECT_EQ(reclaim_epochs_delete(&e), 0);
+}
+
+// A registration that fails inside a guard of another instance on the same
+// flavour (its own pool slots are all taken) gives everything back: the
+// flavour counts the thread once, and can be deleted once both handles go.
+TEST(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
+{
+	reclaim_epochs *e = nullptr;
+	ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
+	mcas_config c = Config();
+	c.epochs = e;
+	c.max_threads = 1;
+	mcas *a = nullptr, *b = nullptr;
+	ASSERT_EQ(mcas_new(&a, &c), 0);
+	ASSERT_EQ(mcas_new(&b, &c), 0);
+	mcas_thread *ta = nullptr, *tb = nullptr, *extra = nullptr;
+	ASSERT_EQ(mcas_thread_register(a, &ta), 0);
+	ASSERT_EQ(mcas_thread_register(b, &tb), 0);
+	mcas_guard_enter(ta);
+	EXPECT_EQ(mcas_thread_register(b, &extra), -EAGAIN);
+	EXPECT_NE(std::string(pm_errormsg()).find("slots in use"), std::string::npos)
+		<< pm_errormsg();
+	mcas_guard_exit(ta);
+	EXPECT_EQ(reclaim_epochs_registered(e), 1u);
+	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
+	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
 	EXPECT_EQ(reclaim_epochs_registered(e), 0u);
 	EXPECT_EQ(mcas_close(&a), 0);
 	EXPECT_EQ(mcas_close(&b), 0);

@@ -88,10 +88,13 @@ reclaim_epochs_claim(struct reclaim_epochs *e)
 {
 	unsigned slot, hwm;
 
+	/* A load before the CAS: a CAS on a taken slot would pull its
+	 * owner's epoch word, on the same line, away from it. */
 	for (slot = 0; slot < e->max_threads; slot++) {
 		int expected = 0;
 
-		if (atomic_compare_exchange_strong(&e->slots[slot].in_use, &expected, 1))
+		if (atomic_load_explicit(&e->slots[slot].in_use, memory_order_relaxed) == 0 &&
+				atomic_compare_exchange_strong(&e->slots[slot].in_use, &expected, 1))
 			break;
 	}
 	if (slot == e->max_threads)
@@ -153,7 +156,8 @@ reclaim_epochs_thread_unregister(struct reclaim_epochs_thread **tp)
 	if (*link == NULL)
 		return pm_error_set(-EPERM, "reclaim_epochs_thread_unregister: the handle is not "
 			"the calling thread's");
-	if (t->reclaim__nest != 0)
+	/* Dropping one of several registrations leaves the word as it is. */
+	if (t->reclaim__refs == 1 && t->reclaim__nest != 0)
 		return pm_error_set(-EBUSY, "reclaim_epochs_thread_unregister: inside a section");
 	*tp = NULL;
 	if (--t->reclaim__refs != 0)
@@ -169,10 +173,13 @@ reclaim_epochs_thread_unregister(struct reclaim_epochs_thread **tp)
 int
 reclaim_epochs_grace_init(struct reclaim_epochs_grace *g, const struct reclaim_epochs *e)
 {
+	pm_error_clear();
 	memset(g, 0, sizeof(*g));
 	g->reclaim__snap = malloc(sizeof(*g->reclaim__snap) * e->max_threads);
-	return g->reclaim__snap != NULL ? 0 :
-		pm_error_set(-ENOMEM, "reclaim_epochs_grace_init: out of memory");
+	if (g->reclaim__snap == NULL)
+		return pm_error_set(-ENOMEM, "reclaim_epochs_grace_init: out of memory");
+	g->reclaim__cap = e->max_threads;
+	return 0;
 }
 
 void
@@ -195,6 +202,10 @@ reclaim_epochs_grace_start(struct reclaim_epochs_grace *g, const struct reclaim_
 	const struct reclaim_epochs *e = t->reclaim__e;
 	unsigned hwm = atomic_load(&e->hwm);
 
+	/* Never past the snapshot's room (a grace made for a smaller
+	 * flavour than @t's: a misuse the header rules out). */
+	if (hwm > g->reclaim__cap)
+		hwm = g->reclaim__cap;
 	for (unsigned i = 0; i < hwm; i++)
 		g->reclaim__snap[i] = reclaim_epochs_word(e, i);
 	g->reclaim__n = hwm;

@@ -59,8 +59,11 @@
  * are reclaim/'s epoch flavour (reclaim/reclaim.h): an instance makes its
  * own, or runs on one the caller gives (mcas_config.epochs), which other
  * instances may share; a thread then holds one epoch word for all of them,
- * a guard on any of them protects what any of them retires, and a thread
- * inside a guard of one holds back the grace periods of all.
+ * a guard on any of them protects what other threads retire through any
+ * of them, and a thread inside a guard of one holds back the grace periods
+ * of all. (What a thread retires itself is freed only inside its own later
+ * mcas_desc_begin() or mcas_thread_unregister(), guard or not, on any
+ * instance of the flavour: its handles there are one reader.)
  *
  * Persistence. A persistent instance lives in an area of a pm/ pool
  * (mcas_pmem_area_size() bytes, 64-byte aligned) holding a header and every
@@ -386,9 +389,10 @@ uint64_t mcas_read(struct mcas_thread *t, const uint64_t *addr);
 /**
  * mcas_guard_enter -- start a read-side critical section on @t.
  *
- * Objects retired with mcas_retire() by any thread after the calling thread
- * loaded a reference to them are not freed before the matching
- * mcas_guard_exit(). Guards nest. Costs one sequentially consistent store
+ * Objects retired with mcas_retire() by other threads after the calling
+ * thread loaded a reference to them are not freed before the matching
+ * mcas_guard_exit() (the caller's own are freed only in its own later calls:
+ * see "Memory management" above). Guards nest. Costs one sequentially consistent store
  * (outermost guard only); MCAS operations inside a guard skip their own
  * epoch announcement. Keep guards short: a thread inside a guard holds back
  * reclamation for every thread.

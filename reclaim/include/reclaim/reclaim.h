@@ -595,7 +595,9 @@ void reclaim_domain_stats(const struct reclaim_domain *d, struct reclaim_stats *
  * OS thread shares the thread's epoch word, so a thread that uses several
  * mcas instances (or structures on them) created on one flavour holds one
  * slot and announces once per section, whichever instance it reads, and a
- * section on any of them protects what all of them retire.
+ * section on any of them protects what other threads retire through any of
+ * them. (Not what the thread itself retires: see the next paragraph. Two
+ * handles of one thread on one flavour are one reader.)
  * reclaim_epochs_thread_register() on a thread that is registered already
  * returns the same handle and counts the registration.
  *
@@ -627,6 +629,7 @@ struct reclaim_epochs_thread {
  * reclaim_epochs_grace_start()). Fields internal. */
 struct reclaim_epochs_grace {
 	uint64_t *reclaim__snap;   /* epoch words seen at the start */
+	unsigned reclaim__cap;     /* room in reclaim__snap */
 	unsigned reclaim__n;       /* words covered */
 	bool reclaim__started;
 };
@@ -662,15 +665,17 @@ int reclaim_epochs_delete(struct reclaim_epochs **ep);
  * Ordering: the word's slot is claimed with a seq_cst CAS and the
  * high-water mark raised with seq_cst CASes, so every grace period started
  * after this returns covers the thread (the other side: the seq_cst loads
- * of reclaim_epochs_grace_start()). The word is even (outside) then.
+ * of reclaim_epochs_grace_start()). A new word is even (outside); a
+ * repeated registration changes nothing.
  */
 int reclaim_epochs_thread_register(struct reclaim_epochs *e, struct reclaim_epochs_thread **out);
 
 /**
  * reclaim_epochs_thread_unregister -- drop one registration of *@tp and set *@tp
  * to NULL; the last one gives the epoch word back and frees the handle.
- * Return: 0 (also for @tp or *@tp NULL); -EBUSY if the thread is inside a
- * section; -EPERM if *@tp is not the calling thread's (nothing changes).
+ * Return: 0 (also for @tp or *@tp NULL); -EBUSY if this is the last
+ * registration and the thread is inside a section; -EPERM if *@tp is not
+ * the calling thread's (nothing changes).
  * Thread-safety: only the thread that registered.
  * Ordering: the slot is given back with a seq_cst store; the word is even
  * (the last section's release store is the other side of any grace
@@ -685,8 +690,10 @@ int reclaim_epochs_thread_unregister(struct reclaim_epochs_thread **tp);
  * Thread-safety: only @t's thread.
  * Ordering: the outermost store of the odd word is seq_cst: a Dekker pair
  * with the seq_cst loads of reclaim_epochs_grace_start() and
- * reclaim_epochs_grace_elapsed(), so the section's later loads cannot be
- * satisfied before a grace period can see it inside.
+ * reclaim_epochs_grace_elapsed(). On x86-64, to which reclaim/ is limited,
+ * that store is a full barrier, so no later load of the section is
+ * satisfied before a grace period can see it inside; C11 alone promises
+ * this only for the section's seq_cst loads (mcas/'s are).
  */
 static inline void
 reclaim_epochs_enter(struct reclaim_epochs_thread *t)
@@ -744,7 +751,8 @@ void reclaim_epochs_grace_fini(struct reclaim_epochs_grace *g);
 
 /**
  * reclaim_epochs_grace_start -- start a grace period: remember the epoch
- * word of every thread registered now (@t's own word is ignored).
+ * word of every thread registered now (@t's own word is ignored). @g must
+ * have been initialised for @t's flavour.
  * Thread-safety: only @t's thread, which owns @g.
  * Ordering: seq_cst loads of the high-water mark and of every word, the
  * other side of reclaim_epochs_enter()'s seq_cst store and of
