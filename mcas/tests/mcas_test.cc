@@ -265,18 +265,36 @@ TEST_F(Volatile, RetiredObjectsAreFreedAfterGracePeriods)
 // one epoch word for both, a guard on either is a guard on both, and a
 // thread inside a guard of one holds back the other's grace periods, so
 // neither its descriptors nor the objects retired on it come back early.
-TEST(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
-{
+// Two instances a and b on one flavour e, this thread registered in both
+// (ta, tb); each test unregisters them itself, then calls Close().
+struct SharedFlavour : ::testing::Test {
 	reclaim_epochs *e = nullptr;
-	ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
 	mcas_config c = Config();
-	c.epochs = e;
 	mcas *a = nullptr, *b = nullptr;
-	ASSERT_EQ(mcas_new(&a, &c), 0);
-	ASSERT_EQ(mcas_new(&b, &c), 0);
 	mcas_thread *ta = nullptr, *tb = nullptr;
-	ASSERT_EQ(mcas_thread_register(a, &ta), 0);
-	ASSERT_EQ(mcas_thread_register(b, &tb), 0);
+
+	void Open(unsigned max_threads)
+	{
+		ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
+		c.epochs = e;
+		c.max_threads = max_threads;
+		ASSERT_EQ(mcas_new(&a, &c), 0);
+		ASSERT_EQ(mcas_new(&b, &c), 0);
+		ASSERT_EQ(mcas_thread_register(a, &ta), 0);
+		ASSERT_EQ(mcas_thread_register(b, &tb), 0);
+	}
+	void Close()
+	{
+		EXPECT_EQ(reclaim_epochs_registered(e), 0u);
+		EXPECT_EQ(mcas_close(&a), 0);
+		EXPECT_EQ(mcas_close(&b), 0);
+		EXPECT_EQ(reclaim_epochs_delete(&e), 0);
+	}
+};
+
+TEST_F(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
+{
+	ASSERT_NO_FATAL_FAILURE(Open(Config().max_threads));
 	EXPECT_EQ(reclaim_epochs_registered(e), 1u);
 	mcas_guard_enter(ta);
 	EXPECT_EQ(mcas_thread_unregister(&tb), -EBUSY); // inside a's guard
@@ -331,28 +349,16 @@ TEST(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
 	EXPECT_EQ(reclaim_epochs_registered(e), 1u); // tb still holds it
 	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
-	EXPECT_EQ(reclaim_epochs_registered(e), 0u);
-	EXPECT_EQ(mcas_close(&a), 0);
-	EXPECT_EQ(mcas_close(&b), 0);
-	EXPECT_EQ(reclaim_epochs_delete(&e), 0);
+	Close();
 }
 
 // A registration that fails inside a guard of another instance on the same
 // flavour (its own pool slots are all taken) gives everything back: the
 // flavour counts the thread once, and can be deleted once both handles go.
-TEST(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
+TEST_F(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
 {
-	reclaim_epochs *e = nullptr;
-	ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
-	mcas_config c = Config();
-	c.epochs = e;
-	c.max_threads = 1;
-	mcas *a = nullptr, *b = nullptr;
-	ASSERT_EQ(mcas_new(&a, &c), 0);
-	ASSERT_EQ(mcas_new(&b, &c), 0);
-	mcas_thread *ta = nullptr, *tb = nullptr, *extra = nullptr;
-	ASSERT_EQ(mcas_thread_register(a, &ta), 0);
-	ASSERT_EQ(mcas_thread_register(b, &tb), 0);
+	ASSERT_NO_FATAL_FAILURE(Open(1));
+	mcas_thread *extra = nullptr;
 	mcas_guard_enter(ta);
 	EXPECT_EQ(mcas_thread_register(b, &extra), -EAGAIN);
 	EXPECT_NE(std::string(pm_errormsg()).find("slots in use"), std::string::npos)
@@ -361,10 +367,7 @@ TEST(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
 	EXPECT_EQ(reclaim_epochs_registered(e), 1u);
 	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
 	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
-	EXPECT_EQ(reclaim_epochs_registered(e), 0u);
-	EXPECT_EQ(mcas_close(&a), 0);
-	EXPECT_EQ(mcas_close(&b), 0);
-	EXPECT_EQ(reclaim_epochs_delete(&e), 0);
+	Close();
 }
 
 // ---- persistent ----
