@@ -19,15 +19,25 @@
  * for the index is (offset / 64) << 4 | ip_class):
  *
  *   0            meta[C]: one In-n-Out metadata word per client id (writer)
- *   8C           struct kv_st_ohdr: magic, key length, in-place capacity,
+ *   8C           del: the first delete word (below)
+ *   8C + 8       struct kv_st_ohdr: magic, key length, in-place capacity,
  *                checksum of header and key
- *   8C + 32      the key, padded to 8 bytes
+ *   8C + 40      the key, padded to 8 bytes
  *   ip_off       the in-place copy: struct kv_st_vhdr + value (ip_cap bytes)
  *   tsl_off      tsl[C]: one timestamp-lock word per writer
  *
  * so a get reads meta, key and in-place copy with one READ of
  * [0, tsl_off) (SWARM, seed 000 sect. 4.4: "both can be read in a single
  * operation"), and the other replicas' meta arrays with a READ of 8C bytes.
+ *
+ * First delete word (one per object and node; not in the paper): 0, then
+ * kv_st_del() of the first tombstone that reached this node, set once by
+ * CAS(0 -> del) in the batch that writes a tombstone into a slot -- the
+ * delete's own, or a reader's write-back of one -- before that slot CAS. A
+ * delete learns from the CAS's old value whether it was first here, and a
+ * retry after a lost reply learns the same, since the word never changes
+ * again: the order of overlapping deletes survives lost replies, which the
+ * slots alone do not record (kv/DESIGN.md, "Delete").
  *
  * Metadata word (In-n-Out, seed 000 sect. 4.3 and Fig. 3; the paper gives
  * no widths): ts (42 bits, clock ticks since the store's epoch) << 22 |
@@ -59,7 +69,7 @@
 #include <pm/area.h>
 
 #define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
-#define KV_ST_SUPER_VERSION 1
+#define KV_ST_SUPER_VERSION 2 /* 2: the first delete word */
 #define KV_ST_SUPER_SIZE 4096u
 
 #define KV_ST_UNIT 64u
@@ -91,6 +101,12 @@ static inline uint64_t kv_st_tomb(uint64_t nonce)
 	return kv_st_meta(KV_ST_TS_MAX, nonce & KV_ST_PTR_MAX, 1);
 }
 static inline int kv_st_is_tomb(uint64_t meta) { return kv_st_ts(meta) == KV_ST_TS_MAX; }
+/* kv_st_del -- the first delete word naming tombstone @tomb in writer @w's
+ * slot: its number << 8 | w + 1 (never 0). */
+static inline uint64_t kv_st_del(uint64_t tomb, unsigned w)
+{
+	return kv_st_ptr(tomb) << 8 | (uint64_t)(w + 1);
+}
 
 /* kv_st_order -- the Safe-Guess order of @meta in writer @w's slot:
  * (ts, writer, flag). 0 for the empty word. */
@@ -150,7 +166,8 @@ struct kv_st_geo {
 	uint64_t off;      /* in the store region */
 	uint32_t klen;
 	uint32_t ip_cap;
-	uint32_t ohdr_off; /* 8C */
+	uint32_t del_off;  /* 8C: the first delete word */
+	uint32_t ohdr_off; /* 8C + 8 */
 	uint32_t ip_off;
 	uint32_t tsl_off;
 	uint32_t size;     /* a multiple of KV_ST_UNIT */
@@ -162,6 +179,9 @@ struct kv_st_geo {
 
 static inline uint32_t kv_st_ip_cap(unsigned cls) { return cls == 0 ? 0 : 32u << cls; }
 
+/* kv_st_ohdr_off -- where an object's header starts among @C writers. */
+static inline uint32_t kv_st_ohdr_off(unsigned C) { return 8u * C + 8u; }
+
 /* kv_st_geo_make -- the geometry of an object at @loc for a key of @klen
  * bytes among @C writers. */
 static inline struct kv_st_geo kv_st_geo_make(uint64_t loc, uint32_t klen, unsigned C)
@@ -172,7 +192,8 @@ static inline struct kv_st_geo kv_st_geo_make(uint64_t loc, uint32_t klen, unsig
 	g.off = (loc >> 4) * KV_ST_UNIT;
 	g.klen = klen;
 	g.ip_cap = kv_st_ip_cap((unsigned)(loc & 15));
-	g.ohdr_off = 8u * C;
+	g.del_off = 8u * C;
+	g.ohdr_off = kv_st_ohdr_off(C);
 	g.ip_off = g.ohdr_off + (uint32_t)sizeof(struct kv_st_ohdr) + ((klen + 7u) & ~7u);
 	g.tsl_off = g.ip_cap == 0 ? g.ip_off
 		: g.ip_off + (uint32_t)sizeof(struct kv_st_vhdr) + g.ip_cap;

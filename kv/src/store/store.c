@@ -550,6 +550,13 @@ kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_fault fa
 	return kv__ix_fault_request(&c->g, member, fault, delay_us, KV_IX_FAULT_ONCE);
 }
 
+int
+kv__st_test_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),
+	void *arg)
+{
+	return kv__st_open(out, cfg, yield, arg);
+}
+
 struct kv_index *
 kv__st_test_index(struct kv_client *c)
 {
@@ -835,9 +842,10 @@ cache_drop(struct kv_client *c, uint64_t h)
 
 /* Unmap a deleted object from the index (SWARM-KV sect. 5.3.2-5.3.3: the
  * deleter unmaps; a client that finds a tombstone still mapped does it for
- * a deleter that crashed first). */
+ * a deleter that crashed first). With @mapped: whether the key still
+ * mapped to @loc at some point of the call (kv_index_remove() returned 0). */
 static int
-unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc)
+unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc, bool *mapped)
 {
 	struct kv_index_stats before;
 	int ret;
@@ -845,6 +853,8 @@ unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc)
 	kv_index_stats_read(c->ix, &before);
 	ret = kv_index_remove(c->ix, key, klen, loc);
 	index_rounds(c, &before);
+	if (mapped != NULL)
+		*mapped = ret == 0;
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -1068,7 +1078,7 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 			return ret;
 		if (!kv_st_is_tomb(v.meta) && v.meta != 0)
 			return KV_E_EXISTS;
-		ret = unmap(c, key, klen, *existing);
+		ret = unmap(c, key, klen, *existing, NULL);
 		if (ret != 0)
 			return ret;
 	}
@@ -1125,7 +1135,7 @@ do_update(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 		/* Deleted (sect. 5.3.3): drop the cached location, unmap for a
 		 * deleter that may have crashed, and look again. */
 		cache_drop(c, h);
-		ret = unmap(c, key, klen, e.loc);
+		ret = unmap(c, key, klen, e.loc, NULL);
 		if (ret != 0)
 			return ret;
 		if (!cached)
@@ -1197,7 +1207,7 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 		 * if the location was cached, the key may live elsewhere now. */
 		cache_drop(c, h);
 		if (kv_st_is_tomb(v.meta)) {
-			ret = unmap(c, key, klen, e.loc);
+			ret = unmap(c, key, klen, e.loc, NULL);
 			if (ret != 0)
 				break;
 		}
@@ -1210,6 +1220,9 @@ int
 kv_delete(struct kv_client *c, const void *key, size_t klen)
 {
 	uint64_t h = key_hash(key, klen);
+	/* One number per call: a second pass over the same incarnation
+	 * meets its own tombstone and first delete words as its own. */
+	const uint64_t tomb = kv_st_tomb(++c->tomb_nonce);
 	int ret, gone_ret = -ENOENT;
 
 	op_begin(c);
@@ -1218,7 +1231,7 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 		struct kv_st_cent e;
 		struct kv_st_geo geo;
 		struct kv_sw_gone gone;
-		bool cached;
+		bool cached, mapped;
 
 		ret = locate(c, key, klen, h, &e, &cached);
 		if (ret == -ENOENT) {
@@ -1228,20 +1241,25 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 		if (ret != 0)
 			break;
 		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
-		ret = kv__sw_delete(c, &geo, &e, &gone);
+		ret = kv__sw_delete(c, &geo, &e, tomb, &gone);
 		if (ret != 0)
 			break;
 		cache_drop(c, h);
 		/* SWARM-KV unmaps in the background (sect. 5.3.2); this
 		 * version unmaps before returning (kv_stats.index_rounds). */
-		ret = unmap(c, key, klen, e.loc);
+		ret = unmap(c, key, klen, e.loc, &mapped);
 		if (ret != 0)
 			break;
 		ret = gone.gone ? -ENOENT : 0;
-		/* A cached location that shows a tombstone may be a dead
-		 * incarnation: the key may live elsewhere now. If the index
-		 * has nothing more, the answer stands. */
-		if (!cached || !gone.tomb_seen)
+		/* The location was the key's at some point of this call if
+		 * it came from the index now, if this delete's tombstone came
+		 * first on f+1 members, or if the index still mapped it when
+		 * this delete unmapped it: then the answer stands. Otherwise a
+		 * cached location may be a dead incarnation, deleted before
+		 * this call began, and the key may live elsewhere now; if the
+		 * index has nothing more, the answer stands (kv/DESIGN.md,
+		 * "Delete"). */
+		if (!cached || gone.won || mapped)
 			break;
 		gone_ret = ret;
 		ret = 0;

@@ -152,20 +152,20 @@ int kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_
 int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct kv_st_val *v);
 
-/* What a delete saw of the register before its tombstone landed. */
+/* Whose tombstone came first on f+1 members (the first delete words). */
 struct kv_sw_gone {
-	bool tomb_seen;  /* a member read held a tombstone: this incarnation
-	                  * is deleted, or being deleted by another client */
-	bool gone;       /* f+1 members read held it deleted: the key
-	                  * was gone before (two overlapping deletes cannot
-	                  * both see that: majorities intersect, and each
-	                  * member runs one of their batches first) */
-};
+	bool won;   /* this delete's: no delete of this incarnation had
+	             * completed or been reported when it began, so the
+	             * location was the key's then, even a cached one */
+	bool gone;  /* another delete's: it removed the incarnation, and
+	             * this delete comes after it (-ENOENT) */
+};                  /* neither: the deletes split the members answered */
 
-/* kv__sw_delete -- write the tombstone; *@gone as above.
+/* kv__sw_delete -- write the tombstone @tomb (kv_st_tomb(), one number per
+ * kv_delete() call); *@gone as above.
  * Return: 0; KV_E_UNAVAILABLE. */
 int kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	struct kv_sw_gone *gone);
+	uint64_t tomb, struct kv_sw_gone *gone);
 
 /* kv__sw_key_read -- the key stored in the object at @loc (the index's
  * key_at): read its header from f+1 nodes and take an intact one.

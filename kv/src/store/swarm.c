@@ -195,6 +195,22 @@ sw_read_round(struct kv_client *c, const struct kv_st_geo *geo, struct sw_view *
 }
 
 /*
+ * Add to @b the claim of the first delete word (layout.h) for @del, its old
+ * value into *@old, persisted before the slot CAS that follows it: a
+ * durable tombstone in a slot implies a durable first delete word, even
+ * when a node crashes mid-batch.
+ */
+static int
+sw_del_claim(struct kv_client *c, const struct kv_st_geo *geo, struct rdma_batch *b,
+	uint64_t del, uint64_t *old)
+{
+	uint64_t off = geo->off + geo->del_off;
+
+	return rdma_batch_cas(b, c->region, off, 0, del, old) |
+		rdma_batch_persist(b, c->region, off, 8);
+}
+
+/*
  * Install @word in slot @w on f+1 members (M.WRITE / inner_write, App. A,
  * with MAX by CAS, M1-M7): one ordered batch per member writes the value
  * copy @h + @val at writer @w's buffer (when @h is not NULL; In-n-Out I5),
@@ -240,6 +256,11 @@ sw_install(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *
 				r |= rdma_batch_write(b, c->region, boff, m->buf, blen);
 				r |= rdma_batch_persist(b, c->region, boff, blen);
 			}
+			/* A tombstone written back claims the first delete
+			 * word for its delete where no tombstone came first,
+			 * as the delete's own batch does (sw_del_claim). */
+			if (kv_st_is_tomb(word))
+				r |= sw_del_claim(c, geo, b, kv_st_del(word, w), &m->old[1]);
 			r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, w), exp[i], word, &m->old[0]);
 			/* With @read, the persist of the array after the read
 			 * covers the slot too, and nothing is counted before the
@@ -786,36 +807,47 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 	}
 }
 
+/* How many members of @answered hold @del in @first. */
+static unsigned
+sw_first_count(const struct kv_client *c, const uint64_t *first, unsigned answered, uint64_t del)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		k += (answered >> i & 1) && first[i] == del;
+	return k;
+}
+
 int
 kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	struct kv_sw_gone *gone)
+	uint64_t tomb, struct kv_sw_gone *gone)
 {
-	const uint64_t tomb = kv_st_tomb(++c->tomb_nonce);
-	unsigned held = 0, answered = 0, dead = 0;
-	bool widen = false, tomb_seen = false;
+	const uint64_t del = kv_st_del(tomb, c->cid);
+	uint64_t first[KV_MAX_NODES] = { 0 };
+	unsigned held = 0, answered = 0;
+	bool widen = false, split = false;
 
 	if (c->sb.repl == KV_REPL_RAW) {
 		struct kv_st_val v = { .buf = c->val, .cap = KV_VALUE_MAX };
 		int ret = raw_read(c, geo, &v);
 
-		gone->tomb_seen = gone->gone = kv_st_is_tomb(v.meta);
+		gone->gone = kv_st_is_tomb(v.meta);
+		gone->won = !gone->gone;
 		return ret != 0 ? ret : raw_write(c, geo, tomb, "", 0);
 	}
 
 	/* The tombstone is a write of the maximal tuple (SWARM-KV sect. 5.3.2):
-	 * no timestamp to guess, nothing can outrank it. Each batch reads the
-	 * array before its CAS: *@gone says what the register (the largest
-	 * word) was on the members read before this delete. This delete's own
-	 * tombstone says nothing about that, and it can be read: on a member
-	 * whose earlier reply was lost (the batch ran), or copied into this
-	 * client's slot by a reader's write-back (R13) before this delete's
-	 * batch reached the member. It is told apart by its number
-	 * (kv_st_tomb); a tombstone of an earlier delete by this client counts.
-	 * (kv_proc_ofi_test found a delete reporting -ENOENT after lost
-	 * replies; kv_test DeleteWhoseRepliesWereLostIsNotAbsent and
-	 * ConcurrentClientsWithOneRoundFaultsAreLinearizable reproduce it.) */
+	 * no timestamp to guess, nothing can outrank it. Each batch first
+	 * claims the member's first delete word (layout.h), so the delete
+	 * learns whose tombstone came first there -- the same answer after a
+	 * lost reply, when its own tombstone and later ones are already in
+	 * the slots and the order is no longer visible in them. (Reading the
+	 * slots instead made a delete whose replies were lost count a
+	 * tombstone that landed after its own: kv_test
+	 * ConcurrentClientsWithOneRoundFaultsAreLinearizable, 1 run in 24.) */
 	for (;;) {
-		unsigned mask = sw_targets(c, geo, kv__ix_round_begin(&c->g), widen) & ~held, ok;
+		unsigned usable = kv__ix_round_begin(&c->g);
+		unsigned mask = sw_targets(c, geo, usable, widen) & ~held, ok;
 		int ret;
 
 		for (unsigned i = 0; i < c->g.n; i++) {
@@ -824,10 +856,10 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 
 			if (!(mask >> i & 1))
 				continue;
-			r |= rdma_batch_read(&m->batch, c->region, geo->off, m->buf, 8u * c->C);
+			r |= sw_del_claim(c, geo, &m->batch, del, &m->old[1]);
 			r |= rdma_batch_cas(&m->batch, c->region, sw_meta_off(geo, c->cid), e->mine[i],
 				tomb, &m->old[0]);
-			r |= rdma_batch_persist(&m->batch, c->region, geo->off, 8u * c->C);
+			r |= rdma_batch_persist(&m->batch, c->region, sw_meta_off(geo, c->cid), 8);
 			if (r != 0)
 				mask &= ~(1u << i);
 		}
@@ -837,25 +869,8 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 
 			if (!(ok >> i & 1))
 				continue;
-			if (!(answered >> i & 1)) {
-				const uint64_t *a = (const uint64_t *)c->g.m[i].buf;
-				uint64_t top = 0;
-
-				/* The register's value on this member is its
-				 * largest word: a tombstone in any slot outranks
-				 * the values left in the others. Where this
-				 * delete's tombstone replaced the value in its
-				 * own slot, the others may all be empty: the
-				 * register was not deleted before, and it was
-				 * not empty either (the index maps an object
-				 * only once f+1 members hold its first value). */
-				answered |= 1u << i;
-				for (unsigned w = 0; w < c->C; w++)
-					if (a[w] > top && !(w == c->cid && a[w] == tomb))
-						top = a[w];
-				dead += kv_st_is_tomb(top);
-				tomb_seen |= kv_st_is_tomb(top);
-			}
+			answered |= 1u << i;
+			first[i] = c->g.m[i].old[1] == 0 ? del : c->g.m[i].old[1];
 			/* Any tombstone in the slot counts: the delete's own
 			 * (a lost reply) or an earlier one's. */
 			if (old == e->mine[i] || kv_st_is_tomb(old)) {
@@ -866,9 +881,26 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 			}
 		}
 		if (popcount(held) >= c->g.f + 1) {
-			gone->tomb_seen = tomb_seen;
-			gone->gone = dead >= c->g.f + 1;
-			return 0;
+			unsigned best = 0;
+
+			/* f+1 members first with one delete's tombstone decide
+			 * it: that delete removed the incarnation (majorities
+			 * intersect, so no other delete is first on f+1). */
+			for (unsigned i = 0; i < c->g.n; i++)
+				if ((answered >> i & 1) && first[i] != del) {
+					unsigned k = sw_first_count(c, first, answered, first[i]);
+
+					best = k > best ? k : best;
+				}
+			gone->won = sw_first_count(c, first, answered, del) >= c->g.f + 1;
+			gone->gone = best >= c->g.f + 1;
+			/* Split between deletes on the members answered: ask
+			 * the others once (only under contention). */
+			if (gone->won || gone->gone || split || (usable & ~answered) == 0)
+				return 0;
+			split = true;
+			widen = true;
+			continue;
 		}
 		widen = true;
 		ret = kv__st_retry(c, ok == 0);
@@ -1001,7 +1033,7 @@ kv__sw_create_finish(struct kv_client *c)
 int
 kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t *len)
 {
-	uint64_t off = (loc >> 4) * KV_ST_UNIT + 8u * c->C;
+	uint64_t off = (loc >> 4) * KV_ST_UNIT + kv_st_ohdr_off(c->C);
 	uint32_t want = (uint32_t)sizeof(struct kv_st_ohdr) + KV_KEY_MAX;
 	unsigned answered = 0;
 	int ret = kv__sw_create_finish(c); /* the group is needed */

@@ -38,6 +38,16 @@ int kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_faul
 	uint32_t delay_us);
 
 /**
+ * kv__st_test_open -- kv_open() for a client whose waits for the nodes call
+ * @yield(@arg) at every step (the hook the asynchronous API's lanes run
+ * on), so a test can run other clients in the middle of one of its
+ * operations. Return and ownership: as kv_open().
+ * Thread-safety: as kv_open(); @yield runs on the client's thread.
+ */
+int kv__st_test_open(struct kv_client **out, const struct kv_config *cfg,
+	void (*yield)(void *), void *arg);
+
+/**
  * kv__st_test_index -- the client's index handle, for the index's test
  * hooks (kv/src/index/testing.h). Owned by @c.
  * Return: the handle. Thread-safety: any thread.
