@@ -4,6 +4,7 @@
 // large values, bad input.
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <random>
@@ -255,6 +256,32 @@ TEST_F(KvTest, BadInputIsRejected)
 
 // Every client id is taken through the nodes; a closed client gives its id
 // back.
+// A store region whose superblock does not check on any node (another
+// layout version, a damaged pool): kv_open names the superblock's problem,
+// not only that no majority was usable, and claims nothing.
+TEST_F(KvTest, OpenNamesABadStoreSuperblock)
+{
+	ASSERT_EQ(kv_close(&c_), 0);
+	for (const auto &uri : uris_) {
+		rdma_conn *conn = nullptr;
+		ASSERT_EQ(rdma_conn_open(&conn, uri.c_str(), nullptr), 0) << pm_errormsg();
+		rdma_batch b;
+		rdma_batch_init(&b);
+		const uint64_t zero = 0; // the area's magic: unformatted
+		ASSERT_EQ(rdma_batch_write(&b, cfg_.store_region, 0, &zero, sizeof(zero)), 0);
+		ASSERT_EQ(rdma_execute(conn, &b), 0) << pm_errormsg();
+		rdma_conn_close(&conn);
+	}
+	kv_config cfg = cfg_;
+	cfg.timeout_ms = 300;
+	int ret = kv_open(&c_, &cfg);
+	EXPECT_EQ(c_, nullptr);
+	EXPECT_NE(ret, 0);
+	EXPECT_NE(std::string(pm_errormsg()).find("store superblock"), std::string::npos)
+		<< pm_strerror(ret) << ": " << pm_errormsg();
+	std::printf("kv_open: %s: %s\n", pm_strerror(ret), pm_errormsg());
+}
+
 TEST_F(KvTest, ClientIdsAreClaimedAndReturned)
 {
 	std::vector<kv_client *> cs;

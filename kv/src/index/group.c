@@ -4,6 +4,7 @@
  * parallel rounds (group.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -154,6 +155,8 @@ member_check(struct kv_ix_group *g, unsigned i, bool require_super)
 		s.max_clients == g->super.max_clients &&
 		s.recs_per_client == g->super.recs_per_client;
 	pthread_mutex_unlock(&g->lock);
+	if (!ok)
+		pm_error_set(KV_E_GROUP, "kv_index: its superblock names another group");
 	return ok && (g->admit == NULL || g->admit(g->admit_ctx, g, i));
 }
 
@@ -165,6 +168,7 @@ member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 	bool again = m->conn != NULL; /* connected before: it may lag */
 	int ret;
 
+	pm_error_clear(); /* this thread's: what refuses the member says why */
 	if (m->conn == NULL)
 		ret = rdma_conn_open(&m->conn, m->uri, &g->conn_cfg);
 	else
@@ -174,6 +178,10 @@ member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 		kv__ix_member_fault(m);
 #endif
 	if (ret != 0 || !member_check(g, i, require_super)) {
+		pthread_mutex_lock(&g->lock);
+		snprintf(g->refusal, sizeof(g->refusal), "%s: %s", m->uri,
+			pm_errormsg()[0] != '\0' ? pm_errormsg() : "refused");
+		pthread_mutex_unlock(&g->lock);
 		__atomic_fetch_or(&g->refused, 1u << i, __ATOMIC_RELAXED);
 		return;
 	}
@@ -369,10 +377,15 @@ kv__ix_group_open(struct kv_ix_group *g, const char *const *uris, unsigned n,
 			/* A majority that came up late still serves. */
 			if (require_super && up >= g->f + 1)
 				break;
+			char why[sizeof(g->refusal)];
+
+			pthread_mutex_lock(&g->lock);
+			memcpy(why, g->refusal, sizeof(why));
+			pthread_mutex_unlock(&g->lock);
 			kv__ix_group_close(g);
 			return pm_error_set(KV_E_UNAVAILABLE,
-				"kv_index: fewer than %u of %u nodes reachable with a valid index",
-				require_super ? g->f + 1 : n, n);
+				"kv_index: fewer than %u of %u nodes reachable with this group's superblocks%s%s",
+				require_super ? g->f + 1 : n, n, why[0] != '\0' ? "; last refused: " : "", why);
 		}
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);

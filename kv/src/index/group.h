@@ -99,6 +99,8 @@ struct kv_ix_group {
 	                             * catches them up: index.c) */
 	unsigned refused;           /* members whose last attempt failed (atomic):
 	                             * kv__ix_group_open stops waiting for them */
+	char refusal[256];          /* why the last refused member was refused
+	                             * (lock): kv__ix_group_open's error says it */
 	kv_ix_admit_fn admit;       /* kv_ix_group_opts */
 	void *admit_ctx;
 	void (*yield)(void *arg);   /* kv_ix_group_opts */
@@ -106,7 +108,7 @@ struct kv_ix_group {
 	uint8_t uuid[16];           /* the group's id, from the superblocks */
 	bool uuid_known;
 	pthread_t thread;           /* reconnects DOWN members */
-	pthread_mutex_t lock;       /* protects stop, wake */
+	pthread_mutex_t lock;       /* protects stop, wake, refusal */
 	pthread_cond_t cond;
 	bool stop, wake;
 	struct kv_ix_member m[KV_IX_MAX_N];

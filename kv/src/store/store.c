@@ -246,7 +246,11 @@ store_admit(void *ctx, struct kv_ix_group *g, unsigned i)
 	if (rdma_batch_read(&b, c->region, 0, &s, sizeof(s)) != 0 ||
 		rdma_execute(m->conn, &b) != 0)
 		return false;
-	return super_check(&s, region_len(m, c->region), g->n, g->uuid) == 0 && s.member == i;
+	if (super_check(&s, region_len(m, c->region), g->n, g->uuid) != 0)
+		return false;
+	if (s.member != i)
+		pm_error_set(KV_E_GROUP, "kv: the store region is member %u's, not %u's", s.member, i);
+	return s.member == i;
 }
 
 /* Open the value connections; @create: the store regions are not
