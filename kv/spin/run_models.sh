@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's and SWARM's Spin models (m1..m7.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m8.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -93,13 +93,31 @@ CHECKS=(
 "full|m7_2w_nocrash|m7.pml|-DNOCRASH -DNRP=1 -DNRD=1 -DFIXORD -DSNAP -DGUESS1|exh||300|pass|-m400000 -w27|2 writers, 1 reader, no MN crash, snapshot reads"
 "full|m7_2w_bit_long|m7.pml|-DNRP=1 -DNRD=1 -DFIXORD|bit:33||600|pass|-m400000|2 writers (both guesses free), 1 reader, 1 MN crash, word-by-word reads"
 "full|m7_2r_bit|m7.pml|-DW1=0 -DNRP=2 -DNRD=1 -DFIXORD|bit:33||600|pass|-m400000|writer 0, 2 reader clients, 1 MN crash, word-by-word reads"
+# --- M8: the store's DELETE through cached locations, first-deleter word (kv_delete, kv__sw_delete)
+# M8 flag defaults: C1=1 C2=1 (both deleters cached), LOSS=0, CRASH=0, no node down, no final get.
+"ci|m8_selftest_bad|m8.pml|-DCHECK_SELFTEST=1|exh||30|fail|-m400000 -w20|checker self-test: a hand-made illegal history"
+"ci|m8_selftest_ok|m8.pml|-DCHECK_SELFTEST=2|exh||30|pass|-m400000 -w20|checker self-test: a legal history needing a pending delete in the middle"
+"ci|m8|m8.pml|-DFINALGET|exh||60|pass|-m400000 -w24|3 MNs up; D1, D2 cached, G, I, final get"
+"ci|m8_unc|m8.pml|-DFINALGET -DC2=0|exh||60|pass|-m400000 -w24|as m8, D2 uncached"
+"ci|m8_crash|m8.pml|-DFINALGET -DCRASH=2|exh||60|pass|-m400000 -w24|as m8 + either deleter may crash at any step"
+"ci|m8_unc_lost|m8.pml|-DFINALGET -DC1=0 -DC2=0 -DLOSS=1|exh||60|pass|-m400000 -w24|both deleters uncached, 1 lost reply"
+"ci|m8_lost|m8.pml|-DFINALGET -DLOSS=1|exh||90|pass|-m400000 -w26|as m8 + 1 lost reply (about 12 M states)"
+"ci|m8_mut_splitonce|m8.pml|-DFINALGET -DLOSS=1 -DMUT_SPLITONCE|exh||60|fail|-m400000 -w24|mutant: the split round runs once (a lost reply in it not retried)"
+"ci|m8_down|m8.pml|-DFINALGET -DDOWN|exh||60|finding|-m400000 -w24|as m8 + one MN down: a deleter first on a majority it cannot read also deletes B"
+"ci|m8_mut_oldrule|m8.pml|-DMUT_OLDRULE -DLOSS=2|exh||60|fail|-m400000 -w24|mutant: the previous rule (others' tombstones, no dw word; 2 lost replies)"
+"ci|m8_mut_wbnodw|m8.pml|-DMUT_WBNODW|exh||60|fail|-m400000 -w24|mutant: the write-back of G and I does not set dw"
+"ci|m8_mut_nolate|m8.pml|-DMUT_NOLATE|exh||60|fail|-m400000 -w24|mutant: a cached delete never looks up again (stale cache)"
+"full|m8_crash_unc|m8.pml|-DFINALGET -DC2=0 -DCRASH=2|exh||120|pass|-m400000 -w24|as m8_crash, D2 uncached"
+"full|m8_lost2|m8.pml|-DFINALGET -DLOSS=2|exh||300|pass|-m400000 -w27|as m8 + 2 lost replies (about 44 M states)"
+"full|m8_lost_crash|m8.pml|-DFINALGET -DLOSS=1 -DCRASH=1|exh||300|pass|-m400000 -w27|as m8_lost + one deleter may crash (about 38 M states)"
+"full|m8_unc_lost2|m8.pml|-DFINALGET -DC1=0 -DC2=0 -DLOSS=2|bit:32||600|pass|-m400000|both deleters uncached, 2 lost replies (about 41 M states)"
 )
 
 usage() {
 	cat <<EOF
 usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
-Runs the FCP index's Spin models as named checks with expected outcomes and
+Runs the FCP index's, SWARM's and the store's Spin models (m1..m8) as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
@@ -111,7 +129,7 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
            several GB; run on request)
   --list   print the table and exit
   --model FILE
-           only the checks of model FILE (m1.pml ... m7.pml) in the chosen
+           only the checks of model FILE (m1.pml ... m8.pml) in the chosen
            set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)

@@ -312,9 +312,13 @@ int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t 
  * kv_delete -- remove @key.
  * Return: 0 if @key was present when the call began, or was removed by a
  * delete overlapping this one (two overlapping deletes may both return 0),
- * or -- only while a node is unreachable -- by overlapping deletes that
- * split the reachable nodes between them before this call (kv/DESIGN.md,
- * "Delete"); -ENOENT if @key was absent; -EINVAL; KV_E_UNAVAILABLE.
+ * or by earlier overlapping deletes that split the nodes between them (a
+ * node unreachable, or three deletes; kv/DESIGN.md, "Delete"); -ENOENT if
+ * @key was absent; -EINVAL; KV_E_UNAVAILABLE.
+ * Known gap: while a node is unreachable, overlapping deletes through
+ * cached locations that split the nodes, with another client's get, update
+ * or insert seeing their tombstones and a re-insert in between, can also
+ * delete the re-inserted value (kv/DESIGN.md, "Delete"; Spin m8_down).
  * Persistence: on 0 the removal is durable on a majority.
  * Thread-safety: the handle's thread.
  * Ordering: as kv_insert(), except that two overlapping deletes may

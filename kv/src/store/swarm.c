@@ -818,6 +818,26 @@ sw_first_count(const struct kv_client *c, const uint64_t *first, unsigned answer
 	return k;
 }
 
+/* The decision of a delete (claim @del) from the first delete words @first
+ * of the members @answered: f+1 members first with one delete's tombstone
+ * decide it -- that delete removed the incarnation (majorities intersect,
+ * so no other delete is first on f+1). */
+static void
+sw_delete_decide(const struct kv_client *c, const uint64_t *first, unsigned answered,
+	uint64_t del, struct kv_sw_gone *gone)
+{
+	unsigned best = 0;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		if ((answered >> i & 1) && first[i] != del) {
+			unsigned k = sw_first_count(c, first, answered, first[i]);
+
+			best = k > best ? k : best;
+		}
+	gone->won = sw_first_count(c, first, answered, del) >= c->g.f + 1;
+	gone->gone = best >= c->g.f + 1;
+}
+
 int
 kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	uint64_t tomb, struct kv_sw_gone *gone)
@@ -825,7 +845,7 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 	const uint64_t del = kv_st_del(tomb, c->cid);
 	uint64_t first[KV_MAX_NODES] = { 0 };
 	unsigned held = 0, answered = 0;
-	bool widen = false, split = false;
+	bool widen = false;
 
 	if (c->sb.repl == KV_REPL_RAW) {
 		struct kv_st_val v = { .buf = c->val, .cap = KV_VALUE_MAX };
@@ -847,8 +867,23 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 	 * ConcurrentClientsWithOneRoundFaultsAreLinearizable, 1 run in 24.) */
 	for (;;) {
 		unsigned usable = kv__ix_round_begin(&c->g);
-		unsigned mask = sw_targets(c, geo, usable, widen) & ~held, ok;
+		unsigned mask, ok;
 		int ret;
+
+		if (popcount(held) >= c->g.f + 1) {
+			sw_delete_decide(c, first, answered, del, gone);
+			/* Split between deletes on the members answered: ask
+			 * every other usable member, retrying lost replies
+			 * (contention only). A member that lands this
+			 * delete's claim and loses the reply may make it the
+			 * winner, which the other delete then learns (Spin,
+			 * kv/spin/m8.pml, m8_lost). */
+			mask = usable & ~answered;
+			if (gone->won || gone->gone || mask == 0)
+				return 0;
+		} else {
+			mask = sw_targets(c, geo, usable, widen) & ~held;
+		}
 
 		for (unsigned i = 0; i < c->g.n; i++) {
 			struct kv_ix_member *m = &c->g.m[i];
@@ -880,28 +915,8 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 				e->mine[i] = old;
 			}
 		}
-		if (popcount(held) >= c->g.f + 1) {
-			unsigned best = 0;
-
-			/* f+1 members first with one delete's tombstone decide
-			 * it: that delete removed the incarnation (majorities
-			 * intersect, so no other delete is first on f+1). */
-			for (unsigned i = 0; i < c->g.n; i++)
-				if ((answered >> i & 1) && first[i] != del) {
-					unsigned k = sw_first_count(c, first, answered, first[i]);
-
-					best = k > best ? k : best;
-				}
-			gone->won = sw_first_count(c, first, answered, del) >= c->g.f + 1;
-			gone->gone = best >= c->g.f + 1;
-			/* Split between deletes on the members answered: ask
-			 * the others once (only under contention). */
-			if (gone->won || gone->gone || split || (usable & ~answered) == 0)
-				return 0;
-			split = true;
-			widen = true;
+		if (popcount(held) >= c->g.f + 1 && ok != 0)
 			continue;
-		}
 		widen = true;
 		ret = kv__st_retry(c, ok == 0);
 		if (ret != 0)
