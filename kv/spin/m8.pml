@@ -27,8 +27,9 @@
    target (landing in any order) and rounds repeat until 2 nodes answered.
    won = first[c] == j on 2 answered nodes, lost = the other id on 2.
    Neither, and a reachable node unanswered: rounds on those nodes until
-   each answered or proved unreachable (a lost reply is retried), then
-   won/lost again. Then removed := remove(A); resA
+   each answered or proved unreachable (a lost reply is retried; the code
+   also waits, up to the operation's deadline, for a node that is down
+   or reconnecting), then won/lost again. Then removed := remove(A); resA
    := won -> OK : (lost -> ENOENT : OK); return resA if uncached, won or
    removed; else lookup: NONE or A -> resA; B -> delete B, its result.
    Get G: lookup; NONE -> ABSENT; B -> FOUND iff LIVE; A -> read tomb[c] on

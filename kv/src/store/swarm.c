@@ -871,16 +871,29 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 		int ret;
 
 		if (popcount(held) >= c->g.f + 1) {
+			unsigned rest = ((1u << c->g.n) - 1) & ~answered;
+
 			sw_delete_decide(c, first, answered, del, gone);
-			/* Split between deletes on the members answered: ask
-			 * every other usable member, retrying lost replies
-			 * (contention only). A member that lands this
-			 * delete's claim and loses the reply may make it the
-			 * winner, which the other delete then learns (Spin,
-			 * kv/spin/m8.pml, m8_lost). */
-			mask = usable & ~answered;
-			if (gone->won || gone->gone || mask == 0)
+			if (gone->won || gone->gone || rest == 0)
 				return 0;
+			/* Split between deletes on the members answered: ask
+			 * every other member, retrying lost replies and
+			 * waiting for one that is down (reconnecting after a
+			 * lost reply, restarting) until the operation's
+			 * deadline (contention only). A member that landed
+			 * this delete's claim and lost the reply may make it
+			 * the winner, which the other delete then learns
+			 * (Spin, kv/spin/m8.pml, m8_lost; kv_test's fault
+			 * test met it with the member reconnecting). A member
+			 * down for longer leaves the split: kv/DESIGN.md,
+			 * "Delete", known gap. */
+			mask = usable & rest;
+			if (mask == 0) {
+				if (kv__ix_now_ns() >= c->deadline)
+					return 0;
+				kv__ix_sleep(&c->g, 100000);
+				continue;
+			}
 		} else {
 			mask = sw_targets(c, geo, usable, widen) & ~held;
 		}
@@ -915,8 +928,8 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 				e->mine[i] = old;
 			}
 		}
-		if (popcount(held) >= c->g.f + 1 && ok != 0)
-			continue;
+		if (popcount(held) >= c->g.f + 1)
+			continue; /* decided above, or the split's wait */
 		widen = true;
 		ret = kv__st_retry(c, ok == 0);
 		if (ret != 0)
