@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <kv/kv.h>
+#include <pm/area.h>
 
 #include "kv/src/index/testing.h"
 #include "kv/src/store/testing.h"
@@ -256,30 +258,55 @@ TEST_F(KvTest, BadInputIsRejected)
 
 // Every client id is taken through the nodes; a closed client gives its id
 // back.
-// A store region whose superblock does not check on any node (another
-// layout version, a damaged pool): kv_open names the superblock's problem,
-// not only that no majority was usable, and claims nothing.
-TEST_F(KvTest, OpenNamesABadStoreSuperblock)
+// A store region whose superblock does not check on any node: kv_open
+// names the superblock's problem, not only that no majority was usable, and
+// claims nothing. @rewrite changes the 4 KiB superblock read from a node.
+void ExpectOpenNames(kv_config cfg, const std::vector<std::string> &uris,
+	const std::function<void(unsigned char *)> &rewrite, const std::string &what)
 {
-	ASSERT_EQ(kv_close(&c_), 0);
-	for (const auto &uri : uris_) {
+	for (const auto &uri : uris) {
 		rdma_conn *conn = nullptr;
 		ASSERT_EQ(rdma_conn_open(&conn, uri.c_str(), nullptr), 0) << pm_errormsg();
+		std::vector<unsigned char> sb(4096);
 		rdma_batch b;
 		rdma_batch_init(&b);
-		const uint64_t zero = 0; // the area's magic: unformatted
-		ASSERT_EQ(rdma_batch_write(&b, cfg_.store_region, 0, &zero, sizeof(zero)), 0);
+		ASSERT_EQ(rdma_batch_read(&b, cfg.store_region, 0, sb.data(), sb.size()), 0);
+		ASSERT_EQ(rdma_execute(conn, &b), 0) << pm_errormsg();
+		rewrite(sb.data());
+		rdma_batch_init(&b);
+		ASSERT_EQ(rdma_batch_write(&b, cfg.store_region, 0, sb.data(), sb.size()), 0);
 		ASSERT_EQ(rdma_execute(conn, &b), 0) << pm_errormsg();
 		rdma_conn_close(&conn);
 	}
-	kv_config cfg = cfg_;
 	cfg.timeout_ms = 300;
-	int ret = kv_open(&c_, &cfg);
-	EXPECT_EQ(c_, nullptr);
-	EXPECT_NE(ret, 0);
-	EXPECT_NE(std::string(pm_errormsg()).find("store superblock"), std::string::npos)
+	kv_client *c = nullptr;
+	int ret = kv_open(&c, &cfg);
+	EXPECT_EQ(c, nullptr);
+	EXPECT_EQ(ret, KV_E_UNAVAILABLE);
+	EXPECT_NE(std::string(pm_errormsg()).find(what), std::string::npos)
 		<< pm_strerror(ret) << ": " << pm_errormsg();
 	std::printf("kv_open: %s: %s\n", pm_strerror(ret), pm_errormsg());
+}
+
+TEST_F(KvTest, OpenNamesABadStoreSuperblock)
+{
+	ASSERT_EQ(kv_close(&c_), 0);
+	ExpectOpenNames(cfg_, uris_, [](unsigned char *sb) {
+		std::memset(sb, 0, sizeof(uint64_t)); // the area's magic: unformatted
+	}, "kv store superblock header: never formatted");
+}
+
+// A store made by an earlier layout (version 1, before the first delete
+// word): the message names both versions (README, "Using kv/kv.h").
+TEST_F(KvTest, OpenNamesAnOlderStoreLayout)
+{
+	ASSERT_EQ(kv_close(&c_), 0);
+	ExpectOpenNames(cfg_, uris_, [](unsigned char *sb) {
+		pm_area_hdr h;
+		std::memcpy(&h, sb, sizeof(h));
+		const pm_area_type older = { "kv store superblock", h.magic, 1, h.hdr_size };
+		pm_area_seal(reinterpret_cast<pm_area_hdr *>(sb), &older, h.area_size);
+	}, "kv store superblock layout version 1, expected 2");
 }
 
 TEST_F(KvTest, ClientIdsAreClaimedAndReturned)
