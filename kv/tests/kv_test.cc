@@ -296,17 +296,17 @@ TEST_F(KvTest, OpenNamesABadStoreSuperblock)
 	}, "kv store superblock header: never formatted");
 }
 
-// A store made by an earlier layout (version 1, before the first delete
-// word): the message names both versions (README, "Using kv/kv.h").
+// A store made by an earlier layout (version 2, before the hazard words):
+// the message names both versions (README, "Using kv/kv.h").
 TEST_F(KvTest, OpenNamesAnOlderStoreLayout)
 {
 	ASSERT_EQ(kv_close(&c_), 0);
 	ExpectOpenNames(cfg_, uris_, [](unsigned char *sb) {
 		pm_area_hdr h;
 		std::memcpy(&h, sb, sizeof(h));
-		const pm_area_type older = { "kv store superblock", h.magic, 1, h.hdr_size };
+		const pm_area_type older = { "kv store superblock", h.magic, 2, h.hdr_size };
 		pm_area_seal(reinterpret_cast<pm_area_hdr *>(sb), &older, h.area_size);
-	}, "kv store superblock layout version 1, expected 2");
+	}, "kv store superblock layout version 2, expected 3");
 }
 
 TEST_F(KvTest, ClientIdsAreClaimedAndReturned)
@@ -459,6 +459,127 @@ TEST_F(KvTest, DeleteOvertakenAfterLostRepliesSparesTheReinsertedKey)
 	EXPECT_EQ(Get(d, "k"), "new");
 	EXPECT_EQ(kv_close(&d), 0);
 }
+
+// Two clients overwrite a few keys many times more than their logs hold:
+// each update retires the buffer of the same client's previous write of
+// that key, and retired buffers are reused (recycle.h), so nothing runs out
+// and the logs' marks stay near what the live values need.
+TEST_F(KvTest, UpdatesReuseTheirBuffers)
+{
+	kv_client *d = nullptr;
+	ASSERT_EQ(kv_open(&d, &cfg_), 0) << pm_errormsg();
+	const unsigned keys = 8;
+	// 20-byte values take one 128-byte unit with the header; a 4 MiB log
+	// holds 32768 of them.
+	const unsigned rounds = 40000 / keys;
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned k = 0; k < keys; k++) {
+			kv_client *w = (r + k) % 2 ? c_ : d;
+			char v[21];
+			std::snprintf(v, sizeof(v), "r%07u-k%02u-xxxxxxx", r, k);
+			ASSERT_EQ(Put(w, "key" + std::to_string(k), v), 0)
+				<< r << " " << k << ": " << pm_errormsg();
+		}
+		if (r % 512 == 0) {
+			char v[21];
+			std::snprintf(v, sizeof(v), "r%07u-k%02u-xxxxxxx", r, 3u);
+			EXPECT_EQ(Get(c_, "key3"), v);
+		}
+	}
+	for (unsigned k = 0; k < keys; k++) {
+		char v[21];
+		std::snprintf(v, sizeof(v), "r%07u-k%02u-xxxxxxx", rounds - 1, k);
+		EXPECT_EQ(Get(d, "key" + std::to_string(k)), v);
+	}
+	kv_stats sc = Stats(c_), sd = Stats(d);
+	EXPECT_GT(sc.recycled, 15000u);
+	EXPECT_GT(sd.recycled, 15000u);
+	EXPECT_GT(sc.reclaims, 0u);
+	std::printf("recycled %llu + %llu buffers in %llu + %llu reclaims\n",
+		(unsigned long long)sc.recycled, (unsigned long long)sd.recycled,
+		(unsigned long long)sc.reclaims, (unsigned long long)sd.reclaims);
+	EXPECT_EQ(kv_close(&d), 0);
+	kv_node_status st;
+	ASSERT_EQ(kv_node_status_read(&cfg_, 0, &st), 0) << pm_errormsg();
+	// Every client's mark, after kv_close lowered the closed one's to
+	// what it used: at most one reservation step each beyond its live
+	// values and the buffers retired but not yet reclaimed.
+	EXPECT_LE(st.log_used, 2u * (512u << 10)) << "the logs grew: buffers not reused";
+}
+
+// A reader that fetched a value to write back, then stalls while its
+// writer supersedes that write and reuses buffers, then copies the value
+// into the writer's buffer on the member that lacked it (the late WRITE of
+// kv/DESIGN.md, "Recycling"). With the hazard word the writer keeps that
+// buffer, and the newest value survives the loss of the one other member
+// holding it; without it (the planted bug), the copy lands on the newest
+// value's buffer and that loss leaves no intact copy.
+class KvLateWriteBackTest : public KvTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(KvLateWriteBackTest, NewerValueSurvives)
+{
+	const bool unsafe = GetParam();
+	kv_config cfg = cfg_;
+	cfg.conn.timeout_ms = 200;
+	cfg.timeout_ms = 1500;
+	kv_client *w = nullptr, *r = nullptr;
+	ASSERT_EQ(kv_open(&w, &cfg), 0) << pm_errormsg();
+	ASSERT_EQ(Insert(w, "k", "v0"), 0) << pm_errormsg();
+	uint64_t loc = 0;
+	ASSERT_EQ(kv_index_lookup(kv__st_test_index(w), "k", 1, &loc), 0);
+	const unsigned p = (unsigned)((loc >> 4) % 3), q = (p + 1) % 3;
+	// v1 misses member q (one failed post), so it is on p and p + 2; a
+	// reader of the majority {p, q} finds it on p alone and writes it back
+	// to q.
+	ASSERT_EQ(kv__st_test_inject_once(w, q, RDMA_FAULT_FAIL, 0), 0);
+	ASSERT_EQ(Put(w, "k", "v1"), 0) << pm_errormsg();
+	struct Stall {
+		kv_client *w;
+		bool armed;
+		int rets[3];
+	} st{w, true, {1, 1, 1}};
+	auto stall = [](void *arg) {
+		auto *s = static_cast<Stall *>(arg);
+		if (!s->armed)
+			return;
+		s->armed = false;
+		// v2 supersedes v1 on f+1 members: v1's buffer is retired and
+		// reclaimed unless a hazard names it; v3 takes a freed buffer.
+		s->rets[0] = Put(s->w, "k", "v2");
+		s->rets[1] = kv__st_test_reclaim(s->w);
+		s->rets[2] = Put(s->w, "k", "v3");
+	};
+	ASSERT_EQ(kv_open(&r, &cfg), 0) << pm_errormsg();
+	kv__st_test_write_back_hook(r, stall, &st, unsafe);
+	const std::string got = Get(r, "k");
+	EXPECT_FALSE(st.armed) << "the reader wrote back";
+	EXPECT_EQ(st.rets[0], 0);
+	EXPECT_EQ(st.rets[1], 0);
+	EXPECT_EQ(st.rets[2], 0);
+	EXPECT_TRUE(got == "v1" || got == "v3") << got;
+	// Member p fails: v3 must still be readable from q (and p + 2).
+	ASSERT_EQ(rdma_local_fail(group_.Path(p).c_str(), 1), 0);
+	kv_client *x = nullptr;
+	ASSERT_EQ(kv_open(&x, &cfg), 0) << pm_errormsg();
+	int ret = 0;
+	const std::string after = Get(x, "k", &ret);
+	// The hazard kept v1's buffer from reuse: the writer freed v0's only.
+	EXPECT_EQ(Stats(w).recycled, unsafe ? 2u : 1u);
+	if (unsafe) {
+		EXPECT_NE(after, "v3") << "the planted bug was not caught";
+	} else {
+		EXPECT_EQ(after, "v3") << pm_errormsg();
+	}
+	EXPECT_EQ(kv_close(&x), 0);
+	ASSERT_EQ(rdma_local_fail(group_.Path(p).c_str(), 0), 0);
+	EXPECT_EQ(kv_close(&r), 0);
+	EXPECT_EQ(kv_close(&w), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(HazardOrPlantedBug, KvLateWriteBackTest, ::testing::Values(false, true),
+	[](const ::testing::TestParamInfo<bool> &i) {
+		return std::string(i.param ? "WithoutHazard_BugCaught" : "WithHazard");
+	});
 
 // One client, every operation kind, and before each operation one or two
 // store members whose next round runs on the node but loses its reply: the

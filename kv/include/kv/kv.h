@@ -419,6 +419,12 @@ struct kv_stats {
 	uint64_t fallbacks;     /* rounds widened from a majority to all nodes */
 	uint64_t cache_misses;  /* keys looked up in the index */
 	uint64_t unavailable;   /* operations that returned KV_E_UNAVAILABLE */
+	uint64_t write_back_restarts; /* write-backs begun again: the value was
+	                         * superseded meanwhile, or its buffer reused */
+	uint64_t stale_fetches; /* value buffers found reused by their writer
+	                         * (the read starts over) */
+	uint64_t reclaims;      /* reads of the hazard words to free buffers */
+	uint64_t recycled;      /* this client's buffers freed for reuse */
 };
 
 /**

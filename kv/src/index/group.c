@@ -99,6 +99,17 @@ kv__ix_fault_request(struct kv_ix_group *g, unsigned i, enum rdma_fault fault,
 static void
 member_down(struct kv_ix_group *g, struct kv_ix_member *m)
 {
+	uint64_t now = kv__ix_now_ns();
+
+	/* What was in flight is abandoned, not known to be lost: it may land
+	 * until one operation timeout from now (kv__ix_settled), except on
+	 * the local backend, where it ran inside rdma_post or never will. */
+	if (m->resolved != m->posts && strcmp(rdma_conn_backend(m->conn), "local") != 0) {
+		if (now >= m->settle_ns)
+			m->abandoned = m->posts;
+		m->settle_ns = now + (uint64_t)g->timeout_ms * 1000000u;
+	}
+	m->resolved = m->posts;
 	m->in_round = false;
 	__atomic_store_n(&m->state, KV_IX_M_DOWN, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&g->lock);
@@ -477,6 +488,7 @@ kv__ix_round_begin(struct kv_ix_group *g)
 				continue;
 			}
 			__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELAXED);
+			m->resolved = m->posts;
 			m->background = false;
 			st = KV_IX_M_IDLE;
 		}
@@ -497,8 +509,11 @@ static bool
 member_post(struct kv_ix_group *g, unsigned i)
 {
 	struct kv_ix_member *m = &g->m[i];
-	int rc = rdma_post(m->conn, &m->batch);
+	int rc;
 
+	/* Counted before: a post that fails may have sent part of it. */
+	m->posts++;
+	rc = rdma_post(m->conn, &m->batch);
 	if (rc != 0) {
 		member_down(g, m);
 		return false;
@@ -558,6 +573,7 @@ round_poll(struct kv_ix_group *g, struct kv_ix_round *r)
 			continue;
 		}
 		__atomic_store_n(&m->state, KV_IX_M_IDLE, __ATOMIC_RELAXED);
+		m->resolved = m->posts;
 		r->ok |= 1u << i;
 	}
 }
@@ -631,6 +647,28 @@ kv__ix_round_run(struct kv_ix_group *g, unsigned mask, unsigned need,
 
 	kv__ix_round_start(g, mask, &r);
 	return kv__ix_round_wait(g, &r, need, deadline_ns);
+}
+
+void
+kv__ix_posted(const struct kv_ix_group *g, struct kv_ix_posted *p)
+{
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++)
+		p->n[i] = i < g->n ? g->m[i].posts : 0;
+}
+
+bool
+kv__ix_settled(const struct kv_ix_group *g, const struct kv_ix_posted *p)
+{
+	uint64_t now = kv__ix_now_ns();
+
+	for (unsigned i = 0; i < g->n; i++) {
+		const struct kv_ix_member *m = &g->m[i];
+
+		if (m->resolved < p->n[i] ||
+			(m->abandoned != 0 && m->abandoned <= p->n[i] && now < m->settle_ns))
+			return false;
+	}
+	return true;
 }
 
 /* The deadline passed while fewer than f+1 members answered. */

@@ -72,6 +72,13 @@ struct kv_ix_member {
 	bool in_round;              /* the batch belongs to the current round */
 	bool background;            /* the batch in flight is a background commit */
 	int rc;                     /* result of the current round's batch */
+	uint64_t posts;             /* batches posted to this member (client thread) */
+	uint64_t resolved;          /* of those, how many completed, failed or were
+	                             * abandoned (client thread) */
+	uint64_t abandoned;         /* the first batch abandoned that may still
+	                             * land until settle_ns (CLOCK_MONOTONIC):
+	                             * kv__ix_settled (client thread) */
+	uint64_t settle_ns;
 #ifdef KV_IX_TESTING
 	/* The fault a test asked for, request number << 48 |
 	 * KV_IX_FAULT_ONCE | fault << 32 | delay_us (atomic: any thread),
@@ -238,6 +245,31 @@ unsigned kv__ix_round_wait(struct kv_ix_group *g, struct kv_ix_round *r, unsigne
  * drains them. Return: nothing (void). Thread-safety: client thread.
  */
 void kv__ix_round_post(struct kv_ix_group *g, unsigned mask);
+
+/* The batches a group had posted at some instant (kv__ix_posted). */
+struct kv_ix_posted {
+	uint64_t n[KV_IX_MAX_N];
+};
+
+/**
+ * kv__ix_posted -- note in *@p how many batches @g has posted to each
+ * member so far. Return: nothing (void). Thread-safety: client thread.
+ */
+void kv__ix_posted(const struct kv_ix_group *g, struct kv_ix_posted *p);
+
+/**
+ * kv__ix_settled -- whether no batch among those noted in @p can still
+ * change a node: each completed or failed, or was abandoned (its member
+ * handed to the reconnect thread) at least one operation timeout ago. A
+ * batch the client stopped waiting for is only ever that long in the
+ * network or in a node's queue, or lost: the assumption the index's
+ * rebuild makes too (kv/DESIGN.md, "Recycling"). On the local backend a
+ * batch runs inside rdma_post() (rdma.h), so an abandoned one has run or
+ * never will: settled at once. Memory that such a batch writes (a value
+ * buffer) may be reused once it holds. Does not wait.
+ * Return: true if settled. Thread-safety: client thread.
+ */
+bool kv__ix_settled(const struct kv_ix_group *g, const struct kv_ix_posted *p);
 
 /**
  * kv__ix_word_load -- read the 8-byte word at @off of @region from every

@@ -233,16 +233,8 @@ kv_async_stats_read(const struct kv_async *a, struct kv_stats *out)
 		if (a->lane[i].c == NULL)
 			continue;
 		kv_stats_read(a->lane[i].c, &s);
-		out->ops += s.ops;
-		out->rounds += s.rounds;
-		out->index_rounds += s.index_rounds;
-		out->slow_writes += s.slow_writes;
-		out->lock_calls += s.lock_calls;
-		out->write_backs += s.write_backs;
-		out->read_iters += s.read_iters;
-		out->oop_reads += s.oop_reads;
-		out->fallbacks += s.fallbacks;
-		out->cache_misses += s.cache_misses;
-		out->unavailable += s.unavailable;
+		/* Every field is a uint64_t count (kv.h). */
+		for (size_t j = 0; j < sizeof(s) / sizeof(uint64_t); j++)
+			((uint64_t *)out)[j] += ((const uint64_t *)&s)[j];
 	}
 }

@@ -10,6 +10,8 @@
  *   id_off       client-id claim words, one per client id (kv__ix_claim)
  *   omark_off    per-client object marks: (chunk + 1) << 32 | units used
  *   lmark_off    per-client log marks: bytes of the client's log reserved
+ *   hz_off       per-client hazard words, KV_ST_HZ each: the buffers the
+ *                client is writing back into (kv_st_hz(); below)
  *   chunk_off    object-chunk claim words, one per chunk: a random value per
  *                claim << 8 | (owner id + 1)
  *   obj_off      object chunks, chunk_bytes each
@@ -54,6 +56,14 @@
  * own tombstone -- met again after a lost reply, or copied back into its
  * slot by a reader -- from one an earlier delete left (kv__sw_delete).
  *
+ * Hazard word (not in the paper; kv/DESIGN.md, "Recycling"): 0, or
+ * kv_st_hz(w, ptr) while the client copies a value into writer w's buffer
+ * ptr on nodes that lack it (a write-back: an unconditional WRITE into a
+ * buffer its owner may reuse). The owner reuses a retired buffer only once
+ * f+1 nodes show no hazard naming it, and the reader publishes its hazard
+ * on f+1 nodes, then checks that the word it copies is still the largest,
+ * before it writes.
+ *
  * Timestamp-lock word (sect. 3.3, one per writer per node): ts << 1 | mode
  * (1 = WRITE, 0 = READ); 0 is bottom. A writer's lock only ever sees its own
  * timestamps.
@@ -69,7 +79,7 @@
 #include <pm/area.h>
 
 #define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
-#define KV_ST_SUPER_VERSION 2 /* 2: the first delete word */
+#define KV_ST_SUPER_VERSION 3 /* 2: the first delete word; 3: hazard words */
 #define KV_ST_SUPER_SIZE 4096u
 
 #define KV_ST_UNIT 64u
@@ -84,6 +94,17 @@
 #define KV_ST_LOG_MAX ((KV_ST_PTR_MAX + 1) * KV_ST_BUF_UNIT)
 
 #define KV_ST_TSL_WRITE UINT64_C(1)
+
+/* Hazard words per client: write-backs whose batches may still land. */
+#define KV_ST_HZ 4u
+
+/* kv_st_hz -- the hazard word naming writer @w's buffer @ptr (never 0).
+ * It fills the low 32 bits; a publisher puts a sequence number of its own
+ * in the high half, and owners compare the low half only. */
+static inline uint64_t kv_st_hz(unsigned w, uint64_t ptr)
+{
+	return ptr << 8 | (uint64_t)(w + 1);
+}
 
 #define KV_ST_OBJ_MAGIC UINT64_C(0x4a424f564b4d4401)
 /* In-place classes: 0 = none, c = 32 << c bytes (64 B .. 64 KiB). */
@@ -150,6 +171,7 @@ struct kv_st_super {
 	uint64_t id_off;
 	uint64_t omark_off;
 	uint64_t lmark_off;
+	uint64_t hz_off;
 	uint64_t chunk_off;
 	uint64_t nchunks;
 	uint64_t chunk_bytes;

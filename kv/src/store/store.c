@@ -146,7 +146,8 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	s->id_off = KV_ST_SUPER_SIZE;
 	s->omark_off = s->id_off + 8 * C;
 	s->lmark_off = s->omark_off + 8 * C;
-	s->chunk_off = s->lmark_off + 8 * C;
+	s->hz_off = s->lmark_off + 8 * C;
+	s->chunk_off = s->hz_off + 8 * KV_ST_HZ * C;
 	s->chunk_bytes = cfg->chunk_bytes;
 	s->log_bytes = cfg->log_bytes;
 	s->repl = cfg->repl;
@@ -184,6 +185,10 @@ super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const uint8_t
 	if (s->area.area_size > len || s->max_clients == 0 || s->max_clients > KV_MAX_CLIENTS ||
 		s->tick_ns == 0 || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
 		s->chunk_bytes < 4096 || s->nchunks == 0 ||
+		s->omark_off != s->id_off + 8u * s->max_clients ||
+		s->lmark_off != s->omark_off + 8u * s->max_clients ||
+		s->hz_off != s->lmark_off + 8u * s->max_clients ||
+		s->chunk_off != s->hz_off + 8u * KV_ST_HZ * s->max_clients ||
 		s->obj_off < s->chunk_off + 8 * s->nchunks ||
 		s->log_off != s->obj_off + s->nchunks * s->chunk_bytes ||
 		s->area.area_size != s->log_off + s->max_clients * s->log_bytes)
@@ -476,6 +481,10 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 	c->deadline = kv__ix_now_ns() + (uint64_t)cfg->timeout_ms * 1000000u;
 	ret = super_load(c);
 	if (ret == 0)
+		ret = kv__rc_init(&c->rc, (uint32_t)(c->sb.log_bytes / KV_ST_BUF_UNIT),
+			(uint32_t)((sizeof(struct kv_st_vhdr) + KV_VALUE_MAX + KV_ST_BUF_UNIT - 1) /
+				KV_ST_BUF_UNIT));
+	if (ret == 0)
 		ret = id_claim(c);
 	if (ret != 0) {
 		c->id_owner = 0;
@@ -521,10 +530,27 @@ kv_close(struct kv_client **cp)
 			c->log_used, c->deadline);
 		(void)kv__ix_word_store(&c->g, c->region, c->sb.omark_off + 8u * c->cid,
 			c->chunk << 32 | c->obj_used, c->deadline);
+		/* Hazards left up (a write-back whose batches had not settled)
+		 * would keep other clients' buffers from reuse: clear each once
+		 * its batches settled; one that does not settle in time stays. */
+		for (unsigned s = 0; s < KV_ST_HZ; s++) {
+			if (c->hz[s] == 0)
+				continue;
+			while (!kv__ix_settled(&c->g, &c->hz_posted[s]) &&
+				kv__ix_now_ns() < c->deadline) {
+				kv__ix_sleep(&c->g, 50000);
+				(void)kv__ix_round_begin(&c->g);
+			}
+			if (kv__ix_settled(&c->g, &c->hz_posted[s]))
+				(void)kv__ix_word_store(&c->g, c->region,
+					c->sb.hz_off + 8u * ((uint64_t)c->cid * KV_ST_HZ + s), 0,
+					c->deadline);
+		}
 		ret = kv__ix_unclaim(&c->g, c->region, c->sb.id_off + 8u * c->cid, c->id_owner,
 			c->deadline);
 	}
 	kv__ix_group_close(&c->g);
+	kv__rc_fini(&c->rc);
 	free(c->val);
 	free(c->cache);
 	free(c);
@@ -545,6 +571,24 @@ void
 kv__st_test_no_verify(struct kv_client *c, bool on)
 {
 	c->test_no_verify = on;
+}
+
+void
+kv__st_test_write_back_hook(struct kv_client *c, void (*hook)(void *), void *arg, bool unsafe)
+{
+	c->test_wb_hook = hook;
+	c->test_wb_arg = arg;
+	c->test_wb_unsafe = unsafe;
+}
+
+int
+kv__st_test_reclaim(struct kv_client *c)
+{
+	int ret;
+
+	c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	ret = kv__st_reclaim(c, true);
+	return ret != 0 ? ret : kv__st_reclaim(c, true);
 }
 
 int
@@ -634,23 +678,54 @@ mark_take(struct kv_client *c, uint64_t mark_off, uint64_t tag, uint64_t *used, 
 }
 
 int
-kv__st_log_alloc(struct kv_client *c, uint32_t bytes, uint64_t *ptr, uint64_t *off)
+kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t bytes, uint64_t *ptr,
+	uint64_t *off)
 {
+	uint32_t units = bytes / KV_ST_BUF_UNIT, p;
 	uint64_t start;
 	int ret;
 
-	if (c->log_used + bytes > c->sb.log_bytes)
-		return pm_error_set(-ENOSPC, "kv: client %u's log (%llu bytes) is full", c->cid,
-			(unsigned long long)c->sb.log_bytes);
 	if (clock_ticks(c) >= (int64_t)KV_ST_TS_MAX - 2 || c->last_ts >= KV_ST_TS_MAX - 2)
 		return pm_error_set(-EOVERFLOW, "kv: the store's timestamps are used up");
-	ret = mark_take(c, c->sb.lmark_off + 8u * c->cid, 0, &c->log_used, &c->log_mark, bytes,
-		KV_ST_LOG_STEP, c->sb.log_bytes, &start);
-	if (ret != 0)
-		return ret;
+	/* Room to track the buffer, before anything takes effect. */
+	if (kv__rc_reserve(&c->rc, loc) != 0)
+		return pm_error_set(-ENOMEM, "kv: out of memory for the buffer table");
+	if (kv__rc_take(&c->rc, units, &p) == 0) {
+		start = (uint64_t)p * KV_ST_BUF_UNIT;
+	} else if (c->log_used + bytes <= c->sb.log_bytes) {
+		ret = mark_take(c, c->sb.lmark_off + 8u * c->cid, 0, &c->log_used, &c->log_mark,
+			bytes, KV_ST_LOG_STEP, c->sb.log_bytes, &start);
+		if (ret != 0)
+			return ret;
+	} else {
+		/* Full: wait for what is retired to become free. */
+		ret = kv__st_reclaim(c, true);
+		if (ret != 0)
+			return ret;
+		ret = kv__st_reclaim(c, true);
+		if (ret != 0)
+			return ret;
+		if (kv__rc_take(&c->rc, units, &p) != 0)
+			return pm_error_set(-ENOSPC,
+				"kv: client %u's log (%llu bytes) is full of live values", c->cid,
+				(unsigned long long)c->sb.log_bytes);
+		start = (uint64_t)p * KV_ST_BUF_UNIT;
+	}
 	*ptr = start / KV_ST_BUF_UNIT;
 	*off = kv__st_log_off(c, c->cid, *ptr);
+	kv__rc_hold(&c->rc, loc, kv_st_order(kv_st_meta(ts, *ptr, 1), c->cid), (uint32_t)*ptr,
+		units);
 	return 0;
+}
+
+void
+kv__st_superseded(struct kv_client *c, uint64_t loc, uint64_t top, unsigned w)
+{
+	kv__rc_superseded(&c->rc, loc, kv_st_order(top, w));
+	/* A round trip per KV_RC_BATCH retired buffers, at the end of an
+	 * operation; the first call only seals them. */
+	if (c->rc.retired_n >= KV_RC_BATCH)
+		(void)kv__st_reclaim(c, false);
 }
 
 /* A new object of @units 64-byte units: its offset into *@off. Chunks are

@@ -16,6 +16,7 @@
 
 #include "kv/src/index/group.h"
 #include "kv/src/store/layout.h"
+#include "kv/src/store/recycle.h"
 
 /* Scratch per member: a buffer, an in-place copy, a key and meta words. */
 #define KV_ST_SCRATCH (KV_VALUE_MAX + KV_ST_IP_MAX + KV_KEY_MAX + (8u << 10))
@@ -70,6 +71,11 @@ struct kv_client {
 	uint64_t chunk;            /* current object chunk + 1, 0 = none */
 	uint64_t obj_used, obj_mark; /* units of the chunk used, reserved */
 	uint64_t log_used, log_mark; /* bytes of the client's log used, reserved */
+	struct kv_recycle rc;      /* what its buffers hold (recycle.h) */
+	uint64_t hz[KV_ST_HZ];     /* its hazard words (swarm.c), 0 = free */
+	struct kv_ix_posted hz_posted[KV_ST_HZ]; /* batches up to the end of
+	                            * the write-back that used the slot */
+	uint64_t hz_seq;
 	/* clock */
 	int64_t skew_ticks;        /* configured skew plus re-synchronisations */
 	uint64_t last_ts;
@@ -83,6 +89,9 @@ struct kv_client {
 	struct kv_stats st;
 #ifdef KV_ST_TESTING
 	bool test_no_verify;       /* kv__st_test_no_verify() */
+	void (*test_wb_hook)(void *); /* kv__st_test_write_back_hook() */
+	void *test_wb_arg;
+	bool test_wb_unsafe;
 #endif
 };
 
@@ -102,10 +111,25 @@ int kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yiel
  * round reached nobody (@idle), so the reconnect thread can run. */
 int kv__st_retry(struct kv_client *c, bool idle);
 
-/* kv__st_log_alloc -- @bytes (a multiple of 64) of this client's log:
- * the ptr field for a metadata word into *@ptr and the region offset into
- * *@off. Return: 0; -ENOSPC when the log is full; KV_E_UNAVAILABLE. */
-int kv__st_log_alloc(struct kv_client *c, uint32_t bytes, uint64_t *ptr, uint64_t *off);
+/* kv__st_log_alloc -- a buffer of @bytes (a multiple of KV_ST_BUF_UNIT)
+ * of this client's log for its write of timestamp @ts to the object @loc:
+ * a freed one (recycle.h), else one never used: the ptr field for a
+ * metadata word into *@ptr and the region offset into *@off.
+ * Return: 0; -ENOSPC when the log is full and nothing retired can be
+ * freed; -EOVERFLOW when timestamps are used up; KV_E_UNAVAILABLE. */
+int kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t bytes,
+	uint64_t *ptr, uint64_t *off);
+
+/* kv__st_reclaim -- free the retired buffers whose batches have settled
+ * and that no hazard word on f+1 members names (one round trip); with
+ * @wait, wait for them to settle until the operation's deadline.
+ * Return: 0; KV_E_UNAVAILABLE; -ENOMEM. */
+int kv__st_reclaim(struct kv_client *c, bool wait);
+
+/* kv__st_superseded -- the word @top of writer @w is on f+1 members of
+ * @loc, each holding it or more, persisted: this client's buffers of
+ * writes below it there are retired (and reclaimed now and then). */
+void kv__st_superseded(struct kv_client *c, uint64_t loc, uint64_t top, unsigned w);
 
 /* kv__st_log_off -- the region offset of writer @w's buffer @ptr. */
 uint64_t kv__st_log_off(const struct kv_client *c, unsigned w, uint64_t ptr);

@@ -341,6 +341,8 @@ sw_verify_post(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uin
  * The value of tuple @meta by writer @w into @out: from the in-place copy
  * the view holds if it is intact and belongs to that write (I13-I14), else
  * from the write's out-of-place buffer on a member that holds it (I15).
+ * Return: 0; -ESTALE if the buffer holds a later write of @w (reused);
+ * KV_E_UNAVAILABLE.
  */
 static int
 sw_fetch(struct kv_client *c, const struct kv_st_geo *geo, const struct sw_view *v,
@@ -405,6 +407,15 @@ sw_fetch(struct kv_client *c, const struct kv_st_geo *geo, const struct sw_view 
 				memcpy(out->buf, m->buf + sizeof(h), h.vlen < out->cap ? h.vlen : out->cap);
 				return 0;
 			}
+			/* A later write of the same writer, even a torn copy
+			 * of it: the buffer was reused, so the tuple was
+			 * superseded on f+1 members (recycle.h). The caller
+			 * reads the metadata again. */
+			if (h.writer == w && kv_st_ts(h.meta) > kv_st_ts(meta) &&
+				!kv_st_is_tomb(h.meta)) {
+				c->st.stale_fetches++;
+				return -ESTALE;
+			}
 			/* Not there (a member that lacks the write): try
 			 * another. */
 		}
@@ -414,11 +425,85 @@ sw_fetch(struct kv_client *c, const struct kv_st_geo *geo, const struct sw_view 
 	}
 }
 
+/* The hazard word of this client's slot @s on every node. */
+static uint64_t
+sw_hz_off(const struct kv_client *c, unsigned s)
+{
+	return c->sb.hz_off + 8u * ((uint64_t)c->cid * KV_ST_HZ + s);
+}
+
+/*
+ * Publish the hazard word naming writer @w's buffer @ptr on f+1 members
+ * (persisted) in a free slot of this client, into *@slot. A slot is free
+ * once every batch of the write-back that used it has settled
+ * (kv__ix_settled): one still in flight could land in a buffer the hazard
+ * no longer protects. Return: 0; KV_E_UNAVAILABLE.
+ */
+static int
+sw_hz_publish(struct kv_client *c, unsigned w, uint64_t ptr, unsigned *slot)
+{
+	*slot = KV_ST_HZ; /* none yet */
+	for (;;) {
+		(void)kv__ix_round_begin(&c->g); /* drain what completed */
+		for (unsigned s = 0; s < KV_ST_HZ; s++) {
+			if (c->hz[s] != 0 && !kv__ix_settled(&c->g, &c->hz_posted[s]))
+				continue;
+			/* A sequence number in the high half, so that the
+			 * clear of an earlier use (a CAS from that word) can
+			 * never erase this one. */
+			c->hz[s] = ++c->hz_seq << 32 | kv_st_hz(w, ptr);
+			*slot = s;
+			c->st.rounds++;
+			return kv__ix_word_store(&c->g, c->region, sw_hz_off(c, s), c->hz[s],
+				c->deadline);
+		}
+		if (kv__ix_now_ns() >= c->deadline)
+			return pm_error_set(KV_E_UNAVAILABLE,
+				"kv: write-backs of client %u still in flight", c->cid);
+		kv__ix_sleep(&c->g, 50000);
+	}
+}
+
+/*
+ * The write-back that used hazard slot @s (KV_ST_HZ: none) is over: once
+ * every batch it posted has settled, clear the word (a CAS from it, in the
+ * background), else leave it until the slot is taken again.
+ */
+static void
+sw_hz_release(struct kv_client *c, unsigned s)
+{
+	unsigned mask;
+
+	if (s >= KV_ST_HZ)
+		return;
+	kv__ix_posted(&c->g, &c->hz_posted[s]);
+	mask = kv__ix_round_begin(&c->g);
+	if (!kv__ix_settled(&c->g, &c->hz_posted[s]))
+		return;
+	for (unsigned i = 0; i < c->g.n; i++)
+		if ((mask >> i & 1) && rdma_batch_cas(&c->g.m[i].batch, c->region,
+			sw_hz_off(c, s), c->hz[s], 0, &c->g.m[i].old[0]) != 0)
+			mask &= ~(1u << i);
+	kv__ix_round_post(&c->g, mask);
+	c->hz[s] = 0;
+}
+
 /*
  * inner_write(v) of a read (App. A "invoke-inner-write"): if fewer than f+1
  * answered members hold the top word @v->top, copy it -- value and word --
  * into its writer's slot and buffer on the others (SWARM-KV's write-back
  * into the original writer's slot, digest sect. 4), until f+1 hold it.
+ *
+ * The copy is an unconditional WRITE into a buffer that its owner reuses
+ * once the word is superseded on f+1 members (recycle.h); landing late, it
+ * would overwrite a newer value on a member that counts for it. So the
+ * reader first publishes a hazard naming the buffer on f+1 members, then
+ * reads the metadata again: if the word is still the largest, no write
+ * above it had completed when the hazard was up, so its owner, who reads
+ * the hazard words only after such a write completed, sees the hazard and
+ * keeps the buffer; if not, the reader takes the new view and starts over
+ * (Spin, kv/spin/m9.pml). On @return 0, @v is the view the write-back
+ * ended with and its top is on f+1 members.
  */
 static int
 sw_write_back(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
@@ -426,22 +511,69 @@ sw_write_back(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 {
 	struct kv_st_val val = { .buf = c->val, .cap = KV_VALUE_MAX };
 	struct kv_st_vhdr h;
-	unsigned w = v->top_w;
-	uint64_t top = v->top;
 	int ret;
 
-	if (top == 0 || popcount(sw_holders(c, v, w, top)) >= c->g.f + 1)
-		return 0;
-	c->st.write_backs++;
-	if (kv_st_is_tomb(top)) {
-		return sw_install(c, geo, e, w, top, NULL, NULL, false, v,
-			sw_holders(c, v, w, top));
+	for (;;) {
+		unsigned w = v->top_w, slot;
+		uint64_t top = v->top;
+		struct sw_view now;
+
+		if (top == 0 || popcount(sw_holders(c, v, w, top)) >= c->g.f + 1)
+			return 0;
+		c->st.write_backs++;
+		if (kv_st_is_tomb(top)) {
+			/* A CAS only: nothing unconditional to protect. */
+			return sw_install(c, geo, e, w, top, NULL, NULL, false, v,
+				sw_holders(c, v, w, top));
+		}
+#ifdef KV_ST_TESTING
+		if (c->test_wb_unsafe) {
+			slot = KV_ST_HZ;
+			now = *v;
+			goto copy;
+		}
+#endif
+		ret = sw_hz_publish(c, w, kv_st_ptr(top), &slot);
+		if (ret == 0)
+			ret = sw_read_round(c, geo, &now);
+		if (ret != 0) {
+			sw_hz_release(c, slot);
+			return ret;
+		}
+		if (kv_st_order(now.top, now.top_w) >> 1 != kv_st_order(top, w) >> 1) {
+			/* Superseded meanwhile: write back the new top. */
+			c->st.write_back_restarts++;
+			sw_hz_release(c, slot);
+			*v = now;
+			continue;
+		}
+#ifdef KV_ST_TESTING
+copy:
+#endif
+		*v = now;
+		top = v->top;
+		if (popcount(sw_holders(c, v, w, top)) >= c->g.f + 1) {
+			sw_hz_release(c, slot);
+			return 0;
+		}
+		ret = sw_fetch(c, geo, v, top, w, &val);
+#ifdef KV_ST_TESTING
+		if (ret == 0 && c->test_wb_hook != NULL)
+			c->test_wb_hook(c->test_wb_arg);
+#endif
+		if (ret == 0) {
+			kv__sw_vhdr(&h, top, w, geo->loc, val.buf, (uint32_t)val.vlen);
+			ret = sw_install(c, geo, e, w, top, &h, val.buf, false, v,
+				sw_holders(c, v, w, top));
+		}
+		sw_hz_release(c, slot);
+		if (ret != -ESTALE)
+			return ret;
+		c->st.write_back_restarts++;
+		ret = sw_read_round(c, geo, v);
+		if (ret != 0)
+			return ret;
 	}
-	ret = sw_fetch(c, geo, v, top, w, &val);
-	if (ret != 0)
-		return ret;
-	kv__sw_vhdr(&h, top, w, geo->loc, val.buf, (uint32_t)val.vlen);
-	return sw_install(c, geo, e, w, top, &h, val.buf, false, v, sw_holders(c, v, w, top));
 }
 
 /*
@@ -514,7 +646,7 @@ abd_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e
 		~(KV_ST_BUF_UNIT - 1);
 	struct kv_st_vhdr h;
 	struct sw_view v;
-	uint64_t ptr, off, word;
+	uint64_t ptr, off, word, ts;
 	int ret;
 
 	ret = sw_read_round(c, geo, &v);
@@ -524,14 +656,22 @@ abd_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e
 	/* Deleted, or being deleted by a client that may have crashed: the
 	 * tombstone goes to f+1 members first, so no later read returns a
 	 * value this write reports deleted. */
-	if (*res == KV_SW_DELETED)
-		return sw_write_back(c, geo, e, &v);
-	ret = kv__st_log_alloc(c, blen, &ptr, &off);
+	if (*res == KV_SW_DELETED) {
+		ret = sw_write_back(c, geo, e, &v);
+		if (ret == 0)
+			kv__st_superseded(c, geo->loc, v.top, v.top_w);
+		return ret;
+	}
+	ts = kv__st_ts_guess(c, kv_st_ts(v.top));
+	ret = kv__st_log_alloc(c, geo->loc, ts, blen, &ptr, &off);
 	if (ret != 0)
 		return ret;
-	word = kv_st_meta(kv__st_ts_guess(c, kv_st_ts(v.top)), ptr, 1);
+	word = kv_st_meta(ts, ptr, 1);
 	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
-	return sw_install(c, geo, e, c->cid, word, &h, val, false, &v, 0);
+	ret = sw_install(c, geo, e, c->cid, word, &h, val, false, &v, 0);
+	if (ret == 0)
+		kv__st_superseded(c, geo->loc, word, c->cid);
+	return ret;
 }
 
 static int
@@ -539,18 +679,23 @@ abd_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct kv_st_val *out)
 {
 	struct sw_view v;
-	int ret = sw_read_round(c, geo, &v);
+	int ret;
 
+	do {
+		ret = sw_read_round(c, geo, &v);
+		if (ret == 0)
+			ret = sw_write_back(c, geo, e, &v);
+		if (ret != 0)
+			return ret;
+		out->meta = v.top;
+		out->vlen = 0;
+		v.ip_member = -1;
+		if (v.top != 0 && !kv_st_is_tomb(v.top))
+			ret = sw_fetch(c, geo, &v, v.top, v.top_w, out);
+	} while (ret == -ESTALE); /* superseded: read again */
 	if (ret == 0)
-		ret = sw_write_back(c, geo, e, &v);
-	if (ret != 0)
-		return ret;
-	out->meta = v.top;
-	out->vlen = 0;
-	if (v.top == 0 || kv_st_is_tomb(v.top))
-		return 0;
-	v.ip_member = -1;
-	return sw_fetch(c, geo, &v, v.top, v.top_w, out);
+		kv__st_superseded(c, geo->loc, v.top, v.top_w);
+	return ret;
 }
 
 /*
@@ -651,12 +796,18 @@ sw_write_deleted(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_
 	bool locked;
 	int ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked);
 
-	if (ret != 0 || !locked)
+	if (ret != 0)
 		return ret;
+	if (!locked) {
+		kv__st_superseded(c, geo->loc, kv_st_meta(ts, 0, 0), c->cid);
+		return 0;
+	}
 	ret = sw_write_back(c, geo, e, v);
-	if (ret == 0)
-		*res = KV_SW_DELETED;
-	return ret;
+	if (ret != 0)
+		return ret;
+	*res = KV_SW_DELETED;
+	kv__st_superseded(c, geo->loc, v->top, v->top_w);
+	return 0;
 }
 
 int
@@ -676,14 +827,14 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	*res = KV_SW_DONE;
 	if (c->sb.repl == KV_REPL_RAW)
 		return raw_write(c, geo, kv_st_meta(kv__st_ts_guess(c, 0), 0, 1), val, vlen);
-	/* S5: guess a timestamp; the buffer is this write's own (I3). */
-	ret = kv__st_log_alloc(c, blen, &ptr, &off);
+	/* S5: guess a timestamp; the buffer is this write's own (I3). Above
+	 * the key's last timestamp this client saw: a writer that just read
+	 * another's write in the same clock tick would otherwise guess an
+	 * equal ts, stale if its id is the smaller. */
+	ts = kv__st_ts_guess(c, e->top_ts);
+	ret = kv__st_log_alloc(c, geo->loc, ts, blen, &ptr, &off);
 	if (ret != 0)
 		return ret;
-	/* Above the key's last timestamp this client saw: a writer that just
-	 * read another's write in the same clock tick would otherwise guess
-	 * an equal ts, stale if its id is the smaller. */
-	ts = kv__st_ts_guess(c, e->top_ts);
 	word = kv_st_meta(ts, ptr, 0);
 	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
 	/* S6: M.WRITE(w) and M.READ in one batch per member. */
@@ -709,6 +860,7 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 		for (unsigned i = 0; i < c->g.n; i++)
 			if (hold >> i & 1)
 				e->mine[i] = word | KV_ST_VERIFIED;
+		kv__st_superseded(c, geo->loc, word, c->cid);
 		return 0;
 	}
 	/* S9-S11: m > w; write m back to a majority first (the read half of
@@ -719,13 +871,18 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	if (ret != 0)
 		return ret;
 	ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked);
-	if (ret != 0 || !locked)
-		return ret; /* a reader locked w.ts in READ mode: w stands */
-	/* S11: re-execute with a fresh timestamp, VERIFIED. */
-	ret = kv__st_log_alloc(c, blen, &ptr, &off);
 	if (ret != 0)
 		return ret;
+	if (!locked) {
+		/* A reader locked w.ts in READ mode: w stands. */
+		kv__st_superseded(c, geo->loc, word, c->cid);
+		return 0;
+	}
+	/* S11: re-execute with a fresh timestamp, VERIFIED. */
 	ts = kv__st_ts_guess(c, kv_st_ts(v.top));
+	ret = kv__st_log_alloc(c, geo->loc, ts, blen, &ptr, &off);
+	if (ret != 0)
+		return ret;
 	word = kv_st_meta(ts, ptr, 1);
 	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
 	v.ok = 0;
@@ -737,21 +894,19 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	 * the tombstone's is maximal) and took effect. */
 	if (!kv_st_is_tomb(v.top))
 		sw_verify_post(c, geo, c->cid, word, word, 1u << sw_primary(c, geo), &h, val);
+	kv__st_superseded(c, geo->loc, word, c->cid);
 	return 0;
 }
 
-int
-kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
-	struct kv_st_val *out)
+/* Safe-Guess READ (R11-R21), the view it ended with in @v (its top on
+ * f+1 members). Return: as kv__sw_read(), or -ESTALE when a buffer it
+ * fetched was reused (the tuple was superseded): the caller reads again. */
+static int
+sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct kv_st_val *out, struct sw_view *v)
 {
 	uint64_t seen[KV_MAX_CLIENTS] = { 0 }; /* R11 */
-	struct sw_view v;
 	int ret;
-
-	if (c->sb.repl == KV_REPL_ABD)
-		return abd_read(c, geo, e, out);
-	if (c->sb.repl == KV_REPL_RAW)
-		return raw_read(c, geo, out);
 
 	for (unsigned iter = 0;; iter++) {
 		uint64_t m;
@@ -759,13 +914,13 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 
 		c->st.read_iters += iter > 0;
 		/* R13: m := M.READ() -- the read phase, then inner_write(m). */
-		ret = sw_read_round(c, geo, &v);
+		ret = sw_read_round(c, geo, v);
 		if (ret == 0)
-			ret = sw_write_back(c, geo, e, &v);
+			ret = sw_write_back(c, geo, e, v);
 		if (ret != 0)
 			return ret;
-		m = v.top;
-		w = v.top_w;
+		m = v->top;
+		w = v->top_w;
 		if (!kv_st_is_tomb(m))
 			e->top_ts = kv_st_ts(m);
 		/* R14 */
@@ -775,7 +930,7 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 			return 0;
 		}
 		if (m & KV_ST_VERIFIED)
-			return sw_fetch(c, geo, &v, m, w, out);
+			return sw_fetch(c, geo, v, m, w, out);
 		if (seen[w] == m) {
 			bool locked;
 
@@ -784,9 +939,9 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 			if (ret != 0)
 				return ret;
 			if (locked) {
-				unsigned hold = sw_holders(c, &v, w, m);
+				unsigned hold = sw_holders(c, v, w, m);
 
-				ret = sw_fetch(c, geo, &v, m, w, out);
+				ret = sw_fetch(c, geo, v, m, w, out);
 				if (ret != 0)
 					return ret;
 				sw_verify_post(c, geo, w, m, m | KV_ST_VERIFIED, hold, NULL, NULL);
@@ -798,13 +953,32 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 		} else if (seen[w] != 0) {
 			/* R19-R20: w began a second write, so its first one
 			 * completed: return that one. */
-			return sw_fetch(c, geo, &v, seen[w], w, out);
+			return sw_fetch(c, geo, v, seen[w], w, out);
 		}
 		seen[w] = m; /* R21 */
 		ret = kv__st_retry(c, false);
 		if (ret != 0)
 			return ret;
 	}
+}
+
+int
+kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
+	struct kv_st_val *out)
+{
+	struct sw_view v;
+	int ret;
+
+	if (c->sb.repl == KV_REPL_ABD)
+		return abd_read(c, geo, e, out);
+	if (c->sb.repl == KV_REPL_RAW)
+		return raw_read(c, geo, out);
+	do {
+		ret = sw_read(c, geo, e, out, &v);
+	} while (ret == -ESTALE);
+	if (ret == 0 && v.top != 0)
+		kv__st_superseded(c, geo->loc, v.top, v.top_w);
+	return ret;
 }
 
 /* How many members of @answered hold @del in @first. */
@@ -997,13 +1171,14 @@ kv__sw_create_start(struct kv_client *c, const struct kv_st_geo *geo, struct kv_
 	struct kv_st_create *cr = &c->cr;
 	uint32_t blen = ((uint32_t)sizeof(struct kv_st_vhdr) + vlen + KV_ST_BUF_UNIT - 1) &
 		~(KV_ST_BUF_UNIT - 1);
-	uint64_t ptr;
+	uint64_t ptr, ts;
 	int ret;
 
 	if (c->sb.repl == KV_REPL_RAW && vlen > geo->ip_cap)
 		return pm_error_set(-E2BIG, "kv: RAW keeps values in place: at most %u bytes",
 			KV_ST_IP_MAX);
-	ret = kv__st_log_alloc(c, blen, &ptr, &cr->boff);
+	ts = kv__st_ts_guess(c, 0);
+	ret = kv__st_log_alloc(c, geo->loc, ts, blen, &ptr, &cr->boff);
 	if (ret != 0)
 		return ret;
 	cr->geo = *geo;
@@ -1011,7 +1186,7 @@ kv__sw_create_start(struct kv_client *c, const struct kv_st_geo *geo, struct kv_
 	cr->key = key;
 	cr->val = val;
 	cr->held = 0;
-	cr->word = kv_st_meta(kv__st_ts_guess(c, 0), ptr, 1);
+	cr->word = kv_st_meta(ts, ptr, 1);
 	kv__sw_vhdr(&cr->h, cr->word, c->cid, geo->loc, val, vlen);
 	cr->oh = (struct kv_st_ohdr){ KV_ST_OBJ_MAGIC, geo->klen, geo->ip_cap, geo->loc, 0 };
 	cr->oh.sum = XXH3_64bits_withSeed(key, geo->klen,

@@ -48,6 +48,26 @@ int kv__st_test_open(struct kv_client **out, const struct kv_config *cfg,
 	void (*yield)(void *), void *arg);
 
 /**
+ * kv__st_test_write_back_hook -- call @hook(@arg) (NULL: none) on the
+ * client's thread whenever a write-back has fetched the value it copies
+ * and is about to write it to the members that lack it: the moment a slow
+ * reader stalls before its late WRITE. With @unsafe, write-backs skip the
+ * hazard word and the check that follows it (the planted bug of Spin's
+ * kv/spin/m9.pml, MUT_NOHAZARD): a test must catch the late WRITE.
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv__st_test_write_back_hook(struct kv_client *c, void (*hook)(void *), void *arg,
+	bool unsafe);
+
+/**
+ * kv__st_test_reclaim -- free every retired buffer of the client that can
+ * be freed now (kv__st_reclaim with waiting, twice: the buffers retired
+ * after the last seal too).
+ * Return: 0; KV_E_UNAVAILABLE. Thread-safety: the handle's thread.
+ */
+int kv__st_test_reclaim(struct kv_client *c);
+
+/**
  * kv__st_test_index -- the client's index handle, for the index's test
  * hooks (kv/src/index/testing.h). Owned by @c.
  * Return: the handle. Thread-safety: any thread.

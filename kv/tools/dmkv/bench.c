@@ -931,10 +931,13 @@ json_stats(FILE *f, const struct kv_stats *st)
 	fprintf(f, "{\"ops\":%" PRIu64 ",\"rounds\":%" PRIu64 ",\"index_rounds\":%" PRIu64
 		",\"slow_writes\":%" PRIu64 ",\"lock_calls\":%" PRIu64 ",\"write_backs\":%" PRIu64
 		",\"read_iters\":%" PRIu64 ",\"oop_reads\":%" PRIu64 ",\"fallbacks\":%" PRIu64
-		",\"cache_misses\":%" PRIu64 ",\"unavailable\":%" PRIu64 "}",
+		",\"cache_misses\":%" PRIu64 ",\"unavailable\":%" PRIu64
+		",\"write_back_restarts\":%" PRIu64 ",\"stale_fetches\":%" PRIu64
+		",\"reclaims\":%" PRIu64 ",\"recycled\":%" PRIu64 "}",
 		st->ops, st->rounds, st->index_rounds, st->slow_writes, st->lock_calls,
 		st->write_backs, st->read_iters, st->oop_reads, st->fallbacks, st->cache_misses,
-		st->unavailable);
+		st->unavailable, st->write_back_restarts, st->stale_fetches, st->reclaims,
+		st->recycled);
 }
 
 /* The timeline interval @iv summed over threads into @h; failures. */

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/store/recycle.h -- what a client knows of its own out-of-place
+ * buffers, so it can reuse them (private to kv/; kv/DESIGN.md,
+ * "Recycling").
+ *
+ * A buffer of a client's log holds one write of one object. The client
+ * keeps every buffer it wrote and has not reused in a table by object
+ * (live), and moves a buffer to the retired list once the write it holds
+ * is superseded on f+1 nodes: a word above it in the Safe-Guess order
+ * (kv_st_order) on each of f+1 nodes, persisted, so no read can return it
+ * again, even after f node losses. A retired buffer becomes free (reused
+ * for a later write) once
+ *  - every batch the client had posted when it was retired has settled
+ *    (kv__ix_settled: the client's own late batches cannot land in it), and
+ *  - a read of the hazard words on f+1 nodes, after that, shows no reader
+ *    writing a value back into it (layout.h, "Hazard word").
+ * A reader that fetches a buffer reused meanwhile sees a header naming
+ * another write (I13) and reads again.
+ *
+ * Thread-safety: a struct kv_recycle belongs to one client (its thread).
+ */
+#ifndef KV_STORE_RECYCLE_H
+#define KV_STORE_RECYCLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/src/index/group.h"
+
+/* A buffer and what it holds. */
+struct kv_rc_buf {
+	uint64_t loc;    /* the object; 0 marks an empty table slot */
+	uint64_t ord;    /* kv_st_order() of its write, VERIFIED */
+	uint32_t ptr;    /* first 128-byte unit in the client's log */
+	uint32_t units;
+};
+
+struct kv_recycle {
+	struct kv_rc_buf *live;     /* open addressing by loc, duplicates allowed */
+	size_t live_cap, live_n;    /* cap: a power of two */
+	struct kv_rc_buf *retired;
+	size_t retired_n, retired_cap;
+	size_t sealed;              /* retired[0, sealed) were retired before
+	                             * the batches in @posted were posted */
+	struct kv_ix_posted posted;
+	/* Free buffers: a list per size, linked through next[] by first unit,
+	 * so freeing never allocates (it runs after a write took effect). */
+	uint32_t *head;             /* head[u]: a free buffer of u units, or NONE */
+	uint32_t *next;             /* next[ptr]: the one after ptr in its list */
+	uint32_t ncls, nunits;
+	uint64_t free_units;
+	uint64_t *hz;               /* the reclaim's copy of the hazard words */
+};
+
+/* Retired buffers that make a reclaim (one round trip) worth its cost. */
+#define KV_RC_BATCH 64u
+
+/**
+ * kv__rc_init -- an empty *@rc for a log of @nunits units and buffers of
+ * at most @max_units units.
+ * Return: 0; -ENOMEM. Thread-safety: any thread, on its own @rc.
+ */
+int kv__rc_init(struct kv_recycle *rc, uint32_t nunits, uint32_t max_units);
+
+/**
+ * kv__rc_fini -- release what @rc holds (not the buffers on the nodes).
+ * Return: nothing (void).
+ */
+void kv__rc_fini(struct kv_recycle *rc);
+
+/**
+ * kv__rc_reserve -- make room to hold one more buffer of @loc and to retire
+ * every buffer of @loc, so that nothing allocates once a write to @loc has
+ * taken effect. Return: 0; -ENOMEM (nothing changed).
+ */
+int kv__rc_reserve(struct kv_recycle *rc, uint64_t loc);
+
+/**
+ * kv__rc_take -- a free buffer of @units units into *@ptr: one of that
+ * size, else the front of the smallest larger one (the rest stays free).
+ * Return: 0; -ENOENT if none is free.
+ */
+int kv__rc_take(struct kv_recycle *rc, uint32_t units, uint32_t *ptr);
+
+/**
+ * kv__rc_hold -- buffer @ptr (@units) now holds the write of order @ord to
+ * @loc. Call kv__rc_reserve() for @loc first. Return: nothing (void).
+ */
+void kv__rc_hold(struct kv_recycle *rc, uint64_t loc, uint64_t ord, uint32_t ptr,
+	uint32_t units);
+
+/**
+ * kv__rc_superseded -- a word of order @ord is on f+1 nodes of @loc, each
+ * holding it or more, persisted: retire this client's buffers of @loc
+ * whose writes are below it, as far as the retired list has room (the
+ * rest stay live for a later chance; never allocates).
+ * Return: nothing (void).
+ */
+void kv__rc_superseded(struct kv_recycle *rc, uint64_t loc, uint64_t ord);
+
+/**
+ * kv__rc_freed -- put buffer @ptr (@units) on its free list (never
+ * allocates). Return: nothing (void).
+ */
+void kv__rc_freed(struct kv_recycle *rc, uint32_t ptr, uint32_t units);
+
+#endif /* KV_STORE_RECYCLE_H */
