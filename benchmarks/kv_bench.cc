@@ -15,8 +15,8 @@
 // (--store-mb; 0 sizes it from the key count, value size and log). Then,
 // for each system:
 //   create  kv_create with kv_config.repl = the system, --max-clients,
-//           --log-mb (per client per node; nothing in a log is recycled
-//           yet, see below), --cache-entries (8 x keys: the location
+//           --log-mb (per client per node; see "Logs" below),
+//           --cache-entries (8 x keys: the location
 //           cache is 4-way set associative by key hash; a miss costs an
 //           index lookup);
 //   load    --loaders threads, each its own client, insert the --keys
@@ -48,11 +48,12 @@
 //
 // Logs: every update (SWARM: two on a slow write; DM-ABD: one; RAW: none)
 // and every insert take a buffer of (40 + value) bytes rounded up to 128
-// from the client's log on each node, which is not recycled, and a client
-// id's log use survives kv_close. A thread therefore stops its run early
-// once it has used --max-updates buffers (0: as many as its log holds,
-// assuming its id loaded keys/loaders keys); the JSON says how many
-// threads stopped so ("capped").
+// from the client's log on each node, reused once superseded. Without that
+// reuse (swarm-noreuse) a client id's log use grows and survives kv_close,
+// so a thread of that system stops its run early once it has used
+// --max-updates buffers (0: as many as its log holds, assuming its id
+// loaded keys/loaders keys); the JSON says how many threads stopped so
+// ("capped"). Threads of the other systems stop only at --max-updates.
 //
 // Output: one JSON line per configuration and system on stdout (progress
 // on stderr). Exit status: 0 done (the store's errors are in the JSON,
@@ -120,7 +121,8 @@ const char kUsage[] =
 	"  --workloads LIST    of A (50% get / 50% update), B (95/5) (default A,B)\n"
 	"  --value-sizes LIST  value bytes, 1..KV_VALUE_MAX (default 64,1024)\n"
 	"  --threads LIST      client threads, 1..64 (default 1)\n"
-	"  --systems LIST      of swarm, abd, raw, in run order (default swarm,abd,raw)\n"
+	"  --systems LIST      of swarm, abd, raw, swarm-noreuse (SWARM without the reuse\n"
+	"                      of value buffers), in run order (default swarm,abd,raw)\n"
 	"  --keys N            keys loaded and drawn from (default 100000)\n"
 	"  --nodes N           memory nodes, 1, 3, 5 or 7 (default 3)\n"
 	"  --duration-ms MS    the measured run (default 3000)\n"
@@ -183,6 +185,13 @@ struct Options {
 kv_replication ReplOf(const std::string &s)
 {
 	return s == "abd" ? KV_REPL_ABD : s == "raw" ? KV_REPL_RAW : KV_REPL_SWARM;
+}
+
+// swarm-noreuse: SWARM with kv_config.recycle = 0, the store before value
+// buffers were reused (the baseline of recycling's cost).
+bool Reuses(const std::string &s)
+{
+	return s != "swarm-noreuse";
 }
 
 uint64_t BufBytes(unsigned vsize)
@@ -604,6 +613,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	r.cfg.max_clients = o.max_clients;
 	r.cfg.log_bytes = static_cast<uint64_t>(log_mb) << 20;
 	r.cfg.repl = ReplOf(system);
+	r.cfg.recycle = Reuses(system) ? 1 : 0;
 	r.load_cfg = r.cfg;
 	r.load_cfg.nodes = load_ptrs.data();
 	const uint64_t load_use = (o.keys + loaders - 1) / loaders * buf;
@@ -611,7 +621,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 		(r.cfg.log_bytes - load_use) / buf - 64 : 0;
 	// The cap counts buffers: SWARM's slow write takes a second one. RAW
 	// updates in place, without a log buffer.
-	if (r.cfg.repl == KV_REPL_RAW)
+	if (r.cfg.repl == KV_REPL_RAW || r.cfg.recycle)
 		r.update_cap = o.max_updates ? o.max_updates : UINT64_MAX;
 	else
 		r.update_cap = o.max_updates ? std::min<uint64_t>(o.max_updates, log_room) : log_room;
@@ -758,7 +768,8 @@ int main(int argc, char **argv)
 		case 'y':
 			o.systems = SplitList(optarg);
 			for (const auto &s : o.systems)
-				ok = ok && (s == "swarm" || s == "abd" || s == "raw");
+				ok = ok && (s == "swarm" || s == "abd" || s == "raw" ||
+					s == "swarm-noreuse");
 			ok = ok && !o.systems.empty();
 			break;
 		case 'k':

@@ -376,6 +376,15 @@ def plot_dmkv(plt, doc, png):
     cfg, tl = doc["config"], doc.get("timeline", [])
     fig, (ax_t, ax_l, ax_c) = plt.subplots(1, 3, figsize=(16, 4.5))
     t = [p["t_s"] for p in tl]
+    if any(p.get("log_bytes") for p in tl):
+        # The clients' value logs (kv_stats.log_used): flat once buffers
+        # are reused, rising with every write when they are not.
+        ax_g = ax_t.twinx()
+        ax_g.plot(t, [p.get("log_bytes", 0) / 2**20 for p in tl], color="tab:gray",
+                  linestyle="-.", label="value logs in use (right)")
+        ax_g.set_ylabel("MiB of value logs handed out, all clients")
+        ax_g.set_ylim(bottom=0)
+        ax_g.legend(fontsize=7, loc="lower right")
     ax_t.plot(t, [p["ops_per_s"] / 1e3 for p in tl], color="tab:blue", label="throughput")
     fails = [(p["t_s"], p["ops_per_s"] / 1e3) for p in tl if p["failed"]]
     if fails:

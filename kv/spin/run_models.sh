@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m8.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m9.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -111,13 +111,27 @@ CHECKS=(
 "full|m8_lost2|m8.pml|-DFINALGET -DLOSS=2|exh||300|pass|-m400000 -w27|as m8 + 2 lost replies (about 44 M states)"
 "full|m8_lost_crash|m8.pml|-DFINALGET -DLOSS=1 -DCRASH=1|exh||300|pass|-m400000 -w27|as m8_lost + one deleter may crash (about 38 M states)"
 "full|m8_unc_lost2|m8.pml|-DFINALGET -DC1=0 -DC2=0 -DLOSS=2|bit:32||600|pass|-m400000|both deleters uncached, 2 lost replies (about 41 M states)"
+# --- M9: buffer recycling (issue 18): hazard words, validation, drains (recycle.c, sw_write_back)
+# M9 flag defaults: K=3 writes (slot 0 reused once), NR=1 reader, NRD=2 reads, restarts unbounded.
+"ci|m9|m9.pml|-DALWAYS -DRETDUR -DDRAIN|exh||60|pass|-m400000 -w24|3 MNs, writer W1-W3 in 2 slots, 1 reader x 2 reads, late third batches; DUR in every state (4.5 M states)"
+"ci|m9_k4|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DK=4 -DNRD=1|exh||60|pass|-m400000 -w24|W1-W4 (both slots reused), 1 reader x 1 read (3.8 M states)"
+"ci|m9_latewb|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB -DNRD=1|exh||60|pass|-m400000 -w24|as m9 + one timed-out write-back landing late, 1 read (2.0 M states)"
+"ci|m9_spec|m9.pml|-DALWAYS|exh||60|finding|-m400000 -w24|as m9, no drain: the writer reuses a slot while its old batch is queued"
+"ci|m9_mut_nohazard|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DMUT_NOHAZARD|exh||60|fail|-m400000 -w24|mutant: no hazard, no validation, no scan"
+"ci|m9_mut_nohazard_end|m9.pml|-DDRAIN -DMUT_NOHAZARD|exh||60|fail|-m400000 -w24|mutant MUT_NOHAZARD, caught by the final check alone"
+"ci|m9_mut_novalidate|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DMUT_NOVALIDATE|exh||60|fail|-m400000 -w24|mutant: hazard published, no validating re-read"
+"ci|m9_mut_nowbdrain|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB -DNRD=1 -DMUT_NOWBDRAIN|exh||60|fail|-m400000 -w24|mutant: hazard cleared with a write-back still queued"
+"full|m9_k4_2rd|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DK=4|exh||300|pass|-m400000 -w26|W1-W4, 1 reader x 2 reads (14.4 M states)"
+"full|m9_latewb_2rd|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB|exh||300|pass|-m400000 -w25|as m9_latewb, 2 reads (7.9 M states)"
+"full|m9_k4_latewb|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB -DK=4|exh||600|pass|-m400000 -w27|W1-W4, 2 reads, a late write-back (25 M states)"
+"full|m9_2r_bit|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DNR=2 -DNRD=1|bit:33||600|pass|-m400000|2 readers x 1 read, W1-W3 (over 100 M states; cut at the time limit)"
 )
 
 usage() {
 	cat <<EOF
 usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
-Runs the FCP index's, SWARM's and the store's Spin models (m1..m8) as named checks with expected outcomes and
+Runs the FCP index's, SWARM's and the store's Spin models (m1..m9) as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
@@ -129,7 +143,7 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
            several GB; run on request)
   --list   print the table and exit
   --model FILE
-           only the checks of model FILE (m1.pml ... m8.pml) in the chosen
+           only the checks of model FILE (m1.pml ... m9.pml) in the chosen
            set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)

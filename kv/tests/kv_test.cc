@@ -507,6 +507,46 @@ TEST_F(KvTest, UpdatesReuseTheirBuffers)
 	EXPECT_LE(st.log_used, 2u * (512u << 10)) << "the logs grew: buffers not reused";
 }
 
+// A client id used by one process after another: each life finds the
+// writes the earlier ones left in its log (kv__st_log_recover), keeps the
+// latest of each key and reuses the rest, so the log does not grow from
+// life to life, and the values written last are there.
+TEST_F(KvTest, RestartedClientReusesItsLog)
+{
+	// Every other id taken, so each life gets the same one.
+	std::vector<kv_client *> others(cfg_.max_clients - 2);
+	for (auto &o : others)
+		ASSERT_EQ(kv_open(&o, &cfg_), 0) << pm_errormsg();
+	for (unsigned life = 0; life < 12; life++) {
+		kv_client *d = nullptr;
+		ASSERT_EQ(kv_open(&d, &cfg_), 0) << life << ": " << pm_errormsg();
+		if (life > 0) {
+			EXPECT_GE(Stats(d).recovered, 8u) << "the latest value of each key";
+		}
+		for (unsigned r = 0; r < 400; r++) {
+			for (unsigned k = 0; k < 8; k++) {
+				char v[21];
+				std::snprintf(v, sizeof(v), "l%02u-r%04u-k%02u-xxxx", life, r, k);
+				ASSERT_EQ(Put(d, "key" + std::to_string(k), v), 0)
+					<< life << " " << r << ": " << pm_errormsg();
+			}
+		}
+		ASSERT_EQ(kv_close(&d), 0);
+		for (unsigned k = 0; k < 8; k++) {
+			char v[21];
+			std::snprintf(v, sizeof(v), "l%02u-r%04u-k%02u-xxxx", life, 399u, k);
+			EXPECT_EQ(Get(c_, "key" + std::to_string(k)), v);
+		}
+	}
+	for (auto &o : others)
+		EXPECT_EQ(kv_close(&o), 0);
+	kv_node_status st;
+	ASSERT_EQ(kv_node_status_read(&cfg_, 0, &st), 0) << pm_errormsg();
+	// One life's updates need about 10 KiB of buffers (8 live values,
+	// the rest retired and reused); twelve lives without recovery 120.
+	EXPECT_LE(st.log_used, 32u << 10) << "an earlier life's log was not reused";
+}
+
 // A reader that fetched a value to write back, then stalls while its
 // writer supersedes that write and reuses buffers, then copies the value
 // into the writer's buffer on the member that lacked it (the late WRITE of

@@ -77,6 +77,10 @@ struct kv_config {
 	struct rdma_conn_config conn; /* token, connection timeout */
 	unsigned cache_entries;   /* location cache entries; default 65536 */
 	int64_t clock_skew_us;    /* added to this client's clock (tests) */
+	unsigned recycle;         /* reuse value buffers once superseded;
+	                           * default 1; 0: never, as the store did
+	                           * before (a benchmark baseline: the log
+	                           * fills, then writes fail with -ENOSPC) */
 	/* kv_create only: */
 	unsigned max_clients;     /* concurrent client ids; default 16 */
 	uint64_t log_bytes;       /* out-of-place log per client per node;
@@ -177,8 +181,9 @@ int kv_create(const struct kv_config *cfg);
  * @keys keys of up to @key_bytes bytes with values of @value_bytes, with
  * @cfg's creation fields (max_clients, log_bytes, chunk_bytes): what to
  * give rdma_node_config.region_size[] or `dmkv-node --region`. Values
- * rewritten in place or larger later need more (the logs are not
- * recycled yet: each update takes a buffer of the writer's log).
+ * rewritten larger later need more. A write takes a buffer of its
+ * writer's log, reused once a later write of the key is on a majority, so
+ * each log must hold the latest values its client wrote plus some slack.
  * @index_bytes, @store_bytes: out; multiples of 1 MiB.
  * Return: 0; -EINVAL (NULL, @key_bytes 0, more than 2^32 keys); -E2BIG.
  * Thread-safety: any thread.
@@ -223,7 +228,11 @@ struct kv_client;
 
 /**
  * kv_open -- connect to the cluster and take a free client id (claimed on
- * a majority of the nodes, no coordinator).
+ * a majority of the nodes, no coordinator). An id used before is taken
+ * with what its last holder left in its value log: the open reads the
+ * used part of that log on every node (one round trip per 90 KiB) to
+ * reuse the buffers that no longer hold a value (kv/DESIGN.md,
+ * "Recycling of value buffers").
  * @out: receives the handle; owned by the caller, kv_close().
  * Return: 0; KV_E_CONFIG; KV_E_UNAVAILABLE (no majority, or every client id
  * is taken); transport errors; -ENOMEM; -EAGAIN as kv_index_open()
@@ -425,10 +434,17 @@ struct kv_stats {
 	                         * (the read starts over) */
 	uint64_t reclaims;      /* reads of the hazard words to free buffers */
 	uint64_t recycled;      /* this client's buffers freed for reuse */
+	uint64_t recovered;     /* buffers of an earlier life of its client id
+	                         * found holding writes at kv_open */
+	uint64_t log_used;      /* a level, not a count: bytes of its value log
+	                         * handed out so far (by this life and earlier
+	                         * ones of its id), what its log takes of each
+	                         * node's store region */
 };
 
 /**
- * kv_stats_read -- the handle's counters so far into *@out.
+ * kv_stats_read -- the handle's counters so far (and its log_used level)
+ * into *@out.
  * Thread-safety: the handle's thread.
  * Ordering: none (the handle's own counters).
  */

@@ -95,20 +95,37 @@ kv__ix_fault_request(struct kv_ix_group *g, unsigned i, enum rdma_fault fault,
 }
 #endif
 
+/* Batches of @m up to number @first may land until one operation timeout
+ * from now (kv__ix_settled), except on the local backend, where a batch
+ * ran inside rdma_post or never will. */
+static void
+member_unsettle(struct kv_ix_group *g, struct kv_ix_member *m, uint64_t first)
+{
+	uint64_t now = kv__ix_now_ns();
+
+	/* The URI, not the connection: the reconnect thread may own that. */
+	if (strncmp(m->uri, "local:", 6) == 0)
+		return;
+	if (now >= m->settle_ns)
+		m->abandoned = first;
+	m->abandoned_last = m->posts > first ? m->posts : first;
+	m->settle_ns = now + (uint64_t)g->timeout_ms * 1000000u;
+}
+
+void
+kv__ix_unsettle(struct kv_ix_group *g)
+{
+	for (unsigned i = 0; i < g->n; i++)
+		member_unsettle(g, &g->m[i], 1);
+}
+
 /* Hand @m to the reconnect thread (client thread). */
 static void
 member_down(struct kv_ix_group *g, struct kv_ix_member *m)
 {
-	uint64_t now = kv__ix_now_ns();
-
-	/* What was in flight is abandoned, not known to be lost: it may land
-	 * until one operation timeout from now (kv__ix_settled), except on
-	 * the local backend, where it ran inside rdma_post or never will. */
-	if (m->resolved != m->posts && strcmp(rdma_conn_backend(m->conn), "local") != 0) {
-		if (now >= m->settle_ns)
-			m->abandoned = m->posts;
-		m->settle_ns = now + (uint64_t)g->timeout_ms * 1000000u;
-	}
+	/* What was in flight is abandoned, not known to be lost. */
+	if (m->resolved != m->posts)
+		member_unsettle(g, m, m->posts);
 	m->resolved = m->posts;
 	m->in_round = false;
 	__atomic_store_n(&m->state, KV_IX_M_DOWN, __ATOMIC_RELEASE);
@@ -657,15 +674,20 @@ kv__ix_posted(const struct kv_ix_group *g, struct kv_ix_posted *p)
 }
 
 bool
-kv__ix_settled(const struct kv_ix_group *g, const struct kv_ix_posted *p)
+kv__ix_settled(const struct kv_ix_group *g, const struct kv_ix_posted *since,
+	const struct kv_ix_posted *upto)
 {
 	uint64_t now = kv__ix_now_ns();
 
 	for (unsigned i = 0; i < g->n; i++) {
 		const struct kv_ix_member *m = &g->m[i];
+		uint64_t after = since != NULL ? since->n[i] : 0;
 
-		if (m->resolved < p->n[i] ||
-			(m->abandoned != 0 && m->abandoned <= p->n[i] && now < m->settle_ns))
+		if (m->resolved < upto->n[i])
+			return false;
+		/* Abandoned batches in (after, upto] still within reach. */
+		if (m->abandoned != 0 && now < m->settle_ns && m->abandoned <= upto->n[i] &&
+			m->abandoned_last > after)
 			return false;
 	}
 	return true;

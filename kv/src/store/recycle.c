@@ -44,6 +44,7 @@ kv__rc_fini(struct kv_recycle *rc)
 	free(rc->hz);
 	free(rc->live);
 	free(rc->retired);
+	free(rc->unverified);
 	memset(rc, 0, sizeof(*rc));
 }
 
@@ -148,6 +149,7 @@ kv__rc_superseded(struct kv_recycle *rc, uint64_t loc, uint64_t ord)
 			continue;
 		}
 		rc->retired[rc->retired_n++] = *b;
+		rc->retired_units += b->units;
 		live_del(rc, i); /* live[i] is now the next candidate */
 	}
 }
@@ -179,34 +181,65 @@ kv__rc_take(struct kv_recycle *rc, uint32_t units, uint32_t *ptr)
 }
 
 /*
- * Read the hazard words of every client from f+1 members into @hz, one
- * member's KV_ST_HZ * C words after the other (a hazard on any of them
- * counts), and their number into *@n.
+ * One round to f+1 members or more: with @hazards, every client's hazard
+ * words, one member's KV_ST_HZ * C words after the other into rc->hz (a
+ * hazard on any of them counts), their number into *@nhz; and the
+ * metadata words of the objects of the last @nv unverified buffers, read
+ * and persisted, *@above[k] counting the members that hold a word above
+ * buffer k. Return: 0; KV_E_UNAVAILABLE.
  */
 static int
-reclaim_hazards(struct kv_client *c, uint64_t *hz, size_t *n)
+reclaim_round(struct kv_client *c, bool hazards, size_t nv, unsigned *above, size_t *nhz)
 {
-	uint32_t len = 8u * KV_ST_HZ * c->C;
+	struct kv_recycle *rc = &c->rc;
+	const struct kv_rc_buf *v = rc->unverified + rc->unverified_n - nv;
+	uint32_t hlen = hazards ? 8u * KV_ST_HZ * c->C : 0, mlen = 8u * c->C;
 	unsigned got = 0;
 
-	*n = 0;
+	*nhz = 0;
+	memset(above, 0, nv * sizeof(*above));
 	for (;;) {
 		unsigned mask = kv__ix_round_begin(&c->g) & ~got, ok;
 		int ret;
 
-		for (unsigned i = 0; i < c->g.n; i++)
-			if ((mask >> i & 1) &&
-				rdma_batch_read(&c->g.m[i].batch, c->region, c->sb.hz_off,
-					c->g.m[i].buf, len) != 0)
+		for (unsigned i = 0; i < c->g.n; i++) {
+			struct kv_ix_member *m = &c->g.m[i];
+			int r = 0;
+
+			if (!(mask >> i & 1))
+				continue;
+			if (hazards)
+				r |= rdma_batch_read(&m->batch, c->region, c->sb.hz_off, m->buf, hlen);
+			for (size_t k = 0; k < nv; k++) {
+				uint64_t off = (v[k].loc >> 4) * KV_ST_UNIT;
+
+				r |= rdma_batch_read(&m->batch, c->region, off, m->buf + hlen + k * mlen,
+					mlen);
+				r |= rdma_batch_persist(&m->batch, c->region, off, mlen);
+			}
+			if (r != 0)
 				mask &= ~(1u << i);
+		}
 		ok = kv__ix_round_run(&c->g, mask, c->g.f + 1 - (unsigned)__builtin_popcount(got),
 			c->deadline);
 		c->st.rounds++;
 		for (unsigned i = 0; i < c->g.n; i++) {
+			const unsigned char *buf = c->g.m[i].buf;
+
 			if (!(ok >> i & 1))
 				continue;
-			memcpy(hz + *n, c->g.m[i].buf, len);
-			*n += len / 8;
+			memcpy(rc->hz + *nhz, buf, hlen);
+			*nhz += hlen / 8;
+			for (size_t k = 0; k < nv; k++) {
+				const uint64_t *meta = (const uint64_t *)(buf + hlen + k * mlen);
+
+				for (unsigned w = 0; w < c->C; w++) {
+					if (kv_st_order(meta[w], w) > v[k].ord) {
+						above[k]++;
+						break;
+					}
+				}
+			}
 		}
 		got |= ok;
 		if ((unsigned)__builtin_popcount(got) >= c->g.f + 1)
@@ -232,39 +265,54 @@ int
 kv__st_reclaim(struct kv_client *c, bool wait)
 {
 	struct kv_recycle *rc = &c->rc;
-	uint64_t *hz;
-	size_t nhz, kept = 0;
+	unsigned above[KV_RC_VERIFY];
+	size_t nhz, nv, kept = 0;
+	bool settled;
 	int ret;
 
-	if (rc->sealed == 0) {
+	if (rc->sealed == 0 && rc->retired_n > 0) {
 		/* Seal what is retired now: it may be freed once the batches
 		 * posted so far have settled. */
 		kv__ix_posted(&c->g, &rc->posted);
 		rc->sealed = rc->retired_n;
-		if (rc->sealed == 0 || !wait)
+		if (!wait && rc->unverified_n == 0)
 			return 0;
 	}
 	(void)kv__ix_round_begin(&c->g); /* drain what completed */
-	while (!kv__ix_settled(&c->g, &rc->posted)) {
-		if (!wait)
-			return 0;
+	settled = rc->sealed > 0 && kv__ix_settled(&c->g, NULL, &rc->posted);
+	while (wait && rc->sealed > 0 && !settled) {
 		if (kv__ix_now_ns() >= c->deadline)
 			return pm_error_set(KV_E_UNAVAILABLE,
 				"kv: client %u's log is full and its retired buffers are not settled",
 				c->cid);
 		kv__ix_sleep(&c->g, 50000);
 		(void)kv__ix_round_begin(&c->g);
+		settled = kv__ix_settled(&c->g, NULL, &rc->posted);
 	}
-	hz = rc->hz;
-	ret = reclaim_hazards(c, hz, &nhz);
+	nv = rc->unverified_n < KV_RC_VERIFY ? rc->unverified_n : KV_RC_VERIFY;
+	if (!settled && nv == 0)
+		return 0;
+	ret = reclaim_round(c, settled, nv, above, &nhz);
 	if (ret != 0)
 		return ret;
+	/* Recovered buffers found superseded: retired (with the older ones
+	 * of their objects), freed by a later reclaim. */
+	for (size_t k = 0; k < nv; k++) {
+		const struct kv_rc_buf *b = &rc->unverified[rc->unverified_n - nv + k];
+
+		if (above[k] >= c->g.f + 1)
+			kv__rc_superseded(rc, b->loc, b->ord + 1);
+	}
+	rc->unverified_n -= nv;
+	if (!settled)
+		return 0;
 	c->st.reclaims++;
 	for (size_t i = 0; i < rc->retired_n; i++) {
 		struct kv_rc_buf *b = &rc->retired[i];
 
-		if (i < rc->sealed && !hazard_names(hz, nhz, kv_st_hz(c->cid, b->ptr))) {
+		if (i < rc->sealed && !hazard_names(rc->hz, nhz, kv_st_hz(c->cid, b->ptr))) {
 			kv__rc_freed(rc, b->ptr, b->units);
+			rc->retired_units -= b->units;
 			c->st.recycled++;
 			continue;
 		}
@@ -274,4 +322,179 @@ kv__st_reclaim(struct kv_client *c, bool wait)
 	kv__ix_posted(&c->g, &rc->posted);
 	rc->sealed = kept;
 	return 0;
+}
+
+/* A buffer found by kv__st_log_recover() and its write's timestamp. */
+struct rc_found {
+	struct kv_rc_buf b;
+	uint64_t ts;
+};
+
+static int
+found_newest_first(const void *x, const void *y)
+{
+	const struct rc_found *a = x, *b = y;
+
+	return a->ts < b->ts ? 1 : a->ts > b->ts ? -1 : 0;
+}
+
+/*
+ * Walk member @i's copy of this client's log up to @nunits units and add
+ * every intact copy of one of the client's writes to @f (*@nf entries,
+ * room for @cap; fewer found is no error: a copy on another member will
+ * do). Return: 0; -EAGAIN if the member could not be read; -ENOMEM.
+ */
+static int
+recover_walk(struct kv_client *c, unsigned i, uint32_t nunits, struct rc_found **f,
+	size_t *nf, size_t *cap)
+{
+	const uint32_t big = (uint32_t)sizeof(struct kv_st_vhdr) + KV_VALUE_MAX;
+	uint32_t win = (uint32_t)(c->g.scratch < RDMA_BATCH_MAX_BYTES ? c->g.scratch :
+		RDMA_BATCH_MAX_BYTES) & ~(KV_ST_BUF_UNIT - 1);
+	struct kv_ix_member *m = &c->g.m[i];
+
+	for (uint32_t u0 = 0; u0 < nunits;) {
+		uint32_t len = (nunits - u0) * KV_ST_BUF_UNIT < win ?
+			(nunits - u0) * KV_ST_BUF_UNIT : win;
+		bool last = u0 + len / KV_ST_BUF_UNIT == nunits;
+		/* Copies that start below this unit fit in the window. */
+		uint32_t stop = last ? nunits : u0 + (len - big) / KV_ST_BUF_UNIT;
+		uint32_t u = u0;
+		unsigned mask = kv__ix_round_begin(&c->g);
+
+		if (!(mask >> i & 1) ||
+			rdma_batch_read(&m->batch, c->region, kv__st_log_off(c, c->cid, u0), m->buf,
+				len) != 0 ||
+			kv__ix_round_run(&c->g, 1u << i, 1, c->deadline) != 1u << i)
+			return -EAGAIN;
+		c->st.rounds++;
+		while (u < stop) {
+			const unsigned char *at = m->buf + (size_t)(u - u0) * KV_ST_BUF_UNIT;
+			struct kv_st_vhdr h;
+			uint32_t units;
+
+			memcpy(&h, at, sizeof(h));
+			units = (uint32_t)((sizeof(h) + h.vlen + KV_ST_BUF_UNIT - 1) / KV_ST_BUF_UNIT);
+			if (h.writer != c->cid || h.vlen > KV_VALUE_MAX || h.meta == 0 ||
+				kv_st_is_tomb(h.meta) || (u - u0 + units) * KV_ST_BUF_UNIT > len ||
+				!kv__sw_vhdr_ok(&h, at + sizeof(h), h.meta, c->cid, h.loc)) {
+				u++;
+				continue;
+			}
+			if (*nf == *cap) {
+				size_t ncap = *cap ? 2 * *cap : 1024;
+				struct rc_found *g = realloc(*f, ncap * sizeof(*g));
+
+				if (g == NULL)
+					return -ENOMEM;
+				*f = g;
+				*cap = ncap;
+			}
+			(*f)[(*nf)++] = (struct rc_found){
+				{ h.loc, kv_st_order(h.meta | KV_ST_VERIFIED, c->cid), u, units },
+				kv_st_ts(h.meta) };
+			u += units;
+		}
+		u0 = u;
+	}
+	return 0;
+}
+
+int
+kv__st_log_recover(struct kv_client *c)
+{
+	struct kv_recycle *rc = &c->rc;
+	uint32_t nunits = (uint32_t)(c->log_used / KV_ST_BUF_UNIT);
+	struct rc_found *f = NULL;
+	size_t nf = 0, cap = 0, kept = 0;
+	uint8_t *taken = NULL;
+	int ret = 0;
+
+	if (nunits == 0)
+		return 0;
+	/* Every member: a copy on any one of them may be the value a reader
+	 * will return (a write that reached one node), so a member not read
+	 * leaves the earlier life's log as it is. */
+	for (unsigned i = 0; i < c->g.n && ret == 0; i++)
+		ret = recover_walk(c, i, nunits, &f, &nf, &cap);
+	if (ret == 0)
+		taken = calloc(nunits, 1);
+	if (ret != 0 || taken == NULL) {
+		free(f);
+		return ret == -EAGAIN ? 0 : -ENOMEM;
+	}
+	/* A unit is one buffer's: where copies of different writes overlap,
+	 * the newest is the one allocated last, so the older ones were
+	 * superseded before their units were reused. */
+	qsort(f, nf, sizeof(*f), found_newest_first);
+	for (size_t k = 0; k < nf; k++) {
+		const struct kv_rc_buf *b = &f[k].b;
+		bool free_run = true;
+
+		for (uint32_t u = b->ptr; u < b->ptr + b->units; u++)
+			free_run &= !taken[u];
+		if (!free_run)
+			continue;
+		memset(taken + b->ptr, 1, b->units);
+		f[kept++] = f[k];
+	}
+	/* Each stays live until superseded; whether it was already, while
+	 * the client was away, reclaims find out a few at a time (the
+	 * unverified list), so opening costs only the walk. */
+	rc->unverified = malloc((kept ? kept : 1) * sizeof(*rc->unverified));
+	if (rc->unverified == NULL)
+		ret = -ENOMEM;
+	for (size_t k = 0; k < kept && ret == 0; k++) {
+		const struct kv_rc_buf *b = &f[k].b;
+
+		ret = kv__rc_reserve(rc, b->loc);
+		if (ret == 0) {
+			kv__rc_hold(rc, b->loc, b->ord, b->ptr, b->units);
+			rc->unverified[rc->unverified_n++] = *b;
+		}
+	}
+	free(f);
+	/* The rest is retired: it is reused once the earlier life's batches
+	 * have settled and no reader's hazard names it (recycle.h). */
+	for (uint32_t u = 0; u < nunits && ret == 0;) {
+		uint32_t n = 0;
+
+		while (u + n < nunits && !taken[u + n] && n < rc->ncls - 1)
+			n++;
+		if (n == 0) {
+			u++;
+			continue;
+		}
+		if (rc->retired_n == rc->retired_cap) {
+			size_t ncap = rc->retired_cap ? 2 * rc->retired_cap : 256;
+			struct kv_rc_buf *r = realloc(rc->retired, ncap * sizeof(*r));
+
+			if (r == NULL) {
+				ret = -ENOMEM;
+				break;
+			}
+			rc->retired = r;
+			rc->retired_cap = ncap;
+		}
+		rc->retired[rc->retired_n++] = (struct kv_rc_buf){ 0, 0, u, n };
+		rc->retired_units += n;
+		u += n;
+	}
+	free(taken);
+	/* Room to retire every recovered buffer without allocating. */
+	if (ret == 0 && rc->retired_cap < rc->retired_n + rc->live_n) {
+		struct kv_rc_buf *r = realloc(rc->retired,
+			(rc->retired_n + rc->live_n) * sizeof(*r));
+
+		if (r == NULL) {
+			ret = -ENOMEM;
+		} else {
+			rc->retired = r;
+			rc->retired_cap = rc->retired_n + rc->live_n;
+		}
+	}
+	kv__ix_unsettle(&c->g);
+	c->st.recovered = rc->live_n;
+	/* Sealed now: the first operation that ends frees them. */
+	return ret != 0 ? ret : kv__st_reclaim(c, false);
 }

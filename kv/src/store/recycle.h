@@ -41,6 +41,7 @@ struct kv_recycle {
 	size_t live_cap, live_n;    /* cap: a power of two */
 	struct kv_rc_buf *retired;
 	size_t retired_n, retired_cap;
+	uint64_t retired_units;
 	size_t sealed;              /* retired[0, sealed) were retired before
 	                             * the batches in @posted were posted */
 	struct kv_ix_posted posted;
@@ -51,9 +52,17 @@ struct kv_recycle {
 	uint32_t ncls, nunits;
 	uint64_t free_units;
 	uint64_t *hz;               /* the reclaim's copy of the hazard words */
+	struct kv_rc_buf *unverified; /* live buffers found by the recovery at
+	                             * kv_open, not yet checked for supersession */
+	size_t unverified_n;
 };
 
-/* Retired buffers that make a reclaim (one round trip) worth its cost. */
+/* Recovered buffers a reclaim checks, at most (two operations each of its
+ * batch, beside the hazard read: RDMA_BATCH_MAX_OPS). */
+#define KV_RC_VERIFY 15u
+
+/* Retired units (128 bytes each) that make a reclaim (one round trip)
+ * worth its cost. */
 #define KV_RC_BATCH 64u
 
 /**

@@ -37,6 +37,7 @@ kv_config_init(struct kv_config *cfg)
 	cfg->timeout_ms = 5000;
 	rdma_conn_config_init(&cfg->conn);
 	cfg->cache_entries = 65536;
+	cfg->recycle = 1;
 	cfg->max_clients = 16;
 	cfg->log_bytes = 16u << 20;
 	cfg->chunk_bytes = 1u << 20;
@@ -490,7 +491,10 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 		c->id_owner = 0;
 		goto fail;
 	}
+	c->recycle = cfg->recycle != 0;
 	ret = marks_load(c);
+	if (ret == 0 && c->recycle)
+		ret = kv__st_log_recover(c);
 	if (ret != 0)
 		goto fail;
 	c->skew_ticks = cfg->clock_skew_us * 1000 / (int64_t)c->sb.tick_ns;
@@ -536,12 +540,12 @@ kv_close(struct kv_client **cp)
 		for (unsigned s = 0; s < KV_ST_HZ; s++) {
 			if (c->hz[s] == 0)
 				continue;
-			while (!kv__ix_settled(&c->g, &c->hz_posted[s]) &&
+			while (!kv__ix_settled(&c->g, &c->hz_from[s], &c->hz_to[s]) &&
 				kv__ix_now_ns() < c->deadline) {
 				kv__ix_sleep(&c->g, 50000);
 				(void)kv__ix_round_begin(&c->g);
 			}
-			if (kv__ix_settled(&c->g, &c->hz_posted[s]))
+			if (kv__ix_settled(&c->g, &c->hz_from[s], &c->hz_to[s]))
 				(void)kv__ix_word_store(&c->g, c->region,
 					c->sb.hz_off + 8u * ((uint64_t)c->cid * KV_ST_HZ + s), 0,
 					c->deadline);
@@ -562,6 +566,7 @@ void
 kv_stats_read(const struct kv_client *c, struct kv_stats *out)
 {
 	*out = c->st;
+	out->log_used = c->log_used;
 }
 
 #ifdef KV_ST_TESTING
@@ -721,10 +726,14 @@ kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t bytes,
 void
 kv__st_superseded(struct kv_client *c, uint64_t loc, uint64_t top, unsigned w)
 {
-	kv__rc_superseded(&c->rc, loc, kv_st_order(top, w));
-	/* A round trip per KV_RC_BATCH retired buffers, at the end of an
-	 * operation; the first call only seals them. */
-	if (c->rc.retired_n >= KV_RC_BATCH)
+	if (c->recycle)
+		kv__rc_superseded(&c->rc, loc, kv_st_order(top, w));
+	/* A round trip per KV_RC_BATCH retired units, at the end of an
+	 * operation (the first call only seals them), and one per 16
+	 * operations while recovered buffers remain unverified. */
+	if (!c->recycle)
+		return;
+	if (c->rc.retired_units >= KV_RC_BATCH || (c->rc.unverified_n > 0 && c->st.ops % 16 == 0))
 		(void)kv__st_reclaim(c, false);
 }
 

@@ -71,10 +71,12 @@ struct kv_client {
 	uint64_t chunk;            /* current object chunk + 1, 0 = none */
 	uint64_t obj_used, obj_mark; /* units of the chunk used, reserved */
 	uint64_t log_used, log_mark; /* bytes of the client's log used, reserved */
+	bool recycle;              /* kv_config.recycle */
 	struct kv_recycle rc;      /* what its buffers hold (recycle.h) */
 	uint64_t hz[KV_ST_HZ];     /* its hazard words (swarm.c), 0 = free */
-	struct kv_ix_posted hz_posted[KV_ST_HZ]; /* batches up to the end of
-	                            * the write-back that used the slot */
+	struct kv_ix_posted hz_from[KV_ST_HZ]; /* batches posted before and */
+	struct kv_ix_posted hz_to[KV_ST_HZ];   /* by the end of the write-back
+	                            * that used the slot */
 	uint64_t hz_seq;
 	/* clock */
 	int64_t skew_ticks;        /* configured skew plus re-synchronisations */
@@ -125,6 +127,13 @@ int kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t by
  * @wait, wait for them to settle until the operation's deadline.
  * Return: 0; KV_E_UNAVAILABLE; -ENOMEM. */
 int kv__st_reclaim(struct kv_client *c, bool wait);
+
+/* kv__st_log_recover -- at kv_open, take back what an earlier life of this
+ * client id left below its log mark: every intact copy of one of its writes
+ * found on the members stays live (until superseded, as any), the rest is
+ * retired. Skipped (all of it stays in use) unless every member answers.
+ * Return: 0; -ENOMEM. */
+int kv__st_log_recover(struct kv_client *c);
 
 /* kv__st_superseded -- the word @top of writer @w is on f+1 members of
  * @loc, each holding it or more, persisted: this client's buffers of

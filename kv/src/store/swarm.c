@@ -446,8 +446,10 @@ sw_hz_publish(struct kv_client *c, unsigned w, uint64_t ptr, unsigned *slot)
 	for (;;) {
 		(void)kv__ix_round_begin(&c->g); /* drain what completed */
 		for (unsigned s = 0; s < KV_ST_HZ; s++) {
-			if (c->hz[s] != 0 && !kv__ix_settled(&c->g, &c->hz_posted[s]))
+			if (c->hz[s] != 0 && !kv__ix_settled(&c->g, &c->hz_from[s], &c->hz_to[s]))
 				continue;
+			/* Only this write-back's own batches matter to it. */
+			kv__ix_posted(&c->g, &c->hz_from[s]);
 			/* A sequence number in the high half, so that the
 			 * clear of an earlier use (a CAS from that word) can
 			 * never erase this one. */
@@ -476,9 +478,9 @@ sw_hz_release(struct kv_client *c, unsigned s)
 
 	if (s >= KV_ST_HZ)
 		return;
-	kv__ix_posted(&c->g, &c->hz_posted[s]);
+	kv__ix_posted(&c->g, &c->hz_to[s]);
 	mask = kv__ix_round_begin(&c->g);
-	if (!kv__ix_settled(&c->g, &c->hz_posted[s]))
+	if (!kv__ix_settled(&c->g, &c->hz_from[s], &c->hz_to[s]))
 		return;
 	for (unsigned i = 0; i < c->g.n; i++)
 		if ((mask >> i & 1) && rdma_batch_cas(&c->g.m[i].batch, c->region,
@@ -501,9 +503,11 @@ sw_hz_release(struct kv_client *c, unsigned s)
  * reads the metadata again: if the word is still the largest, no write
  * above it had completed when the hazard was up, so its owner, who reads
  * the hazard words only after such a write completed, sees the hazard and
- * keeps the buffer; if not, the reader takes the new view and starts over
- * (Spin, kv/spin/m9.pml). On @return 0, @v is the view the write-back
- * ended with and its top is on f+1 members.
+ * keeps the buffer; if a larger word shows, the reader takes the new view
+ * and starts over (Spin, kv/spin/m9.pml). The hazard comes down only once
+ * the write-back's batches have settled (sw_hz_release; m9's
+ * MUT_NOWBDRAIN). On return 0, @v is the view the write-back ended with
+ * and its top is on f+1 members.
  */
 static int
 sw_write_back(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
@@ -540,12 +544,19 @@ sw_write_back(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 			sw_hz_release(c, slot);
 			return ret;
 		}
-		if (kv_st_order(now.top, now.top_w) >> 1 != kv_st_order(top, w) >> 1) {
+		if (kv_st_order(now.top, now.top_w) >> 1 > kv_st_order(top, w) >> 1) {
 			/* Superseded meanwhile: write back the new top. */
 			c->st.write_back_restarts++;
 			sw_hz_release(c, slot);
 			*v = now;
 			continue;
+		}
+		/* Still the largest (or both members read lack it: no write
+		 * above it completed before the hazard was up): copy it to
+		 * the members of the fresh view that lack it. */
+		if (kv_st_order(now.top, now.top_w) < kv_st_order(top, w)) {
+			now.top = top;
+			now.top_w = w;
 		}
 #ifdef KV_ST_TESTING
 copy:

@@ -108,6 +108,8 @@ struct thr {
 	bool measuring;         /* past the warm-up */
 	struct dmkv_hist *tl;   /* timeline, one per interval */
 	uint64_t *tl_fail;
+	uint64_t *tl_log;       /* kv_stats.log_used at the first operation
+	                         * that ended in the interval; 0: none */
 	struct errs errs;
 	uint64_t wrong, stale, lost, acked, capped;
 	uint64_t unreadable;    /* verify: reads that failed */
@@ -458,8 +460,15 @@ lane_done(struct thr *t, struct lane *l, uint64_t now)
 				t->tl_fail[iv]++;
 		}
 		dmkv_hist_add(&t->lat[l->phase][l->kind], now - l->start_ns);
-		if (iv < r->nintervals)
+		if (iv < r->nintervals) {
 			dmkv_hist_add(&t->tl[iv], now - l->start_ns);
+			if (t->tl_log[iv] == 0) {
+				struct kv_stats s;
+
+				stats_read(t, &s);
+				t->tl_log[iv] = s.log_used;
+			}
+		}
 	}
 	atomic_fetch_add_explicit(&t->done, 1, memory_order_relaxed);
 	return false;
@@ -573,9 +582,11 @@ thr_teardown(struct thr *t)
 	free(t->lanes);
 	free(t->tl);
 	free(t->tl_fail);
+	free(t->tl_log);
 	t->lanes = NULL;
 	t->tl = NULL;
 	t->tl_fail = NULL;
+	t->tl_log = NULL;
 	t->nlanes = 0;
 }
 
@@ -940,6 +951,22 @@ json_stats(FILE *f, const struct kv_stats *st)
 		st->recycled);
 }
 
+/* The clients' log use at interval @iv: each thread's latest sample. */
+static uint64_t
+interval_log(const struct run *r, unsigned iv)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < r->nt; i++) {
+		unsigned k = iv + 1;
+
+		while (k > 0 && r->t[i].tl_log[k - 1] == 0)
+			k--;
+		sum += k > 0 ? r->t[i].tl_log[k - 1] : 0;
+	}
+	return sum;
+}
+
 /* The timeline interval @iv summed over threads into @h; failures. */
 static uint64_t
 interval_sum(const struct run *r, unsigned iv, struct dmkv_hist *h)
@@ -1025,9 +1052,11 @@ write_json(FILE *f, struct run *r, const struct summary *s, bool ok)
 		double t = (double)(iv + 1) * (double)o->interval_ms / 1e3;
 
 		fprintf(f, "%s{\"t_s\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,\"failed\":%" PRIu64
-			   ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
+			   ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+			   ",\"log_bytes\":%" PRIu64 "}",
 			iv ? "," : "", t, h->count, (double)h->count * 1e3 / (double)o->interval_ms,
-			failed, dmkv_hist_quantile(h, 0.5), dmkv_hist_quantile(h, 0.99), h->max);
+			failed, dmkv_hist_quantile(h, 0.5), dmkv_hist_quantile(h, 0.99), h->max,
+			interval_log(r, iv));
 	}
 	fprintf(f, "],\"errors\":{");
 	for (unsigned i = 0; i < MAX_CODES && s->errs.n[i] != 0; i++)
@@ -1059,17 +1088,18 @@ write_csv(const char *path, struct run *r)
 		dmkv_err("cannot write %s", path);
 		return DMKV_EXIT_IO;
 	}
-	fprintf(f, "t_s,phase,ops,ops_per_s,failed,p50_us,p99_us,max_us\n");
+	fprintf(f, "t_s,phase,ops,ops_per_s,failed,p50_us,p99_us,max_us,log_mib\n");
 	for (unsigned iv = 0; iv < niv; iv++) {
 		uint64_t failed = interval_sum(r, iv, h);
 		uint64_t start = r->t0_ns + (uint64_t)iv * r->o->interval_ms * 1000000u;
 
-		fprintf(f, "%.3f,%s,%" PRIu64 ",%.1f,%" PRIu64 ",%.2f,%.2f,%.2f\n",
+		fprintf(f, "%.3f,%s,%" PRIu64 ",%.1f,%" PRIu64 ",%.2f,%.2f,%.2f,%.3f\n",
 			(double)(iv + 1) * (double)r->o->interval_ms / 1e3,
 			faults(r->o) ? phase_name[phase_at(r, start)] : "run", h->count,
 			(double)h->count * 1e3 / (double)r->o->interval_ms, failed,
 			(double)dmkv_hist_quantile(h, 0.5) / 1e3,
-			(double)dmkv_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
+			(double)dmkv_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3,
+			(double)interval_log(r, iv) / (1 << 20));
 	}
 	free(h);
 	return fclose(f) == 0 ? 0 : DMKV_EXIT_IO;
@@ -1132,7 +1162,8 @@ run_clients(struct run *r)
 		dmkv_ycsb_gen_init(&t->gen, &o->workload, o->dist, &r->ks, o->seed, i);
 		t->tl = malloc(r->nintervals * sizeof(*t->tl));
 		t->tl_fail = calloc(r->nintervals, sizeof(*t->tl_fail));
-		if (t->tl == NULL || t->tl_fail == NULL) {
+		t->tl_log = calloc(r->nintervals, sizeof(*t->tl_log));
+		if (t->tl == NULL || t->tl_fail == NULL || t->tl_log == NULL) {
 			ret = -ENOMEM;
 			break;
 		}
