@@ -292,36 +292,30 @@ kv_stats StatsOf(kv_client *c)
 	return s;
 }
 
+// Every field of kv_stats is a uint64_t (kv/kv.h): counts, and log_used, a
+// level whose difference is the log's growth.
+constexpr size_t kStatsWords = sizeof(kv_stats) / sizeof(uint64_t);
+
 kv_stats Diff(const kv_stats &a, const kv_stats &b)
 {
 	kv_stats d;
-	d.ops = a.ops - b.ops;
-	d.rounds = a.rounds - b.rounds;
-	d.index_rounds = a.index_rounds - b.index_rounds;
-	d.slow_writes = a.slow_writes - b.slow_writes;
-	d.lock_calls = a.lock_calls - b.lock_calls;
-	d.write_backs = a.write_backs - b.write_backs;
-	d.read_iters = a.read_iters - b.read_iters;
-	d.oop_reads = a.oop_reads - b.oop_reads;
-	d.fallbacks = a.fallbacks - b.fallbacks;
-	d.cache_misses = a.cache_misses - b.cache_misses;
-	d.unavailable = a.unavailable - b.unavailable;
+	uint64_t w[kStatsWords], x[kStatsWords], y[kStatsWords];
+	std::memcpy(x, &a, sizeof(a));
+	std::memcpy(y, &b, sizeof(b));
+	for (size_t i = 0; i < kStatsWords; i++)
+		w[i] = x[i] - y[i];
+	std::memcpy(&d, w, sizeof(d));
 	return d;
 }
 
 void Add(kv_stats *a, const kv_stats &b)
 {
-	a->ops += b.ops;
-	a->rounds += b.rounds;
-	a->index_rounds += b.index_rounds;
-	a->slow_writes += b.slow_writes;
-	a->lock_calls += b.lock_calls;
-	a->write_backs += b.write_backs;
-	a->read_iters += b.read_iters;
-	a->oop_reads += b.oop_reads;
-	a->fallbacks += b.fallbacks;
-	a->cache_misses += b.cache_misses;
-	a->unavailable += b.unavailable;
+	uint64_t x[kStatsWords], y[kStatsWords];
+	std::memcpy(x, a, sizeof(*a));
+	std::memcpy(y, &b, sizeof(b));
+	for (size_t i = 0; i < kStatsWords; i++)
+		x[i] += y[i];
+	std::memcpy(a, x, sizeof(*a));
 }
 
 // Does @fn(i, type) for i = 0.. until @n ops, the deadline @stop_ns (0:
@@ -455,7 +449,10 @@ std::string StatsJson(const kv_stats &s)
 	  << ",\"slow_writes\":" << s.slow_writes << ",\"lock_calls\":" << s.lock_calls
 	  << ",\"write_backs\":" << s.write_backs << ",\"read_iters\":" << s.read_iters
 	  << ",\"oop_reads\":" << s.oop_reads << ",\"fallbacks\":" << s.fallbacks
-	  << ",\"cache_misses\":" << s.cache_misses << ",\"unavailable\":" << s.unavailable << "}";
+	  << ",\"cache_misses\":" << s.cache_misses << ",\"unavailable\":" << s.unavailable
+	  << ",\"write_back_restarts\":" << s.write_back_restarts
+	  << ",\"stale_fetches\":" << s.stale_fetches << ",\"reclaims\":" << s.reclaims
+	  << ",\"recycled\":" << s.recycled << ",\"log_growth\":" << s.log_used << "}";
 	return j.str();
 }
 

@@ -383,7 +383,7 @@ def plot_dmkv(plt, doc, png):
         ax_g.plot(t, [p.get("log_bytes", 0) / 2**20 for p in tl], color="tab:gray",
                   linestyle="-.", label="value logs in use (right)")
         ax_g.set_ylabel("MiB of value logs handed out, all clients")
-        ax_g.set_ylim(bottom=0)
+        ax_g.set_ylim(0, 2 * max(p.get("log_bytes", 0) for p in tl) / 2**20)
         ax_g.legend(fontsize=7, loc="lower right")
     ax_t.plot(t, [p["ops_per_s"] / 1e3 for p in tl], color="tab:blue", label="throughput")
     fails = [(p["t_s"], p["ops_per_s"] / 1e3) for p in tl if p["failed"]]
