@@ -27,7 +27,10 @@ kv__rc_init(struct kv_recycle *rc, uint32_t nunits, uint32_t max_units)
 	rc->head = malloc(rc->ncls * sizeof(*rc->head));
 	rc->next = malloc((size_t)nunits * sizeof(*rc->next));
 	rc->hz = malloc((size_t)KV_IX_MAX_N * KV_ST_HZ * KV_MAX_CLIENTS * sizeof(*rc->hz));
-	if (rc->live == NULL || rc->head == NULL || rc->next == NULL || rc->hz == NULL) {
+	rc->unverified_cap = KV_RC_VERIFY;
+	rc->unverified = malloc(rc->unverified_cap * sizeof(*rc->unverified));
+	if (rc->live == NULL || rc->head == NULL || rc->next == NULL || rc->hz == NULL ||
+		rc->unverified == NULL) {
 		kv__rc_fini(rc);
 		return -ENOMEM;
 	}
@@ -155,6 +158,18 @@ kv__rc_superseded(struct kv_recycle *rc, uint64_t loc, uint64_t ord)
 }
 
 void
+kv__rc_sweep(struct kv_recycle *rc)
+{
+	for (size_t seen = 0; seen < rc->live_cap && rc->unverified_n < KV_RC_VERIFY; seen++) {
+		const struct kv_rc_buf *b = &rc->live[rc->sweep];
+
+		rc->sweep = (rc->sweep + 1) & (rc->live_cap - 1);
+		if (b->loc != 0)
+			rc->unverified[rc->unverified_n++] = *b;
+	}
+}
+
+void
 kv__rc_freed(struct kv_recycle *rc, uint32_t ptr, uint32_t units)
 {
 	rc->next[ptr] = rc->head[units];
@@ -261,6 +276,14 @@ hazard_names(const uint64_t *hz, size_t n, uint64_t word)
 	return false;
 }
 
+bool
+kv__st_log_pressed(const struct kv_client *c)
+{
+	uint64_t units = c->sb.log_bytes / KV_ST_BUF_UNIT;
+
+	return c->log_used > c->sb.log_bytes / 2 && c->rc.free_units < units / 8;
+}
+
 int
 kv__st_reclaim(struct kv_client *c, bool wait)
 {
@@ -269,6 +292,9 @@ kv__st_reclaim(struct kv_client *c, bool wait)
 	size_t nhz, nv, kept = 0;
 	bool settled;
 	int ret;
+
+	if (rc->unverified_n == 0 && kv__st_log_pressed(c))
+		kv__rc_sweep(rc);
 
 	if (rc->sealed == 0 && rc->retired_n > 0) {
 		/* Seal what is retired now: it may be freed once the batches
@@ -295,8 +321,8 @@ kv__st_reclaim(struct kv_client *c, bool wait)
 	ret = reclaim_round(c, settled, nv, above, &nhz);
 	if (ret != 0)
 		return ret;
-	/* Recovered buffers found superseded: retired (with the older ones
-	 * of their objects), freed by a later reclaim. */
+	/* Buffers found superseded (recovered, or swept): retired with the
+	 * older ones of their objects, freed by a later reclaim. */
 	for (size_t k = 0; k < nv; k++) {
 		const struct kv_rc_buf *b = &rc->unverified[rc->unverified_n - nv + k];
 
@@ -441,9 +467,16 @@ kv__st_log_recover(struct kv_client *c)
 	/* Each stays live until superseded; whether it was already, while
 	 * the client was away, reclaims find out a few at a time (the
 	 * unverified list), so opening costs only the walk. */
-	rc->unverified = malloc((kept ? kept : 1) * sizeof(*rc->unverified));
-	if (rc->unverified == NULL)
-		ret = -ENOMEM;
+	if (kept > rc->unverified_cap) {
+		struct kv_rc_buf *u = realloc(rc->unverified, kept * sizeof(*u));
+
+		if (u == NULL) {
+			ret = -ENOMEM;
+		} else {
+			rc->unverified = u;
+			rc->unverified_cap = kept;
+		}
+	}
 	for (size_t k = 0; k < kept && ret == 0; k++) {
 		const struct kv_rc_buf *b = &f[k].b;
 

@@ -52,9 +52,11 @@ struct kv_recycle {
 	uint32_t ncls, nunits;
 	uint64_t free_units;
 	uint64_t *hz;               /* the reclaim's copy of the hazard words */
-	struct kv_rc_buf *unverified; /* live buffers found by the recovery at
-	                             * kv_open, not yet checked for supersession */
-	size_t unverified_n;
+	struct kv_rc_buf *unverified; /* live buffers to check for supersession:
+	                             * found by the recovery at kv_open, or
+	                             * taken from the table by the sweep */
+	size_t unverified_n, unverified_cap;
+	size_t sweep;               /* the sweep's next slot of live[] */
 };
 
 /* Recovered buffers a reclaim checks, at most (two operations each of its
@@ -84,6 +86,15 @@ void kv__rc_fini(struct kv_recycle *rc);
  * taken effect. Return: 0; -ENOMEM (nothing changed).
  */
 int kv__rc_reserve(struct kv_recycle *rc, uint64_t loc);
+
+/**
+ * kv__rc_sweep -- when nothing is left to check, take the next
+ * KV_RC_VERIFY live buffers of the table (round robin) to check whether
+ * other clients superseded them: the writes of keys this client does not
+ * touch again, overwritten or deleted by others. Never allocates.
+ * Return: nothing (void).
+ */
+void kv__rc_sweep(struct kv_recycle *rc);
 
 /**
  * kv__rc_take -- a free buffer of @units units into *@ptr: one of that

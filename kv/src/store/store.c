@@ -703,17 +703,20 @@ kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t bytes,
 		if (ret != 0)
 			return ret;
 	} else {
-		/* Full: wait for what is retired to become free. */
-		ret = kv__st_reclaim(c, true);
-		if (ret != 0)
-			return ret;
-		ret = kv__st_reclaim(c, true);
-		if (ret != 0)
-			return ret;
-		if (kv__rc_take(&c->rc, units, &p) != 0)
-			return pm_error_set(-ENOSPC,
-				"kv: client %u's log (%llu bytes) is full of live values", c->cid,
-				(unsigned long long)c->sb.log_bytes);
+		/* Full: wait for what is retired to become free, sweeping the
+		 * table for writes others superseded; every live buffer
+		 * checked once and nothing freed: full of live values. */
+		size_t rounds = c->rc.live_n / KV_RC_VERIFY + 3;
+
+		while (kv__rc_take(&c->rc, units, &p) != 0) {
+			if (rounds-- == 0 || !c->recycle)
+				return pm_error_set(-ENOSPC,
+					"kv: client %u's log (%llu bytes) is full of live values",
+					c->cid, (unsigned long long)c->sb.log_bytes);
+			ret = kv__st_reclaim(c, true);
+			if (ret != 0)
+				return ret;
+		}
 		start = (uint64_t)p * KV_ST_BUF_UNIT;
 	}
 	*ptr = start / KV_ST_BUF_UNIT;
@@ -730,10 +733,12 @@ kv__st_superseded(struct kv_client *c, uint64_t loc, uint64_t top, unsigned w)
 		kv__rc_superseded(&c->rc, loc, kv_st_order(top, w));
 	/* A round trip per KV_RC_BATCH retired units, at the end of an
 	 * operation (the first call only seals them), and one per 16
-	 * operations while recovered buffers remain unverified. */
+	 * operations while recovered buffers remain unverified or the log is
+	 * pressed (the sweep). */
 	if (!c->recycle)
 		return;
-	if (c->rc.retired_units >= KV_RC_BATCH || (c->rc.unverified_n > 0 && c->st.ops % 16 == 0))
+	if (c->rc.retired_units >= KV_RC_BATCH ||
+		((c->rc.unverified_n > 0 || kv__st_log_pressed(c)) && c->st.ops % 16 == 0))
 		(void)kv__st_reclaim(c, false);
 }
 

@@ -135,6 +135,11 @@ int kv__st_reclaim(struct kv_client *c, bool wait);
  * Return: 0; -ENOMEM. */
 int kv__st_log_recover(struct kv_client *c);
 
+/* kv__st_log_pressed -- whether this client's log is more than half
+ * handed out and less than an eighth of it is free: the sweep of live
+ * buffers (recycle.h, kv__rc_sweep) runs then. */
+bool kv__st_log_pressed(const struct kv_client *c);
+
 /* kv__st_superseded -- the word @top of writer @w is on f+1 members of
  * @loc, each holding it or more, persisted: this client's buffers of
  * writes below it there are retired (and reclaimed now and then). */
