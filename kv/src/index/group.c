@@ -112,13 +112,6 @@ member_unsettle(struct kv_ix_group *g, struct kv_ix_member *m, uint64_t first)
 	m->settle_ns = now + (uint64_t)g->timeout_ms * 1000000u;
 }
 
-void
-kv__ix_unsettle(struct kv_ix_group *g)
-{
-	for (unsigned i = 0; i < g->n; i++)
-		member_unsettle(g, &g->m[i], 1);
-}
-
 /* Hand @m to the reconnect thread (client thread). */
 static void
 member_down(struct kv_ix_group *g, struct kv_ix_member *m)

@@ -261,7 +261,7 @@ void kv__ix_posted(const struct kv_ix_group *g, struct kv_ix_posted *p);
 /**
  * kv__ix_settled -- whether no batch posted after those noted in @since
  * (NULL: from the first) and among those noted in @upto can still change
- * a node: each completed or failed, or was abandoned (its member
+ * a node: each completed, or failed or was abandoned (its member
  * handed to the reconnect thread) at least one operation timeout ago. A
  * batch the client stopped waiting for is only ever that long in the
  * network or in a node's queue, or lost: the assumption the index's
@@ -273,15 +273,6 @@ void kv__ix_posted(const struct kv_ix_group *g, struct kv_ix_posted *p);
  */
 bool kv__ix_settled(const struct kv_ix_group *g, const struct kv_ix_posted *since,
 	const struct kv_ix_posted *upto);
-
-/**
- * kv__ix_unsettle -- count every batch that an earlier process with this
- * client's identity may have left in flight as abandoned now: snapshots
- * of @g's batches (kv__ix_posted, after at least one post to each member)
- * are settled no earlier than one operation timeout from now, except on
- * the local backend. Return: nothing (void). Thread-safety: client thread.
- */
-void kv__ix_unsettle(struct kv_ix_group *g);
 
 /**
  * kv__ix_word_load -- read the 8-byte word at @off of @region from every

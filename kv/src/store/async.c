@@ -233,7 +233,8 @@ kv_async_stats_read(const struct kv_async *a, struct kv_stats *out)
 		if (a->lane[i].c == NULL)
 			continue;
 		kv_stats_read(a->lane[i].c, &s);
-		/* Every field is a uint64_t count (kv.h). */
+		/* Every field is a uint64_t (kv.h). */
+		_Static_assert(sizeof(s) % sizeof(uint64_t) == 0, "kv_stats holds uint64_t only");
 		for (size_t j = 0; j < sizeof(s) / sizeof(uint64_t); j++)
 			((uint64_t *)out)[j] += ((const uint64_t *)&s)[j];
 	}

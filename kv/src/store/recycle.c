@@ -345,6 +345,7 @@ kv__st_reclaim(struct kv_client *c, bool wait)
 		rc->retired[kept++] = *b; /* named, or retired after the seal */
 	}
 	rc->retired_n = kept;
+	rc->kept_units = rc->retired_units;
 	kv__ix_posted(&c->g, &rc->posted);
 	rc->sealed = kept;
 	return 0;
@@ -374,17 +375,18 @@ static int
 recover_walk(struct kv_client *c, unsigned i, uint32_t nunits, struct rc_found **f,
 	size_t *nf, size_t *cap)
 {
-	const uint32_t big = (uint32_t)sizeof(struct kv_st_vhdr) + KV_VALUE_MAX;
 	uint32_t win = (uint32_t)(c->g.scratch < RDMA_BATCH_MAX_BYTES ? c->g.scratch :
 		RDMA_BATCH_MAX_BYTES) & ~(KV_ST_BUF_UNIT - 1);
 	struct kv_ix_member *m = &c->g.m[i];
 
+	/* The window holds the largest copy (header and KV_VALUE_MAX), so a
+	 * copy that starts in it but does not fit is read again from its
+	 * start by the next window. */
 	for (uint32_t u0 = 0; u0 < nunits;) {
 		uint32_t len = (nunits - u0) * KV_ST_BUF_UNIT < win ?
 			(nunits - u0) * KV_ST_BUF_UNIT : win;
 		bool last = u0 + len / KV_ST_BUF_UNIT == nunits;
-		/* Copies that start below this unit fit in the window. */
-		uint32_t stop = last ? nunits : u0 + (len - big) / KV_ST_BUF_UNIT;
+		uint32_t stop = u0 + len / KV_ST_BUF_UNIT;
 		uint32_t u = u0;
 		unsigned mask = kv__ix_round_begin(&c->g);
 
@@ -401,6 +403,9 @@ recover_walk(struct kv_client *c, unsigned i, uint32_t nunits, struct rc_found *
 
 			memcpy(&h, at, sizeof(h));
 			units = (uint32_t)((sizeof(h) + h.vlen + KV_ST_BUF_UNIT - 1) / KV_ST_BUF_UNIT);
+			if (h.writer == c->cid && h.vlen <= KV_VALUE_MAX && !last && u > u0 &&
+				(u - u0 + units) * KV_ST_BUF_UNIT > len)
+				break; /* read it whole in the next window */
 			if (h.writer != c->cid || h.vlen > KV_VALUE_MAX || h.meta == 0 ||
 				kv_st_is_tomb(h.meta) || (u - u0 + units) * KV_ST_BUF_UNIT > len ||
 				!kv__sw_vhdr_ok(&h, at + sizeof(h), h.meta, c->cid, h.loc)) {
@@ -426,7 +431,7 @@ recover_walk(struct kv_client *c, unsigned i, uint32_t nunits, struct rc_found *
 	return 0;
 }
 
-int
+void
 kv__st_log_recover(struct kv_client *c)
 {
 	struct kv_recycle *rc = &c->rc;
@@ -437,7 +442,7 @@ kv__st_log_recover(struct kv_client *c)
 	int ret = 0;
 
 	if (nunits == 0)
-		return 0;
+		return;
 	/* Every member: a copy on any one of them may be the value a reader
 	 * will return (a write that reached one node), so a member not read
 	 * leaves the earlier life's log as it is. */
@@ -447,11 +452,18 @@ kv__st_log_recover(struct kv_client *c)
 		taken = calloc(nunits, 1);
 	if (ret != 0 || taken == NULL) {
 		free(f);
-		return ret == -EAGAIN ? 0 : -ENOMEM;
+		return;
 	}
+	/* This life's timestamps go above the earlier ones' (whose clock may
+	 * have run ahead, resynchronised), so that the rule below holds for
+	 * the next life's recovery too. */
+	for (size_t k = 0; k < nf; k++)
+		if (f[k].ts > c->last_ts)
+			c->last_ts = f[k].ts;
 	/* A unit is one buffer's: where copies of different writes overlap,
-	 * the newest is the one allocated last, so the older ones were
-	 * superseded before their units were reused. */
+	 * the newest is the one allocated last (a client's timestamps rise,
+	 * across its lives too: above), so the older ones were superseded
+	 * before their units were reused. */
 	qsort(f, nf, sizeof(*f), found_newest_first);
 	for (size_t k = 0; k < nf; k++) {
 		const struct kv_rc_buf *b = &f[k].b;
@@ -526,8 +538,10 @@ kv__st_log_recover(struct kv_client *c)
 			rc->retired_cap = rc->retired_n + rc->live_n;
 		}
 	}
-	kv__ix_unsettle(&c->g);
 	c->st.recovered = rc->live_n;
-	/* Sealed now: the first operation that ends frees them. */
-	return ret != 0 ? ret : kv__st_reclaim(c, false);
+	/* Sealed now: the first operation that ends frees them. An error
+	 * leaves a part of the earlier log unused, never a unit in use
+	 * retired (the retiring comes after every copy is held). */
+	if (ret == 0)
+		(void)kv__st_reclaim(c, false);
 }

@@ -42,6 +42,8 @@ struct kv_recycle {
 	struct kv_rc_buf *retired;
 	size_t retired_n, retired_cap;
 	uint64_t retired_units;
+	uint64_t kept_units;        /* of those, the ones the last reclaim kept
+	                             * (named by a hazard, or not yet sealed) */
 	size_t sealed;              /* retired[0, sealed) were retired before
 	                             * the batches in @posted were posted */
 	struct kv_ix_posted posted;
@@ -88,8 +90,8 @@ void kv__rc_fini(struct kv_recycle *rc);
 int kv__rc_reserve(struct kv_recycle *rc, uint64_t loc);
 
 /**
- * kv__rc_sweep -- when nothing is left to check, take the next
- * KV_RC_VERIFY live buffers of the table (round robin) to check whether
+ * kv__rc_sweep -- add to the unverified list the next live buffers of the
+ * table (round robin), up to KV_RC_VERIFY in the list, to check whether
  * other clients superseded them: the writes of keys this client does not
  * touch again, overwritten or deleted by others. Never allocates.
  * Return: nothing (void).

@@ -435,6 +435,43 @@ marks_load(struct kv_client *c)
 	return 0;
 }
 
+/*
+ * What an earlier life of this client id may have left in flight: on the
+ * local backend nothing (a batch runs inside rdma_post), so its log is
+ * recovered now; over a network, batches it abandoned may land for one
+ * operation timeout, so the recovery waits that long (done at the end of
+ * a later operation), and a hazard slot it left up (f+1 members read) stays
+ * taken until then. The hazard words' sequence numbers start at random,
+ * so that a late clear of the earlier life matches none of this one's.
+ */
+static void
+st_earlier_life(struct kv_client *c)
+{
+	bool local = true;
+	uint64_t later = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		local &= strncmp(c->g.m[i].uri, "local:", 6) == 0;
+	if (getrandom(&c->hz_seq, sizeof(c->hz_seq), 0) != (ssize_t)sizeof(c->hz_seq))
+		c->hz_seq = (uint64_t)later;
+	c->hz_seq &= UINT32_MAX;
+	if (!c->recycle)
+		return;
+	if (local) {
+		(void)kv__st_log_recover(c);
+		return;
+	}
+	c->recover_at = later;
+	for (unsigned s = 0; s < KV_ST_HZ; s++) {
+		uint64_t hz = 1; /* unknown: taken */
+
+		(void)kv__ix_word_load(&c->g, c->region,
+			c->sb.hz_off + 8u * ((uint64_t)c->cid * KV_ST_HZ + s), c->deadline, &hz);
+		if (hz != 0)
+			c->hz_free_at[s] = later;
+	}
+}
+
 int
 kv_open(struct kv_client **out, const struct kv_config *cfg)
 {
@@ -493,10 +530,9 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 	}
 	c->recycle = cfg->recycle != 0;
 	ret = marks_load(c);
-	if (ret == 0 && c->recycle)
-		ret = kv__st_log_recover(c);
 	if (ret != 0)
 		goto fail;
+	st_earlier_life(c);
 	c->skew_ticks = cfg->clock_skew_us * 1000 / (int64_t)c->sb.tick_ns;
 	index_cfg(&icfg, cfg, c, c->cid);
 	ret = kv_index_open(&c->ix, &icfg);
@@ -726,20 +762,39 @@ kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t bytes,
 	return 0;
 }
 
+/* At the end of an operation: a round trip per KV_RC_BATCH units retired
+ * since the last reclaim (the first call only seals them; units a hazard
+ * kept do not count again), one per 16 operations while recovered buffers
+ * remain unverified or the log is pressed (the sweep), and the recovery
+ * of an earlier life's log once its batches have had time to land. */
+static void
+st_recycle_tick(struct kv_client *c)
+{
+	if (c->recover_at != 0 && kv__ix_now_ns() >= c->recover_at) {
+		c->recover_at = 0;
+		(void)kv__st_log_recover(c);
+	}
+	if (c->rc.retired_units >= c->rc.kept_units + KV_RC_BATCH ||
+		((c->rc.unverified_n > 0 || kv__st_log_pressed(c)) && c->st.ops % 16 == 0))
+		(void)kv__st_reclaim(c, false);
+}
+
+void
+kv__st_unmapped(struct kv_client *c, uint64_t loc)
+{
+	if (!c->recycle)
+		return;
+	kv__rc_superseded(&c->rc, loc, UINT64_MAX);
+	st_recycle_tick(c);
+}
+
 void
 kv__st_superseded(struct kv_client *c, uint64_t loc, uint64_t top, unsigned w)
 {
-	if (c->recycle)
-		kv__rc_superseded(&c->rc, loc, kv_st_order(top, w));
-	/* A round trip per KV_RC_BATCH retired units, at the end of an
-	 * operation (the first call only seals them), and one per 16
-	 * operations while recovered buffers remain unverified or the log is
-	 * pressed (the sweep). */
 	if (!c->recycle)
 		return;
-	if (c->rc.retired_units >= KV_RC_BATCH ||
-		((c->rc.unverified_n > 0 || kv__st_log_pressed(c)) && c->st.ops % 16 == 0))
-		(void)kv__st_reclaim(c, false);
+	kv__rc_superseded(&c->rc, loc, kv_st_order(top, w));
+	st_recycle_tick(c);
 }
 
 /* A new object of @units 64-byte units: its offset into *@off. Chunks are
@@ -1169,8 +1224,13 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 		ret = kv__sw_read(c, &og, &old, &v);
 		if (ret != 0)
 			return ret;
-		if (!kv_st_is_tomb(v.meta) && v.meta != 0)
+		if (!kv_st_is_tomb(v.meta) && v.meta != 0) {
+			/* The new object is never mapped (the index decided
+			 * every slot this insert proposed it for): its buffer
+			 * is no value of anyone's. */
+			kv__st_unmapped(c, geo.loc);
 			return KV_E_EXISTS;
+		}
 		ret = unmap(c, key, klen, *existing, NULL);
 		if (ret != 0)
 			return ret;
@@ -1337,6 +1397,9 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 		ret = kv__sw_delete(c, &geo, &e, tomb, &gone);
 		if (ret != 0)
 			break;
+		/* The tombstone is on f+1 members: every write of this
+		 * client to the object is superseded. */
+		kv__st_superseded(c, geo.loc, tomb, c->cid);
 		cache_drop(c, h);
 		/* SWARM-KV unmaps in the background (sect. 5.3.2); this
 		 * version unmaps before returning (kv_stats.index_rounds). */

@@ -78,6 +78,8 @@ struct kv_client {
 	struct kv_ix_posted hz_to[KV_ST_HZ];   /* by the end of the write-back
 	                            * that used the slot */
 	uint64_t hz_seq;
+	uint64_t hz_free_at[KV_ST_HZ]; /* an earlier life's slot: taken until */
+	uint64_t recover_at;       /* kv__st_log_recover() due (0: done) */
 	/* clock */
 	int64_t skew_ticks;        /* configured skew plus re-synchronisations */
 	uint64_t last_ts;
@@ -128,17 +130,21 @@ int kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t by
  * Return: 0; KV_E_UNAVAILABLE; -ENOMEM. */
 int kv__st_reclaim(struct kv_client *c, bool wait);
 
-/* kv__st_log_recover -- at kv_open, take back what an earlier life of this
- * client id left below its log mark: every intact copy of one of its writes
- * found on the members stays live (until superseded, as any), the rest is
- * retired. Skipped (all of it stays in use) unless every member answers.
- * Return: 0; -ENOMEM. */
-int kv__st_log_recover(struct kv_client *c);
+/* kv__st_log_recover -- take back what an earlier life of this client id
+ * left below its log mark: every intact copy of one of its writes found on
+ * the members stays live (until superseded, as any), the rest is retired.
+ * Best effort: skipped (all of it stays in use) unless every member
+ * answers and memory suffices. Return: nothing (void). */
+void kv__st_log_recover(struct kv_client *c);
 
 /* kv__st_log_pressed -- whether this client's log is more than half
  * handed out and less than an eighth of it is free: the sweep of live
  * buffers (recycle.h, kv__rc_sweep) runs then. */
 bool kv__st_log_pressed(const struct kv_client *c);
+
+/* kv__st_unmapped -- the object @loc is never mapped (an insert that
+ * lost): its buffers are retired. */
+void kv__st_unmapped(struct kv_client *c, uint64_t loc);
 
 /* kv__st_superseded -- the word @top of writer @w is on f+1 members of
  * @loc, each holding it or more, persisted: this client's buffers of

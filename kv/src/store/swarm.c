@@ -446,7 +446,9 @@ sw_hz_publish(struct kv_client *c, unsigned w, uint64_t ptr, unsigned *slot)
 	for (;;) {
 		(void)kv__ix_round_begin(&c->g); /* drain what completed */
 		for (unsigned s = 0; s < KV_ST_HZ; s++) {
-			if (c->hz[s] != 0 && !kv__ix_settled(&c->g, &c->hz_from[s], &c->hz_to[s]))
+			if ((c->hz[s] != 0 &&
+				!kv__ix_settled(&c->g, &c->hz_from[s], &c->hz_to[s])) ||
+				kv__ix_now_ns() < c->hz_free_at[s])
 				continue;
 			/* Only this write-back's own batches matter to it. */
 			kv__ix_posted(&c->g, &c->hz_from[s]);
@@ -581,7 +583,9 @@ copy:
 		if (ret != -ESTALE)
 			return ret;
 		c->st.write_back_restarts++;
-		ret = sw_read_round(c, geo, v);
+		ret = kv__st_retry(c, false);
+		if (ret == 0)
+			ret = sw_read_round(c, geo, v);
 		if (ret != 0)
 			return ret;
 	}
@@ -703,7 +707,8 @@ abd_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 		v.ip_member = -1;
 		if (v.top != 0 && !kv_st_is_tomb(v.top))
 			ret = sw_fetch(c, geo, &v, v.top, v.top_w, out);
-	} while (ret == -ESTALE); /* superseded: read again */
+		/* superseded: read again, until the deadline */
+	} while (ret == -ESTALE && (ret = kv__st_retry(c, false)) == 0);
 	if (ret == 0)
 		kv__st_superseded(c, geo->loc, v.top, v.top_w);
 	return ret;
@@ -991,9 +996,13 @@ kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent 
 		return abd_read(c, geo, e, out);
 	if (c->sb.repl == KV_REPL_RAW)
 		return raw_read(c, geo, out);
-	do {
-		ret = sw_read(c, geo, e, out, &v);
-	} while (ret == -ESTALE);
+	/* A reused buffer: the tuple was superseded; read again, until the
+	 * deadline (a buffer reused wrongly must not make reads spin). */
+	while ((ret = sw_read(c, geo, e, out, &v)) == -ESTALE) {
+		ret = kv__st_retry(c, false);
+		if (ret != 0)
+			return ret;
+	}
 	if (ret == 0 && v.top != 0)
 		kv__st_superseded(c, geo->loc, v.top, v.top_w);
 	return ret;
