@@ -435,7 +435,9 @@ void
 kv__st_log_recover(struct kv_client *c)
 {
 	struct kv_recycle *rc = &c->rc;
-	uint32_t nunits = (uint32_t)(c->log_used / KV_ST_BUF_UNIT);
+	/* The earlier lives' part only: what this life allocated above the
+	 * mark (before a deferred recovery) is in its table already. */
+	uint32_t nunits = (uint32_t)(c->log_mark_open / KV_ST_BUF_UNIT);
 	struct rc_found *f = NULL;
 	size_t nf = 0, cap = 0, kept = 0;
 	uint8_t *taken = NULL;

@@ -431,7 +431,7 @@ marks_load(struct kv_client *c)
 		return ret;
 	c->chunk = omark >> 32;
 	c->obj_used = c->obj_mark = omark & UINT32_MAX;
-	c->log_used = c->log_mark = lmark;
+	c->log_used = c->log_mark = c->log_mark_open = lmark;
 	return 0;
 }
 

@@ -80,6 +80,8 @@ struct kv_client {
 	uint64_t hz_seq;
 	uint64_t hz_free_at[KV_ST_HZ]; /* an earlier life's slot: taken until */
 	uint64_t recover_at;       /* kv__st_log_recover() due (0: done) */
+	uint64_t log_mark_open;    /* the log mark kv_open found: below it, the
+	                            * earlier lives' buffers */
 	/* clock */
 	int64_t skew_ticks;        /* configured skew plus re-synchronisations */
 	uint64_t last_ts;
