@@ -150,6 +150,9 @@ kv_config Config(const Run &r)
 	// each run a yescrypt token check) or for a value that is not there,
 	// which shows as KV_E_UNAVAILABLE after this long.
 	cfg.timeout_ms = 10000;
+	// The workloads' opens take timeouts of an hour (below), which a
+	// lease must cover; twice that keeps renewals out of the simulation.
+	cfg.lease_ms = 7200u * 1000u;
 	cfg.cache_entries = 64;
 	cfg.repl = r.repl;
 	return cfg;
@@ -242,8 +245,8 @@ int Workload(void *arg)
 // release its claim word on every node and take every other id with a
 // claim nobody owns (kDeadClaim); idempotent, since a second life that
 // crashed inside it is handed over again.
-// This is what client repair will do for a dead client (not built yet);
-// here it makes the check's client resume the crashed client's log and
+// Other clients do this for a dead client once its lease ran out
+// (kv/src/store/lease.c); here, at once, it makes the check's client resume the crashed client's log and
 // object chunk from the marks the image holds, so a mark counted before it
 // was durable shows as a value overwritten.
 constexpr uint64_t kDeadClaim = UINT64_C(0xdead0001);

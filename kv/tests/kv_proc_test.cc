@@ -96,6 +96,7 @@ struct Workload {
 	unsigned timeout_ms = 3000;
 	unsigned conn_timeout_ms = 1000;
 	bool read_all = false;      // instead: one get of every key
+	unsigned pace_us = 0;       // a pause after each op (a run that lasts)
 	// After holds[j] ops, wait for go >= j + 2: the parent injects each
 	// fault as it releases the clients, so it lands while they run.
 	std::vector<unsigned> holds;
@@ -206,6 +207,8 @@ int RunClient(const std::vector<std::string> &uris, const Workload &w, Board *bo
 			dice < 90 ? KvOp::get(key) : KvOp::del(key);
 		ret = DoOp(c, rec, w.id, op, &wrong);
 		board->client[w.id].done++;
+		if (w.pace_us != 0)
+			usleep(w.pace_us);
 	}
 	kv_stats_read(c, &board->client[w.id].stats);
 	board->client[w.id].finished = 1;
@@ -215,8 +218,9 @@ int RunClient(const std::vector<std::string> &uris, const Workload &w, Board *bo
 	return wrong ? kExitWrong : kExitOk;
 }
 
-// The harness's own calls (create, scrub) get this config of the cluster.
-kv_config AdminConfig(const std::vector<const char *> &nodes)
+// The harness's own calls (create, scrub) get this config of the cluster;
+// kv_create takes @lease_ms (the operations' timeout is at most that).
+kv_config AdminConfig(const std::vector<const char *> &nodes, unsigned lease_ms = 40000)
 {
 	kv_config cfg;
 	kv_config_init(&cfg);
@@ -225,7 +229,8 @@ kv_config AdminConfig(const std::vector<const char *> &nodes)
 	cfg.max_clients = 8;
 	cfg.log_bytes = 2u << 20;
 	cfg.chunk_bytes = 256u << 10;
-	cfg.timeout_ms = 20000;
+	cfg.timeout_ms = lease_ms < 20000 ? lease_ms : 20000;
+	cfg.lease_ms = lease_ms;
 	return cfg;
 }
 
@@ -237,10 +242,10 @@ std::vector<const char *> NodePtrs(const std::vector<std::string> &uris)
 	return nodes;
 }
 
-int CreateStore(const std::vector<std::string> &uris)
+int CreateStore(const std::vector<std::string> &uris, unsigned lease_ms = 40000)
 {
 	const std::vector<const char *> nodes = NodePtrs(uris);
-	kv_config cfg = AdminConfig(nodes);
+	kv_config cfg = AdminConfig(nodes, lease_ms);
 	int ret = kv_create(&cfg);
 	if (ret != 0)
 		fprintf(stderr, "kv_create: %s\n", pm_errormsg());
@@ -471,6 +476,82 @@ TEST_F(KvProcTest, LocalClientsWithSkewedClocksAreLinearizable)
 	reader.read_all = true;
 	EXPECT_EQ(Reap(Start(uris, reader)), kExitOk);
 	EXPECT_EQ(Losses(Check(), 9), 0u);
+}
+
+// Client liveness with a 1 s lease (kv/DESIGN.md, "Client liveness"): of
+// four paced clients, one is SIGSTOPped between two operations for longer
+// than the suspicion time (2.1 s) and continued, one SIGKILLed. The others
+// free both ids; the stopped one finds its id gone at its next operation
+// and takes a new one. The whole history is linearizable, a fresh client
+// reads every acknowledged write, and once every client left no id is
+// still registered.
+TEST_F(KvProcTest, StoppedAndKilledClientsAreTakenForDead)
+{
+	kvtest::LocalGroup group(3, "kvlease", 8u << 20, 32u << 20);
+	std::vector<std::string> uris = group.Uris();
+	ASSERT_EQ(WaitChild(Fork([&] { return CreateStore(uris, 1000); }), 60000), kExitOk);
+	constexpr unsigned kStopped = 1, kKilled = 2, kOps = 300;
+	std::vector<pid_t> pids;
+	for (unsigned i = 0; i < 4; i++) {
+		Workload w;
+		w.id = i + 1;
+		w.seed = seed_ + i;
+		w.ops = kOps;
+		w.timeout_ms = 500;
+		w.pace_us = 20000; // 300 ops: about 6 s
+		if (w.id == kStopped)
+			w.holds = { 40 };
+		pids.push_back(Start(uris, w));
+	}
+	board_->go = 1;
+	// Stopped while it waits at its hold, not inside a batch: on local
+	// pools a client applies its own batches, and one stopped half way
+	// through would land the rest after its lease (kv/DESIGN.md).
+	ASSERT_TRUE(WaitFor([&] { return Done(kStopped) >= 40; }, 60000));
+	kill(pids[kStopped - 1], SIGSTOP);
+	Event("client 1 stopped");
+	board_->go = 2;
+	ASSERT_TRUE(WaitFor([&] { return Done(kKilled) >= 60; }, 60000));
+	kill(pids[kKilled - 1], SIGKILL);
+	Event("client 2 killed");
+	// Past the suspicion time and a renewal period of the watchers.
+	usleep(3500 * 1000);
+	kill(pids[kStopped - 1], SIGCONT);
+	Event("client 1 continued");
+	for (unsigned i = 0; i < 4; i++) {
+		int code = Reap(pids[i]);
+		if (i + 1 != kKilled) {
+			EXPECT_EQ(code, kExitOk) << "client " << i + 1;
+		}
+	}
+	uint64_t freed = 0;
+	for (const auto &c : board_->client)
+		freed += c.stats.ids_freed;
+	printf("ids freed %" PRIu64 ", client 1 registered again %" PRIu64 " times\n", freed,
+		board_->client[kStopped].stats.reregistrations);
+	EXPECT_GE(freed, 2u);
+	EXPECT_EQ(board_->client[kStopped].stats.reregistrations, 1u);
+	Workload reader;
+	reader.id = 9;
+	reader.read_all = true;
+	reader.timeout_ms = 500;
+	EXPECT_EQ(Reap(Start(uris, reader)), kExitOk);
+	EXPECT_EQ(Losses(Check(), 9), 0u);
+	// Every client closed or was freed: no id stays registered.
+	EXPECT_EQ(WaitChild(Fork([&] {
+		const std::vector<const char *> nodes = NodePtrs(uris);
+		kv_config cfg = AdminConfig(nodes, 1000);
+		unsigned left = 0;
+		for (unsigned i = 0; i < 3; i++) {
+			kv_node_status ns;
+			if (kv_node_status_read(&cfg, i, &ns) != 0)
+				return kExitOpen;
+			left += ns.clients;
+			printf("node %u: %u ids registered, %" PRIu64 " freed\n", i, ns.clients,
+				ns.ids_freed);
+		}
+		return left == 0 ? kExitOk : kExitWrong;
+	}), 60000), kExitOk);
 }
 
 // --- ofi+tcp to dmkv-node daemons ------------------------------------------

@@ -43,6 +43,7 @@ protected:
 		cfg_.log_bytes = 4u << 20;
 		cfg_.chunk_bytes = 1u << 20;
 		cfg_.timeout_ms = 3000;
+		cfg_.lease_ms = 20000; // some tests use 20 s timeouts
 		cfg_.repl = repl;
 	}
 	void SetUp() override
@@ -306,7 +307,7 @@ TEST_F(KvTest, OpenNamesAnOlderStoreLayout)
 		std::memcpy(&h, sb, sizeof(h));
 		const pm_area_type older = { "kv store superblock", h.magic, 2, h.hdr_size };
 		pm_area_seal(reinterpret_cast<pm_area_hdr *>(sb), &older, h.area_size);
-	}, "kv store superblock layout version 2, expected 3");
+	}, "kv store superblock layout version 2, expected 4");
 }
 
 TEST_F(KvTest, ClientIdsAreClaimedAndReturned)

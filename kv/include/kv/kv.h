@@ -21,6 +21,15 @@
  * delete one plus the index's remove, an insert the index's two (the value
  * is written beside them); kv_stats says how many each took.
  *
+ * Client liveness. Each handle holds its client id under a lease that its
+ * operations renew through the nodes (kv_config.lease_ms). A client that
+ * stops without kv_close (killed, or silent for 2 lease_ms + lease_ms/8)
+ * has its id freed by the others, and a handle whose id was freed posts
+ * nothing more under it: its next operation takes a new id. This rests on
+ * clock rates within 3 % of real time and on batches reaching a node
+ * within an operation's timeout of being sent (kv/DESIGN.md, "Client
+ * liveness").
+ *
  * Keys are 1..KV_KEY_MAX bytes, values 0..KV_VALUE_MAX bytes, both binary.
  *
  * Errors: 0 or a negative code: -ENOENT (not found), KV_E_EXISTS,
@@ -88,6 +97,13 @@ struct kv_config {
 	uint64_t chunk_bytes;     /* object chunk; default 1 MiB */
 	unsigned tick_ns;         /* timestamp tick; default 10000: 2^42 ticks
 	                           * (1.4 years) of timestamps per store */
+	unsigned lease_ms;        /* client lease L; default 10000. A client
+	                           * renews it on f+1 nodes whenever it would
+	                           * not cover its next operation, and posts
+	                           * nothing once it ran out; one silent for
+	                           * 2L + L/8 is taken for dead and its id
+	                           * freed by the others. timeout_ms of every
+	                           * client must be at most L (kv_open) */
 	enum kv_replication repl; /* default KV_REPL_SWARM */
 };
 
@@ -118,6 +134,7 @@ void kv_config_init(struct kv_config *cfg);
  *   log_bytes = 16M          ; 1M..256M; sizes take K, M or G (x 1024^n)
  *   chunk_bytes = 1M         ; 4K..4G
  *   tick_ns = 10000          ; 1..UINT_MAX
+ *   lease_ms = 10000         ; 1..UINT_MAX
  *   repl = swarm             ; swarm, abd or raw (kv_replication)
  *
  * Instead of (or after) `nodes`, nodes may be given one per `node = URI`
@@ -202,7 +219,11 @@ struct kv_node_status {
 	unsigned index_depth;     /* depth of the deepest (the root is 0) */
 	enum kv_replication repl;
 	unsigned max_clients;     /* client ids ... */
-	unsigned clients;         /* ... registered now (open or crashed) */
+	unsigned clients;         /* ... registered now (open, or stopped
+	                           * and not yet found out) */
+	uint64_t ids_freed;       /* ids of clients taken for dead that
+	                           * others freed, as counted on this node */
+	uint64_t hazards_cleared; /* their hazard words cleared, likewise */
 	uint64_t chunks, chunks_used, chunk_bytes; /* object chunks */
 	uint64_t log_bytes;       /* per client */
 	uint64_t log_used;        /* reserved in all clients' logs (marks) */
@@ -228,15 +249,18 @@ struct kv_client;
 
 /**
  * kv_open -- connect to the cluster and take a free client id (claimed on
- * a majority of the nodes, no coordinator). An id used before is taken
+ * a majority of the nodes, no coordinator) with a lease that its
+ * operations renew (kv_config.lease_ms; a handle left idle longer than
+ * 2 lease_ms + lease_ms/8 is taken for dead and registers again under a
+ * new id at its next operation). An id used before is taken
  * with what its last holder left in its value log: the open reads the
  * used part of that log on every node (one round trip per 90 KiB) to
  * reuse the buffers that no longer hold a value (kv/DESIGN.md,
  * "Recycling of value buffers").
  * @out: receives the handle; owned by the caller, kv_close().
- * Return: 0; KV_E_CONFIG; KV_E_UNAVAILABLE (no majority, or every client id
- * is taken); transport errors; -ENOMEM; -EAGAIN as kv_index_open()
- * (kv/index.h).
+ * Return: 0; KV_E_CONFIG (also timeout_ms above the cluster's lease_ms);
+ * KV_E_UNAVAILABLE (no majority, or every client id is taken); transport
+ * errors; -ENOMEM; -EAGAIN as kv_index_open() (kv/index.h).
  * Thread-safety: any thread.
  * Ordering: the id is claimed (CAS, persisted) on a majority before it
  * returns; the handle's operations follow it.
@@ -247,7 +271,8 @@ int kv_open(struct kv_client **out, const struct kv_config *cfg);
  * kv_close -- give the client id back and release *@cp; set it to NULL.
  * Background writes in flight are abandoned (readers finish them).
  * Return: 0 (also for NULL); KV_E_UNAVAILABLE if the id could not be
- * released on a majority (it stays taken). Thread-safety: the handle's.
+ * released on a majority (it stays taken until the other clients find
+ * its lease run out). Thread-safety: the handle's.
  * Ordering: the handle's operations that returned precede the release
  * of its id; background writes abandoned are finished by readers.
  */
@@ -436,6 +461,15 @@ struct kv_stats {
 	uint64_t recycled;      /* this client's buffers freed for reuse */
 	uint64_t recovered;     /* buffers of an earlier life of its client id
 	                         * found holding writes at kv_open */
+	uint64_t lease_renewals; /* renewals of the client's lease */
+	uint64_t ids_freed;     /* ids of clients silent past the suspicion
+	                         * time that this client gave up (and whose
+	                         * hazard words it cleared) */
+	uint64_t reregistrations; /* times this client found its own id given
+	                         * up (it was silent too long) and took a new
+	                         * one */
+	uint64_t fenced_posts;  /* batches not sent because the lease had run
+	                         * out (a level of the handle's groups) */
 	uint64_t log_used;      /* a level, not a count: bytes of its value log
 	                         * handed out so far (by this life and earlier
 	                         * ones of its id), what its log takes of each

@@ -521,6 +521,14 @@ member_post(struct kv_ix_group *g, unsigned i)
 	struct kv_ix_member *m = &g->m[i];
 	int rc;
 
+	if (g->fence != NULL && !g->fence_open) {
+		uint64_t until = *g->fence;
+
+		if (until != 0 && kv__ix_now_ns() >= until) {
+			g->fenced_posts++;
+			return false;
+		}
+	}
 	/* Counted before: a post that fails may have sent part of it. */
 	m->posts++;
 	rc = rdma_post(m->conn, &m->batch);

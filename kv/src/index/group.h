@@ -35,6 +35,8 @@
 #include <rdma/rdma.h>
 
 #include "kv/src/index/layout.h"
+
+struct kv_index;
 #ifdef KV_IX_TESTING
 #include "rdma/src/testing.h"
 #endif
@@ -115,6 +117,12 @@ struct kv_ix_group {
 	void *yield_arg;
 	uint8_t uuid[16];           /* the group's id, from the superblocks */
 	bool uuid_known;
+	/* The client's lease (kv/src/store/lease.c): no batch is posted once
+	 * CLOCK_MONOTONIC reaches *fence (0: no lease yet), unless
+	 * fence_open (the lease's own renewal CASes); see kv__ix_fence(). */
+	const uint64_t *fence;
+	bool fence_open;
+	uint64_t fenced_posts;      /* batches not posted because of it */
 	pthread_t thread;           /* reconnects DOWN members */
 	pthread_mutex_t lock;       /* protects stop, wake, refusal */
 	pthread_cond_t cond;
@@ -317,6 +325,23 @@ int kv__ix_claim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t 
  */
 int kv__ix_unclaim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_t owner,
 	uint64_t deadline_ns);
+
+/**
+ * kv__ix_fence -- refuse to post any batch of @g once CLOCK_MONOTONIC
+ * reaches *@until (read at each post; 0 means no limit yet), and the same
+ * for the group of the index handle @ix when it is not NULL. A client
+ * whose lease expired may have been declared dead and its id given to
+ * another client: from then on nothing it posts may reach a node (kv/
+ * DESIGN.md, "Client liveness"). A refused batch is not sent; its member
+ * is left as it was, so the round waiting for it ends without it.
+ * @until: owned by the caller, who keeps it alive as long as the groups.
+ * Return: nothing (void). Thread-safety: the client thread.
+ */
+void kv__ix_fence(struct kv_ix_group *g, struct kv_index *ix, const uint64_t *until);
+
+/* kv__ix_fenced_posts -- the batches the fence kept the group of index
+ * handle @ix (may be NULL: 0) from posting. Thread-safety: its thread. */
+uint64_t kv__ix_fenced_posts(const struct kv_index *ix);
 
 #ifdef KV_IX_TESTING
 /* A fault for one round: the member's connection suffers it in the next

@@ -357,6 +357,20 @@ kv_index_stats_read(const struct kv_index *ix, struct kv_index_stats *out)
 	*out = ix->st;
 }
 
+uint64_t
+kv__ix_fenced_posts(const struct kv_index *ix)
+{
+	return ix != NULL ? ix->g.fenced_posts : 0;
+}
+
+void
+kv__ix_fence(struct kv_ix_group *g, struct kv_index *ix, const uint64_t *until)
+{
+	g->fence = until;
+	if (ix != NULL)
+		ix->g.fence = until;
+}
+
 /* The hint cache: direct-mapped on the key's hash. */
 static struct kv_ix_hint *
 ix_hint_slot(struct kv_index *ix, uint64_t h)

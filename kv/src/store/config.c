@@ -58,6 +58,7 @@ enum kv_cfg_key_id {
 	KV_CFG_LOG_BYTES,
 	KV_CFG_CHUNK_BYTES,
 	KV_CFG_TICK_NS,
+	KV_CFG_LEASE_MS,
 	KV_CFG_REPL,
 	KV_CFG_NKEYS
 };
@@ -95,6 +96,7 @@ static const struct kv_cfg_key kv_cfg_keys[KV_CFG_NKEYS] = {
 	[KV_CFG_CHUNK_BYTES] = { "chunk_bytes", KV_CFG_CREATE, KV_CFG_SIZE, false, 4096,
 		UINT64_C(1) << 32 },
 	[KV_CFG_TICK_NS] = { "tick_ns", KV_CFG_CREATE, KV_CFG_NUMBER, false, 1, UINT_MAX },
+	[KV_CFG_LEASE_MS] = { "lease_ms", KV_CFG_CREATE, KV_CFG_NUMBER, false, 1, UINT_MAX },
 	[KV_CFG_REPL] = { "repl", KV_CFG_CREATE, KV_CFG_STRING, false, 0, 0 },
 };
 
@@ -328,6 +330,7 @@ kv_cfg_set(struct kv_cfg_parse *p, enum kv_cfg_key_id id, char *v)
 	case KV_CFG_LOG_BYTES: cfg->log_bytes = n; break;
 	case KV_CFG_CHUNK_BYTES: cfg->chunk_bytes = n; break;
 	case KV_CFG_TICK_NS: cfg->tick_ns = (unsigned)n; break;
+	case KV_CFG_LEASE_MS: cfg->lease_ms = (unsigned)n; break;
 	default: break; /* lists and strings returned above */
 	}
 	return 0;

@@ -6,8 +6,10 @@
  * Every node of the group holds the same layout at the same offsets, so one
  * offset (and one 64-bit metadata word) means the same thing on all of them:
  *
- *   0            superblock (struct kv_st_super, 4 KiB reserved)
- *   id_off       client-id claim words, one per client id (kv__ix_claim)
+ *   0            superblock (struct kv_st_super, 4 KiB reserved; its last
+ *                64 bytes count repairs: KV_ST_COUNT_OFF)
+ *   id_off       client-id claim words, one per client id: 0 (free), or
+ *                the owner's tag << 32 | its lease beat (kv_st_claim())
  *   omark_off    per-client object marks: (chunk + 1) << 32 | units used
  *   lmark_off    per-client log marks: bytes of the client's log reserved
  *   hz_off       per-client hazard words, KV_ST_HZ each: the buffers the
@@ -79,8 +81,15 @@
 #include <pm/area.h>
 
 #define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
-#define KV_ST_SUPER_VERSION 3 /* 2: the first delete word; 3: hazard words */
+#define KV_ST_SUPER_VERSION 4 /* 2: the first delete word; 3: hazard words;
+                               * 4: leases (claim words with beats) */
 #define KV_ST_SUPER_SIZE 4096u
+/* Counters of repairs, in the superblock's last line (outside its
+ * checksum): each an 8-byte word that clients add to on every node they
+ * reach (kv_node_status_read reports them). */
+#define KV_ST_COUNT_OFF (KV_ST_SUPER_SIZE - 64u)
+#define KV_ST_COUNT_IDS_FREED 0u /* ids of clients taken for dead, freed */
+#define KV_ST_COUNT_HAZARDS 1u   /* hazard words of those cleared */
 
 #define KV_ST_UNIT 64u
 #define KV_ST_TS_BITS 42
@@ -94,6 +103,21 @@
 #define KV_ST_LOG_MAX ((KV_ST_PTR_MAX + 1) * KV_ST_BUF_UNIT)
 
 #define KV_ST_TSL_WRITE UINT64_C(1)
+
+/* kv_st_claim -- the claim word of the client life @tag (non-zero, random
+ * per life) at lease beat @beat. A claim starts at beat 0; each renewal
+ * of the lease CASes the word to the next beat on f+1 nodes, and other
+ * clients zero a word they saw unchanged for longer than the suspicion
+ * time (kv/DESIGN.md, "Client liveness"). */
+static inline uint64_t kv_st_claim(uint32_t tag, uint32_t beat)
+{
+	return (uint64_t)tag << 32 | beat;
+}
+
+static inline uint32_t kv_st_claim_tag(uint64_t word)
+{
+	return (uint32_t)(word >> 32);
+}
 
 /* Hazard words per client: write-backs whose batches may still land. */
 #define KV_ST_HZ 4u
@@ -179,7 +203,7 @@ struct kv_st_super {
 	uint64_t log_off;
 	uint64_t log_bytes;      /* per client */
 	uint32_t repl;           /* enum kv_replication */
-	uint32_t reserved;
+	uint32_t lease_ms;       /* client lease: kv_config.lease_ms */
 };
 
 /* The geometry of one object, from its location, key length and C. */

@@ -42,6 +42,7 @@ kv_config_init(struct kv_config *cfg)
 	cfg->log_bytes = 16u << 20;
 	cfg->chunk_bytes = 1u << 20;
 	cfg->tick_ns = 10000;
+	cfg->lease_ms = 10000;
 }
 
 static int
@@ -86,6 +87,10 @@ cfg_check(const struct kv_config *cfg, bool create)
 		return cfg_error("kv: %s", "chunk_bytes must be a multiple of 4 KiB, 4 KiB..4 GiB");
 	if (cfg->tick_ns == 0)
 		return cfg_error("kv: %s", "tick_ns is 0");
+	if (cfg->lease_ms == 0 || cfg->lease_ms > UINT32_MAX / 4)
+		return cfg_error("kv: %s", "lease_ms must be in 1..2^30");
+	if (cfg->timeout_ms > cfg->lease_ms)
+		return cfg_error("kv: %s", "timeout_ms is above lease_ms (kv_config.lease_ms)");
 	if (cfg->repl != KV_REPL_SWARM && cfg->repl != KV_REPL_ABD && cfg->repl != KV_REPL_RAW)
 		return cfg_error("kv: %s", "repl is not a kv_replication");
 	return 0;
@@ -152,6 +157,7 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	s->chunk_bytes = cfg->chunk_bytes;
 	s->log_bytes = cfg->log_bytes;
 	s->repl = cfg->repl;
+	s->lease_ms = cfg->lease_ms;
 	fixed = s->chunk_off + 2 * 4096 + C * cfg->log_bytes;
 	if (len <= fixed)
 		return -ENOSPC;
@@ -184,7 +190,7 @@ super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const uint8_t
 	if (s->n != n || memcmp(s->uuid, uuid, 16) != 0)
 		return pm_error_set(KV_E_GROUP, "kv: the store region belongs to another cluster");
 	if (s->area.area_size > len || s->max_clients == 0 || s->max_clients > KV_MAX_CLIENTS ||
-		s->tick_ns == 0 || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
+		s->tick_ns == 0 || s->lease_ms == 0 || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
 		s->chunk_bytes < 4096 || s->nchunks == 0 ||
 		s->omark_off != s->id_off + 8u * s->max_clients ||
 		s->lmark_off != s->omark_off + 8u * s->max_clients ||
@@ -382,37 +388,13 @@ super_load(struct kv_client *c)
 	}
 }
 
-/* Take a free client id: claim its word on a majority (kv__ix_claim). */
+/* An empty table of this client's value log (recycle.h). */
 static int
-id_claim(struct kv_client *c)
+st_rc_init(struct kv_client *c)
 {
-	uint64_t start;
-	int ret;
-
-	if (getrandom(&c->id_owner, sizeof(c->id_owner), 0) != (ssize_t)sizeof(c->id_owner))
-		return pm_error_set(-errno, "kv_open: getrandom failed");
-	c->id_owner |= 1;
-	start = c->id_owner >> 32;
-	/* Tombstone numbers start at random: a tombstone the id's previous
-	 * holder left is then unlikely to pass for one of this client's. */
-	c->tomb_nonce = c->id_owner >> 11;
-	for (unsigned k = 0; k < c->C; k++) {
-		unsigned id = (unsigned)((start + k) % c->C);
-		uint64_t off = c->sb.id_off + 8u * id;
-		bool won;
-
-		ret = kv__ix_claim(&c->g, c->region, off, c->id_owner, c->deadline, &won);
-		if (ret != 0)
-			return ret;
-		if (won) {
-			c->cid = id;
-			return 0;
-		}
-		ret = kv__ix_unclaim(&c->g, c->region, off, c->id_owner, c->deadline);
-		if (ret != 0)
-			return ret;
-	}
-	return pm_error_set(KV_E_UNAVAILABLE, "kv_open: all %u client ids are taken", c->C);
+	return kv__rc_init(&c->rc, (uint32_t)(c->sb.log_bytes / KV_ST_BUF_UNIT),
+		(uint32_t)((sizeof(struct kv_st_vhdr) + KV_VALUE_MAX + KV_ST_BUF_UNIT - 1) /
+			KV_ST_BUF_UNIT));
 }
 
 /* Load this client id's marks: allocation resumes above them. */
@@ -472,6 +454,72 @@ st_earlier_life(struct kv_client *c)
 	}
 }
 
+/*
+ * Take a client id and what goes with it: the lease, the marks, the
+ * earlier lives' log and hazard slots, and the index handle (whose records
+ * and marks are per id), fenced by the lease like the value connections.
+ */
+static int
+st_register(struct kv_client *c, const struct kv_config *cfg)
+{
+	struct kv_index_config icfg;
+	int ret = kv__st_lease_claim(c);
+
+	if (ret != 0)
+		return ret;
+	ret = marks_load(c);
+	if (ret == 0) {
+		st_earlier_life(c);
+		index_cfg(&icfg, cfg, c, c->cid);
+		ret = kv_index_open(&c->ix, &icfg);
+	}
+	if (ret != 0) {
+		/* Give the id back (best effort: else the others free it). */
+		(void)kv__st_lease_release(c);
+		c->id_tag = 0;
+		return ret;
+	}
+	kv__ix_fence(&c->g, c->ix, &c->lease_end);
+	return 0;
+}
+
+/*
+ * The client was taken for dead and its id given up (kv__st_lease_keep
+ * returned -EOWNERDEAD): nothing it posts reaches a node any more. Drop
+ * what belonged to that id -- the cached slot words, the table of its
+ * log, its hazard slots, its marks, the index handle -- and register
+ * again under a new id, on the connections it has. What it wrote stays
+ * where it is: the next holder of the old id recovers that log.
+ */
+static int
+st_reregister(struct kv_client *c)
+{
+	const char *uris[KV_MAX_NODES];
+	struct kv_config cfg;
+	int ret;
+
+	kv_config_init(&cfg);
+	for (unsigned i = 0; i < c->g.n; i++)
+		uris[i] = c->g.m[i].uri;
+	cfg.nodes = uris;
+	cfg.nnodes = c->g.n;
+	cfg.index_region = c->g.region;
+	cfg.store_region = c->region;
+	cfg.timeout_ms = c->timeout_ms;
+	cfg.conn = c->g.conn_cfg;
+	kv_index_close(&c->ix);
+	kv__rc_fini(&c->rc);
+	memset(&c->rc, 0, sizeof(c->rc));
+	memset(c->hz, 0, sizeof(c->hz));
+	memset(c->hz_free_at, 0, sizeof(c->hz_free_at));
+	c->recover_at = 0;
+	if (c->cache != NULL)
+		memset(c->cache, 0, (size_t)c->ncache * sizeof(*c->cache));
+	c->st.reregistrations++;
+	ret = st_rc_init(c);
+	return ret != 0 ? ret : st_register(c, &cfg);
+}
+
 int
 kv_open(struct kv_client **out, const struct kv_config *cfg)
 {
@@ -482,7 +530,6 @@ int
 kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),
 	void *yield_arg)
 {
-	struct kv_index_config icfg;
 	struct kv_client *c;
 	int ret;
 
@@ -519,23 +566,17 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 	c->deadline = kv__ix_now_ns() + (uint64_t)cfg->timeout_ms * 1000000u;
 	ret = super_load(c);
 	if (ret == 0)
-		ret = kv__rc_init(&c->rc, (uint32_t)(c->sb.log_bytes / KV_ST_BUF_UNIT),
-			(uint32_t)((sizeof(struct kv_st_vhdr) + KV_VALUE_MAX + KV_ST_BUF_UNIT - 1) /
-				KV_ST_BUF_UNIT));
-	if (ret == 0)
-		ret = id_claim(c);
-	if (ret != 0) {
-		c->id_owner = 0;
-		goto fail;
-	}
-	c->recycle = cfg->recycle != 0;
-	ret = marks_load(c);
+		ret = st_rc_init(c);
+	if (ret == 0 && cfg->timeout_ms > c->sb.lease_ms)
+		ret = pm_error_set(KV_E_CONFIG,
+			"kv_open: timeout_ms %u is above the cluster's lease_ms %u", cfg->timeout_ms,
+			c->sb.lease_ms);
 	if (ret != 0)
 		goto fail;
-	st_earlier_life(c);
+	c->lease_ns = (uint64_t)c->sb.lease_ms * 1000000u;
+	c->recycle = cfg->recycle != 0;
 	c->skew_ticks = cfg->clock_skew_us * 1000 / (int64_t)c->sb.tick_ns;
-	index_cfg(&icfg, cfg, c, c->cid);
-	ret = kv_index_open(&c->ix, &icfg);
+	ret = st_register(c, cfg);
 	if (ret != 0)
 		goto fail;
 	*out = c;
@@ -561,8 +602,11 @@ kv_close(struct kv_client **cp)
 		return 0;
 	c = *cp;
 	kv_index_close(&c->ix);
-	if (c->id_owner != 0) {
-		c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	/* The lease must cover what follows, or the id may be another's. */
+	if (c->id_tag != 0 && kv__st_lease_keep(c) != 0)
+		c->id_tag = 0;
+	if (c->id_tag != 0) {
 		/* Settle the marks at what was used, so the next client with
 		 * this id wastes nothing (best effort: a higher mark only
 		 * wastes). */
@@ -586,8 +630,7 @@ kv_close(struct kv_client **cp)
 					c->sb.hz_off + 8u * ((uint64_t)c->cid * KV_ST_HZ + s), 0,
 					c->deadline);
 		}
-		ret = kv__ix_unclaim(&c->g, c->region, c->sb.id_off + 8u * c->cid, c->id_owner,
-			c->deadline);
+		ret = kv__st_lease_release(c);
 	}
 	kv__ix_group_close(&c->g);
 	kv__rc_fini(&c->rc);
@@ -603,6 +646,7 @@ kv_stats_read(const struct kv_client *c, struct kv_stats *out)
 {
 	*out = c->st;
 	out->log_used = c->log_used;
+	out->fenced_posts = c->g.fenced_posts + kv__ix_fenced_posts(c->ix);
 }
 
 #ifdef KV_ST_TESTING
@@ -644,6 +688,19 @@ kv__st_test_open(struct kv_client **out, const struct kv_config *cfg, void (*yie
 	void *arg)
 {
 	return kv__st_open(out, cfg, yield, arg);
+}
+
+void
+kv__st_test_abandon(struct kv_client **cp)
+{
+	(*cp)->id_tag = 0;
+	kv_close(cp);
+}
+
+void
+kv__st_test_skip_renewal(struct kv_client *c, bool on)
+{
+	c->test_skip_renewal = on;
 }
 
 struct kv_index *
@@ -907,12 +964,25 @@ kv_args_check(const void *key, size_t klen, const void *val, size_t vlen)
 	return ret != 0 ? ret : val_check(val, vlen);
 }
 
-static void
+/* The start of an operation: its deadline, and a lease that covers it
+ * (a client whose id was given up meanwhile takes a new one first). */
+static int
 op_begin(struct kv_client *c)
 {
+	int ret;
+
 	pm_error_clear();
 	c->st.ops++;
 	c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+#ifdef KV_ST_TESTING
+	if (c->test_skip_renewal)
+		return 0;
+#endif
+	/* No id: an earlier registration failed half way. */
+	ret = c->id_tag == 0 ? -EOWNERDEAD : kv__st_lease_keep(c);
+	if (ret == -EOWNERDEAD)
+		ret = st_reregister(c);
+	return ret;
 }
 
 static int
@@ -1158,6 +1228,15 @@ kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_s
 	if ((ret = status_read(conn, cfg->store_region, sb.id_off, words,
 		sb.chunk_off + 8 * sb.nchunks - sb.id_off)) != 0)
 		goto out;
+	{
+		uint64_t count[2];
+
+		if ((ret = status_read(conn, cfg->store_region, KV_ST_COUNT_OFF, count,
+			sizeof(count))) != 0)
+			goto out;
+		out->ids_freed = count[KV_ST_COUNT_IDS_FREED];
+		out->hazards_cleared = count[KV_ST_COUNT_HAZARDS];
+	}
 	for (unsigned w = 0; w < sb.max_clients; w++) {
 		out->clients += words[(sb.id_off - sb.id_off) / 8 + w] != 0;
 		out->log_used += words[(sb.lmark_off - sb.id_off) / 8 + w];
@@ -1243,7 +1322,9 @@ kv_scrub(struct kv_client *c)
 	struct kv_index_stats before;
 	int ret;
 
-	op_begin(c);
+	ret = op_begin(c);
+	if (ret != 0)
+		return op_end(c, ret);
 	kv_index_stats_read(c->ix, &before);
 	ret = kv_index_scrub(c->ix);
 	index_rounds(c, &before);
@@ -1256,7 +1337,9 @@ kv_insert(struct kv_client *c, const void *key, size_t klen, const void *val, si
 	uint64_t existing;
 	int ret;
 
-	op_begin(c);
+	ret = op_begin(c);
+	if (ret != 0)
+		return op_end(c, ret);
 	ret = kv_args_check(key, klen, val, vlen);
 	if (ret == 0)
 		ret = do_insert(c, key, klen, key_hash(key, klen), val, vlen, &existing);
@@ -1301,7 +1384,9 @@ kv_update(struct kv_client *c, const void *key, size_t klen, const void *val, si
 {
 	int ret;
 
-	op_begin(c);
+	ret = op_begin(c);
+	if (ret != 0)
+		return op_end(c, ret);
 	ret = kv_args_check(key, klen, val, vlen);
 	if (ret == 0)
 		ret = do_update(c, key, klen, key_hash(key, klen), val, vlen);
@@ -1314,7 +1399,9 @@ kv_put(struct kv_client *c, const void *key, size_t klen, const void *val, size_
 	uint64_t h = key_hash(key, klen), existing;
 	int ret;
 
-	op_begin(c);
+	ret = op_begin(c);
+	if (ret != 0)
+		return op_end(c, ret);
 	ret = kv_args_check(key, klen, val, vlen);
 	while (ret == 0) {
 		ret = do_update(c, key, klen, h, val, vlen);
@@ -1334,7 +1421,9 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 	uint64_t h = key_hash(key, klen);
 	int ret;
 
-	op_begin(c);
+	ret = op_begin(c);
+	if (ret != 0)
+		return op_end(c, ret);
 	ret = key_check(key, klen);
 	if (ret == 0 && (vlen == NULL || (buf == NULL && cap != 0)))
 		ret = pm_error_set(-EINVAL, "kv_get: no place for the value");
@@ -1378,7 +1467,9 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 	const uint64_t tomb = kv_st_tomb(++c->tomb_nonce);
 	int ret, gone_ret = -ENOENT;
 
-	op_begin(c);
+	ret = op_begin(c);
+	if (ret != 0)
+		return op_end(c, ret);
 	ret = key_check(key, klen);
 	while (ret == 0) {
 		struct kv_st_cent e;

@@ -64,7 +64,18 @@ struct kv_client {
 	struct kv_st_super sb;
 	uint32_t region;           /* store region */
 	unsigned cid, C;
-	uint64_t id_owner;         /* this client's claim on its id word */
+	/* lease (lease.c): the id's claim word is kv_st_claim(id_tag, beat) */
+	uint32_t id_tag;           /* this life's tag; 0: no id held */
+	uint32_t beat;             /* the beat of the last renewal that held */
+	uint64_t id_word[KV_MAX_NODES]; /* the id's claim word on each member,
+	                            * as last seen */
+	uint64_t lease_ns;         /* L (kv_st_super.lease_ms) */
+	uint64_t lease_end;        /* nothing is posted from then on (the
+	                            * groups' fence; 0 while claiming) */
+	struct kv_st_seen {        /* another client's claim word on a member: */
+		uint64_t word;     /* as last read */
+		uint64_t since;    /* first read so (CLOCK_MONOTONIC ns) */
+	} seen[KV_MAX_CLIENTS][KV_MAX_NODES];
 	unsigned timeout_ms;
 	uint64_t deadline;         /* current operation's, CLOCK_MONOTONIC ns */
 	/* allocation */
@@ -98,6 +109,7 @@ struct kv_client {
 	void (*test_wb_hook)(void *); /* kv__st_test_write_back_hook() */
 	void *test_wb_arg;
 	bool test_wb_unsafe;
+	bool test_skip_renewal;    /* kv__st_test_skip_renewal() */
 #endif
 };
 
@@ -111,6 +123,31 @@ enum kv_sw_result {
  * client's groups (its own and its index's). */
 int kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),
 	void *yield_arg);
+
+/* kv__st_lease_claim -- take a free client id: CAS 0 -> kv_st_claim(tag,
+ * 0) on every usable member until one id is held on f+1 (a loser undoes
+ * its CASes), and start its lease. Return: 0; KV_E_UNAVAILABLE (no
+ * majority, or every id taken); -errno of getrandom. */
+int kv__st_lease_claim(struct kv_client *c);
+
+/* kv__st_lease_keep -- at an operation's start (c->deadline set): unless
+ * the lease covers the operation, renew it (a new beat on f+1 members, +1
+ * round trip every L - timeout) and, in the same round, watch the other
+ * clients' claim words; free the ids of those silent for
+ * kv__st_suspect_ns() and clear their hazard words (+2-4 round trips, only
+ * then). Return: 0; -EOWNERDEAD if f+1 members show the id is no longer
+ * this life's (it was taken for dead: the client must take a new one);
+ * KV_E_UNAVAILABLE (the lease stays as it was). */
+int kv__st_lease_keep(struct kv_client *c);
+
+/* kv__st_lease_release -- give the id back: CAS its word -> 0 on every
+ * usable member. Return: 0; KV_E_UNAVAILABLE if f+1 members still hold
+ * it (the others free it after the suspicion time). */
+int kv__st_lease_release(struct kv_client *c);
+
+/* kv__st_suspect_ns -- how long a claim word must stand still on a node
+ * before others zero it there: 2L + L/8. */
+uint64_t kv__st_suspect_ns(const struct kv_client *c);
 
 /* kv__st_retry -- between two rounds of one step: KV_E_UNAVAILABLE once
  * the operation's deadline passed, else 0, after a short pause if the

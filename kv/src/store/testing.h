@@ -74,6 +74,22 @@ int kv__st_test_reclaim(struct kv_client *c);
  */
 struct kv_index *kv__st_test_index(struct kv_client *c);
 
+/**
+ * kv__st_test_abandon -- release *@cp and its connections without a word
+ * to the nodes, as a client killed with SIGKILL leaves them: its id stays
+ * claimed until the others find its lease run out. Sets *@cp to NULL.
+ * Thread-safety: the handle's thread.
+ */
+void kv__st_test_abandon(struct kv_client **cp);
+
+/**
+ * kv__st_test_skip_renewal -- with @on, the client's operations start
+ * without looking at their lease: what a client paused between its lease
+ * check and the post it guards does. The fence must still stop every
+ * post once the lease ran out. Thread-safety: the handle's thread.
+ */
+void kv__st_test_skip_renewal(struct kv_client *c, bool on);
+
 #ifdef __cplusplus
 }
 #endif

@@ -95,6 +95,7 @@ struct thr {
 	struct run *r;
 	unsigned idx, writer;
 	pthread_t tid;
+	bool joined;            /* tid was joined (it may not be again) */
 	struct kv_client *c;
 	struct kv_async *a;
 	struct dmkv_ycsb_gen gen;
@@ -691,15 +692,24 @@ load(struct run *r)
 	while (threads_done(r, 0, started) < o->records) {
 		bool alive = false;
 
-		for (unsigned i = 0; i < started; i++)
-			alive |= pthread_tryjoin_np(r->t[i].tid, NULL) == EBUSY;
+		/* A thread joined here is not joined again: its descriptor may
+		 * since serve another thread (the library's), which a second
+		 * pthread_tryjoin_np would take for this one, still busy. */
+		for (unsigned i = 0; i < started; i++) {
+			if (!r->t[i].joined)
+				r->t[i].joined = pthread_tryjoin_np(r->t[i].tid, NULL) == 0;
+			alive |= !r->t[i].joined;
+		}
 		if (!alive)
 			break;
 		dmkv_progress_show(&pr, threads_done(r, 0, started), false);
 		usleep(100000);
 	}
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(r->t[i].tid, NULL);
+	for (unsigned i = 0; i < started; i++) {
+		if (!r->t[i].joined)
+			pthread_join(r->t[i].tid, NULL);
+		r->t[i].joined = false; /* for the next phase's threads */
+	}
 	dmkv_progress_show(&pr, threads_done(r, 0, started), true);
 	for (unsigned i = 0; i < L; i++) {
 		if (ret == 0 && r->t[i].setup_ret != 0)
@@ -944,11 +954,14 @@ json_stats(FILE *f, const struct kv_stats *st)
 		",\"read_iters\":%" PRIu64 ",\"oop_reads\":%" PRIu64 ",\"fallbacks\":%" PRIu64
 		",\"cache_misses\":%" PRIu64 ",\"unavailable\":%" PRIu64
 		",\"write_back_restarts\":%" PRIu64 ",\"stale_fetches\":%" PRIu64
-		",\"reclaims\":%" PRIu64 ",\"recycled\":%" PRIu64 "}",
+		",\"reclaims\":%" PRIu64 ",\"recycled\":%" PRIu64 ",\"lease_renewals\":%" PRIu64
+		",\"ids_freed\":%" PRIu64 ",\"reregistrations\":%" PRIu64 ",\"fenced_posts\":%" PRIu64
+		"}",
 		st->ops, st->rounds, st->index_rounds, st->slow_writes, st->lock_calls,
 		st->write_backs, st->read_iters, st->oop_reads, st->fallbacks, st->cache_misses,
 		st->unavailable, st->write_back_restarts, st->stale_fetches, st->reclaims,
-		st->recycled);
+		st->recycled, st->lease_renewals, st->ids_freed, st->reregistrations,
+		st->fenced_posts);
 }
 
 /* The clients' log use at interval @iv: each thread's latest sample. */
@@ -1191,8 +1204,14 @@ run_clients(struct run *r)
 		uint64_t now = dmkv_now_ns(), done = threads_done(r, 0, started);
 		bool alive = false;
 
-		for (unsigned i = 0; i < started; i++)
-			alive |= pthread_tryjoin_np(r->t[i].tid, NULL) == EBUSY;
+		/* A thread joined here is not joined again: its descriptor may
+		 * since serve another thread (the library's), which a second
+		 * pthread_tryjoin_np would take for this one, still busy. */
+		for (unsigned i = 0; i < started; i++) {
+			if (!r->t[i].joined)
+				r->t[i].joined = pthread_tryjoin_np(r->t[i].tid, NULL) == 0;
+			alive |= !r->t[i].joined;
+		}
 		if (!alive || now >= stop_at || ret != 0)
 			break;
 		if (!failed && now >= r->tfail_ns) {
@@ -1232,8 +1251,11 @@ run_clients(struct run *r)
 	if (r->end_ns > stop_at)
 		r->end_ns = stop_at;
 	atomic_store(&r->stop, true);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(r->t[i].tid, NULL);
+	for (unsigned i = 0; i < started; i++) {
+		if (!r->t[i].joined)
+			pthread_join(r->t[i].tid, NULL);
+		r->t[i].joined = false; /* for the next phase's threads */
+	}
 	if (tty)
 		fputc('\n', stderr);
 	/* A node crashed and due back after the run is restored before the

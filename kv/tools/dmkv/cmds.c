@@ -704,7 +704,9 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 		       "\n"
 		       "Every memory node of the cluster file: reachable or not, its regions,\n"
 		       "the index on it (buckets and depth), the store (replication, client ids\n"
-		       "registered, object chunks and log space in use), and for a daemon its\n"
+		       "registered, ids of stopped clients freed by the others and the hazard\n"
+		       "words they left cleared, object chunks and log space in use), and for a\n"
+		       "daemon its\n"
 		       "pool, size and durability mode; then whether a client can open the\n"
 		       "store (a majority answers and a client id is free). Exit 0 if it can,\n"
 		       "69 if not.\n\n" DMKV_EXIT_CODES_HELP);
@@ -747,10 +749,13 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 					(unsigned long long)ns.index_buckets, ns.index_depth,
 					(unsigned long long)ns.store_bytes);
 			if (ns.formatted)
-				printf(",\"repl\":\"%s\",\"clients\":%u,\"max_clients\":%u,\"chunks_used\":%llu,"
+				printf(",\"repl\":\"%s\",\"clients\":%u,\"max_clients\":%u,"
+				       "\"ids_freed\":%llu,\"hazards_cleared\":%llu,\"chunks_used\":%llu,"
 				       "\"chunks\":%llu,\"chunk_bytes\":%llu,\"log_used\":%llu,"
 				       "\"log_bytes_per_client\":%llu",
 					repl_name[ns.repl], ns.clients, ns.max_clients,
+					(unsigned long long)ns.ids_freed,
+					(unsigned long long)ns.hazards_cleared,
 					(unsigned long long)ns.chunks_used, (unsigned long long)ns.chunks,
 					(unsigned long long)ns.chunk_bytes, (unsigned long long)ns.log_used,
 					(unsigned long long)ns.log_bytes);
@@ -769,10 +774,13 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 				(unsigned long long)(ns.index_bytes >> 20),
 				(unsigned long long)ns.index_buckets, ns.index_depth);
 		if (ns.formatted)
-			printf("        store: %llu MiB region, %s, %u of %u client ids registered, "
-			       "%llu of %llu chunks (%llu MiB) used, %.1f MiB of logs reserved\n",
+			printf("        store: %llu MiB region, %s, %u of %u client ids registered "
+			       "(%llu freed after their clients' leases ran out, %llu hazard words "
+			       "cleared), %llu of %llu chunks (%llu MiB) used, %.1f MiB of logs "
+			       "reserved\n",
 				(unsigned long long)(ns.store_bytes >> 20), repl_name[ns.repl],
-				ns.clients, ns.max_clients, (unsigned long long)ns.chunks_used,
+				ns.clients, ns.max_clients, (unsigned long long)ns.ids_freed,
+				(unsigned long long)ns.hazards_cleared, (unsigned long long)ns.chunks_used,
 				(unsigned long long)ns.chunks,
 				(unsigned long long)(ns.chunks_used * ns.chunk_bytes >> 20),
 				(double)ns.log_used / (1 << 20));
