@@ -13,7 +13,6 @@
 
 #include <gtest/gtest.h>
 
-#include <kv/index.h>
 #include <kv/kv.h>
 #include <pm/error.h>
 
@@ -257,57 +256,6 @@ TEST_F(KvLeaseTest, ClientTakenForDeadIsFencedThenRegistersAgain)
 	EXPECT_EQ(Get(a, "k", &ret), "from b");
 	EXPECT_EQ(kv_close(&b), 0) << pm_errormsg();
 	EXPECT_EQ(kv_close(&a), 0) << pm_errormsg();
-}
-
-// A writer that took its timestamp lock in WRITE mode (S10) and died
-// before S11 landed leaves its GUESSED tuple on top with the lock held:
-// no reader can lock it in READ mode (T11). The state is made here by
-// writing the lock word by hand over a guess left GUESSED (it arises when
-// the larger word that sent the writer to S9 sits on a member the readers'
-// majority misses). While the writer's life may still post, reads of the
-// key stay unavailable; once its id was freed and a lease more passed,
-// a reader finds nothing above the guess on every member and the write
-// stands (sw_orphan): it returns the value and verifies it.
-TEST_F(KvLeaseTest, DeadWritersLockedGuessStands)
-{
-	ASSERT_EQ(Put(c_, "k", "before"), 0) << pm_errormsg();
-	kv_client *a = nullptr;
-	ASSERT_EQ(kv_open(&a, &cfg_), 0) << pm_errormsg();
-	kv__st_test_no_verify(a, true);
-	ASSERT_EQ(Put(a, "k", "locked guess"), 0) << pm_errormsg();
-	uint64_t loc = 0;
-	ASSERT_EQ(kv_index_lookup(kv__st_test_index(a), "k", 1, &loc), 0);
-	kv_st_super sb = Super();
-	kv_st_geo geo = kv_st_geo_make(loc, 1, sb.max_clients);
-	unsigned w = ~0u;
-	uint64_t m = 0;
-	auto meta = Words(0, geo.off, sb.max_clients);
-	for (unsigned i = 0; i < sb.max_clients; i++)
-		if (meta[i] != 0 && !(meta[i] & KV_ST_VERIFIED))
-			w = i, m = meta[i];
-	ASSERT_NE(w, ~0u) << "no GUESSED tuple";
-	for (unsigned i = 0; i < 3; i++)
-		Write(i, geo.off + geo.tsl_off + 8u * w, kv_st_ts(m) << 1 | KV_ST_TSL_WRITE);
-	int ret = 0;
-	Get(c_, "k", &ret);
-	EXPECT_EQ(ret, KV_E_UNAVAILABLE) << "a reader returned a guess its writer locked";
-	EXPECT_EQ(Stats(c_).orphans_repaired, 0u);
-	kv__st_test_abandon(&a);
-	std::string got;
-	ASSERT_TRUE(WorkUntil(c_, [&] {
-		got = Get(c_, "k", &ret);
-		return ret != KV_E_UNAVAILABLE;
-	})) << "the key stayed unreadable";
-	EXPECT_EQ(ret, 0) << pm_errormsg();
-	EXPECT_EQ(got, "locked guess");
-	EXPECT_EQ(Stats(c_).orphans_repaired, 1u);
-	EXPECT_GE(Stats(c_).ids_freed, 1u);
-	// Verified now: a fresh client reads it without a lock.
-	kv_client *x = nullptr;
-	ASSERT_EQ(kv_open(&x, &cfg_), 0) << pm_errormsg();
-	EXPECT_EQ(Get(x, "k", &ret), "locked guess");
-	EXPECT_EQ(Stats(x).lock_calls, 0u);
-	EXPECT_EQ(kv_close(&x), 0) << pm_errormsg();
 }
 
 } // namespace

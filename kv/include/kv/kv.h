@@ -468,8 +468,6 @@ struct kv_stats {
 	uint64_t reregistrations; /* times this client found its own id given
 	                         * up (it was silent too long) and took a new
 	                         * one */
-	uint64_t orphans_repaired; /* GUESSED tuples whose writer locked them
-	                         * (S10) and then died: found to stand */
 	uint64_t fenced_posts;  /* batches not sent because the lease had run
 	                         * out (a level of the handle's groups) */
 	uint64_t log_used;      /* a level, not a count: bytes of its value log

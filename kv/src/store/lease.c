@@ -327,51 +327,6 @@ kv__st_lease_keep(struct kv_client *c)
 }
 
 int
-kv__st_claim_holder(struct kv_client *c, unsigned id, uint32_t *tag, bool *known)
-{
-	uint64_t first[KV_MAX_NODES] = { 0 };
-	unsigned same = 0;
-
-	*known = false;
-	*tag = 0;
-	for (unsigned k = 0; k < 2; k++) {
-		unsigned mask = kv__ix_round_begin(&c->g), ok;
-
-		if (k == 1)
-			mask &= same;
-		for (unsigned i = 0; i < c->g.n; i++)
-			if ((mask >> i & 1) &&
-				rdma_batch_read(&c->g.m[i].batch, c->region, claim_off(c, id), c->g.m[i].buf,
-					8) != 0)
-				mask &= ~(1u << i);
-		c->st.rounds++;
-		ok = kv__ix_round_run(&c->g, mask, c->g.n, c->deadline);
-		for (unsigned i = 0; i < c->g.n; i++) {
-			uint64_t w;
-
-			memcpy(&w, c->g.m[i].buf, 8);
-			if (k == 0 && (ok >> i & 1))
-				first[i] = w, same |= 1u << i;
-			else if (k == 1 && (!(ok >> i & 1) || w != first[i]))
-				same &= ~(1u << i);
-		}
-	}
-	if ((unsigned)__builtin_popcount(same) < c->g.f + 1)
-		return 0;
-	*known = true;
-	for (unsigned i = 0; i < c->g.n; i++) {
-		unsigned k = 0;
-
-		for (unsigned j = 0; j < c->g.n; j++)
-			k += (same >> j & 1) && first[j] != 0 &&
-				kv_st_claim_tag(first[j]) == kv_st_claim_tag(first[i]);
-		if ((same >> i & 1) && first[i] != 0 && k >= c->g.f + 1)
-			*tag = kv_st_claim_tag(first[i]);
-	}
-	return 0;
-}
-
-int
 kv__st_lease_release(struct kv_client *c)
 {
 	/* CAS this life's word -> 0 on every member; one that shows another

@@ -58,15 +58,6 @@ struct kv_st_create {
 	unsigned held;             /* members holding the word */
 };
 
-/* A GUESSED tuple readers found locked by its writer (swarm.c sw_orphan). */
-struct kv_st_orphan {
-	uint64_t loc, meta;  /* the object and the tuple; loc 0: free */
-	uint32_t tag;        /* the writer id's holder when last looked at */
-	bool seen;           /* tag is known */
-	uint64_t gone_at;    /* when no life held the id (0: not yet seen) */
-};
-#define KV_ST_ORPHANS 8
-
 struct kv_client {
 	struct kv_ix_group g;      /* value connections (index region anchors membership) */
 	struct kv_index *ix;
@@ -112,8 +103,6 @@ struct kv_client {
 	unsigned cache_victim;     /* round-robin way to replace */
 	unsigned char *val;        /* a value-sized scratch (write-backs) */
 	struct kv_st_create cr;
-	struct kv_st_orphan orphans[KV_ST_ORPHANS]; /* round robin */
-	unsigned orphan_next;
 	struct kv_stats st;
 #ifdef KV_ST_TESTING
 	bool test_no_verify;       /* kv__st_test_no_verify() */
@@ -155,14 +144,6 @@ int kv__st_lease_keep(struct kv_client *c);
  * usable member. Return: 0; KV_E_UNAVAILABLE if f+1 members still hold
  * it (the others free it after the suspicion time). */
 int kv__st_lease_release(struct kv_client *c);
-
-/* kv__st_claim_holder -- read client id @id's claim word on every usable
- * member twice: with f+1 members answering both times with the same word
- * (*@known; the words were there together at a moment between the reads),
- * *@tag = the tag f+1 of them hold, 0 if none does (then no life of @id
- * had a valid lease at that moment, and none can get one again).
- * Return: 0; errors of kv__st_retry. */
-int kv__st_claim_holder(struct kv_client *c, unsigned id, uint32_t *tag, bool *known);
 
 /* kv__st_suspect_ns -- how long a claim word must stand still on a node
  * before others zero it there: 2L + L/8. */

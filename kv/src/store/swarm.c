@@ -600,7 +600,7 @@ copy:
  */
 static int
 sw_trylock(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uint64_t ts,
-	uint64_t mode, bool *locked, bool *other_mode)
+	uint64_t mode, bool *locked)
 {
 	uint64_t want = ts << 1 | mode, seen[KV_MAX_NODES] = { 0 };
 	unsigned done = 0;
@@ -635,12 +635,11 @@ sw_trylock(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uint64_
 			return ret;
 	}
 	*locked = true;
-	*other_mode = false;
 	for (unsigned i = 0; i < c->g.n; i++) {
 		if ((seen[i] >> 1) > ts)
 			*locked = false;                  /* T10 */
 		if ((seen[i] >> 1) == ts && seen[i] != want)
-			*locked = false, *other_mode = true; /* T11 */
+			*locked = false;                  /* T11 */
 	}
 	return 0;
 }
@@ -796,33 +795,35 @@ raw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_val *out
  * S6 of the write of GUESSED word (@ts) read a tombstone: the object is
  * deleted, or being deleted. The word is in this client's slot on f+1
  * members, and a reader whose majority missed the tombstone may have
- * taken it (R15-R18), so the write cannot simply report the delete. Lock
- * readers out of @ts (S10's lock): if that succeeds no reader has taken
- * the word or will, and once the tombstone is on f+1 members (written back
- * here, for a deleter that may be slow or dead) no reader sees the word
- * again: KV_SW_DELETED. If a reader holds @ts in READ mode it took the
- * word while the delete was not complete: the write is ordered before the
+ * taken it (R15-R18), so the write cannot simply report the delete. The
+ * tombstone goes to f+1 members first (for a deleter that may be slow or
+ * dead): from then on no reader sees the word. Then lock readers out of
+ * @ts (S10's lock): if that succeeds no reader has taken the word or will:
+ * KV_SW_DELETED. If a reader holds @ts in READ mode it took the word
+ * while the delete was not complete: the write is ordered before the
  * delete (ts order) and took effect: KV_SW_DONE. (kv_test
  * ConcurrentClientsWithOneRoundFaultsAreLinearizable found an update
- * reporting -ENOENT whose value a get had returned.)
+ * reporting -ENOENT whose value a get had returned.) The write-back comes
+ * before the lock, as on the S9 path: locked first, a writer that died
+ * with the tombstone on one member left readers whose majority missed it
+ * unable to lock or pass its word for ever (Spin, kv/spin/m11.pml,
+ * m11_tomb_spec).
  */
 static int
 sw_write_deleted(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct sw_view *v, uint64_t ts, enum kv_sw_result *res)
 {
-	bool locked;
-	bool other;
-	int ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked, &other);
+	bool locked = false;
+	int ret = sw_write_back(c, geo, e, v);
 
+	if (ret == 0)
+		ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked);
 	if (ret != 0)
 		return ret;
 	if (!locked) {
 		kv__st_superseded(c, geo->loc, kv_st_meta(ts, 0, 0), c->cid);
 		return 0;
 	}
-	ret = sw_write_back(c, geo, e, v);
-	if (ret != 0)
-		return ret;
 	*res = KV_SW_DELETED;
 	kv__st_superseded(c, geo->loc, v->top, v->top_w);
 	return 0;
@@ -837,7 +838,7 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	struct kv_st_vhdr h;
 	struct sw_view v;
 	uint64_t ptr, off, ts, word;
-	bool locked, other;
+	bool locked;
 	int ret;
 
 	if (c->sb.repl == KV_REPL_ABD)
@@ -895,7 +896,7 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	 * test, 1 run in a CI rehearsal.) */
 	if (kv_st_is_tomb(v.top))
 		return sw_write_deleted(c, geo, e, &v, ts, res);
-	ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked, &other);
+	ret = sw_trylock(c, geo, c->cid, ts, KV_ST_TSL_WRITE, &locked);
 	if (ret != 0)
 		return ret;
 	if (!locked) {
@@ -923,94 +924,6 @@ kv__sw_write(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent
 	return 0;
 }
 
-/* Read every member's metadata array into @v (a few rounds at most).
- * Return: 0 (v->ok says who answered); errors of kv__st_retry. */
-static int
-sw_read_all(struct kv_client *c, const struct kv_st_geo *geo, struct sw_view *v)
-{
-	const unsigned all = (1u << c->g.n) - 1;
-
-	memset(v, 0, sizeof(*v));
-	v->ip_member = -1;
-	for (unsigned k = 0; k < 3 && v->ok != all; k++) {
-		unsigned mask = kv__ix_round_begin(&c->g) & ~v->ok, ok;
-		int ret;
-
-		for (unsigned i = 0; i < c->g.n; i++)
-			if ((mask >> i & 1) &&
-				(rdma_batch_read(&c->g.m[i].batch, c->region, geo->off, c->g.m[i].buf,
-					 8u * c->C) != 0 ||
-					rdma_batch_persist(&c->g.m[i].batch, c->region, geo->off,
-						8u * c->C) != 0))
-				mask &= ~(1u << i);
-		ok = sw_run(c, mask);
-		for (unsigned i = 0; i < c->g.n; i++)
-			if (ok >> i & 1)
-				sw_view_take(c, v, i, c->g.m[i].buf);
-		if (v->ok != all && (ret = kv__st_retry(c, ok == 0)) != 0)
-			return ret;
-	}
-	return 0;
-}
-
-/*
- * A GUESSED tuple @m of writer @w that readers cannot lock in READ mode:
- * some member holds ts(m) in WRITE mode (T11). Its writer took the lock
- * (S10) and has not finished S11: it is busy, or it failed or died in
- * between, and then nobody would ever unblock the key. Decide whether the
- * write stands (*@stands, with every member's metadata in @all): once no
- * life of @w can post any more and every member shows nothing above @m,
- * the outcome S10 gives when a reader locked first is the only one left
- * (kv/DESIGN.md, "Client liveness"; Spin kv/spin/m11.pml).
- *
- * "No life can post any more" (kv__st_claim_holder): at some moment after
- * the block was first seen, no tag held @w's claim word on f+1 members --
- * either then already (the locker, which locked before, had lost its id)
- * or later, when the tag that held it at first is gone (it may be the
- * locker) -- plus one lease L for its batches in flight to land. A life
- * without f+1 words has no valid lease and can never renew one.
- */
-static int
-sw_orphan(struct kv_client *c, const struct kv_st_geo *geo, unsigned w, uint64_t m,
-	struct sw_view *all, bool *stands)
-{
-	struct kv_st_orphan *o = NULL;
-	uint64_t now = kv__ix_now_ns();
-	int ret;
-
-	*stands = false;
-	for (unsigned k = 0; k < KV_ST_ORPHANS && o == NULL; k++)
-		if (c->orphans[k].loc == geo->loc && c->orphans[k].meta == m)
-			o = &c->orphans[k];
-	if (o == NULL) {
-		o = &c->orphans[c->orphan_next++ % KV_ST_ORPHANS];
-		memset(o, 0, sizeof(*o));
-		o->loc = geo->loc;
-		o->meta = m;
-	}
-	if (o->gone_at == 0) {
-		uint32_t tag;
-		bool known;
-
-		ret = kv__st_claim_holder(c, w, &tag, &known);
-		if (ret != 0 || !known)
-			return ret;
-		if (tag == 0 || (o->seen && tag != o->tag))
-			o->gone_at = now;
-		o->tag = tag;
-		o->seen = true;
-	}
-	if (o->gone_at == 0 || now < o->gone_at + c->lease_ns)
-		return 0;
-	ret = sw_read_all(c, geo, all);
-	if (ret != 0 || all->ok != (1u << c->g.n) - 1 || all->top != m || all->top_w != w)
-		return ret;
-	*stands = true;
-	o->loc = 0;
-	c->st.orphans_repaired++;
-	return 0;
-}
-
 /* Safe-Guess READ (R11-R21), the view it ended with in @v (its top on
  * f+1 members). Return: as kv__sw_read(), or -ESTALE when a buffer it
  * fetched was reused (the tuple was superseded): the caller reads again. */
@@ -1019,8 +932,6 @@ sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 	struct kv_st_val *out, struct sw_view *v)
 {
 	uint64_t seen[KV_MAX_CLIENTS] = { 0 }; /* R11 */
-	bool orphan_checked = false;
-	struct sw_view all;
 	int ret;
 
 	for (unsigned iter = 0;; iter++) {
@@ -1047,23 +958,16 @@ sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
 		if (m & KV_ST_VERIFIED)
 			return sw_fetch(c, geo, v, m, w, out);
 		if (seen[w] == m) {
-			const struct sw_view *hv = v;
-			bool locked, other;
+			bool locked;
 
 			/* R15-R18: read twice in sequence: w's ts was fresh. */
-			ret = sw_trylock(c, geo, w, kv_st_ts(m), 0, &locked, &other);
-			if (ret == 0 && !locked && other && !orphan_checked) {
-				/* Once per call: it costs 2-3 round trips. */
-				orphan_checked = true;
-				ret = sw_orphan(c, geo, w, m, &all, &locked);
-				hv = &all;
-			}
+			ret = sw_trylock(c, geo, w, kv_st_ts(m), 0, &locked);
 			if (ret != 0)
 				return ret;
 			if (locked) {
-				unsigned hold = sw_holders(c, hv, w, m);
+				unsigned hold = sw_holders(c, v, w, m);
 
-				ret = sw_fetch(c, geo, hv, m, w, out);
+				ret = sw_fetch(c, geo, v, m, w, out);
 				if (ret != 0)
 					return ret;
 				sw_verify_post(c, geo, w, m, m | KV_ST_VERIFIED, hold, NULL, NULL);

@@ -956,12 +956,12 @@ json_stats(FILE *f, const struct kv_stats *st)
 		",\"write_back_restarts\":%" PRIu64 ",\"stale_fetches\":%" PRIu64
 		",\"reclaims\":%" PRIu64 ",\"recycled\":%" PRIu64 ",\"lease_renewals\":%" PRIu64
 		",\"ids_freed\":%" PRIu64 ",\"reregistrations\":%" PRIu64 ",\"fenced_posts\":%" PRIu64
-		",\"orphans_repaired\":%" PRIu64 "}",
+		"}",
 		st->ops, st->rounds, st->index_rounds, st->slow_writes, st->lock_calls,
 		st->write_backs, st->read_iters, st->oop_reads, st->fallbacks, st->cache_misses,
 		st->unavailable, st->write_back_restarts, st->stale_fetches, st->reclaims,
 		st->recycled, st->lease_renewals, st->ids_freed, st->reregistrations,
-		st->fenced_posts, st->orphans_repaired);
+		st->fenced_posts);
 }
 
 /* The clients' log use at interval @iv: each thread's latest sample. */
