@@ -218,6 +218,7 @@ struct kv_node_status {
 	uint64_t index_buckets;   /* index buckets created on this node */
 	unsigned index_depth;     /* depth of the deepest (the root is 0) */
 	enum kv_replication repl;
+	unsigned lease_ms;        /* the clients' lease (kv_config.lease_ms) */
 	unsigned max_clients;     /* client ids ... */
 	unsigned clients;         /* ... registered now (open, or stopped
 	                           * and not yet found out) */

@@ -1214,6 +1214,7 @@ kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_s
 		goto out;
 	out->formatted = true;
 	out->repl = (enum kv_replication)sb.repl;
+	out->lease_ms = sb.lease_ms;
 	out->max_clients = sb.max_clients;
 	out->chunks = sb.nchunks;
 	out->chunk_bytes = sb.chunk_bytes;
