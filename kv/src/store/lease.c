@@ -250,13 +250,17 @@ lease_take_over(struct kv_client *c, const unsigned *stale)
 int
 kv__st_lease_keep(struct kv_client *c)
 {
-	const uint64_t want = kv_st_claim(c->id_tag, c->beat + 1);
 	unsigned holds = 0, lost = 0, stale[KV_MAX_CLIENTS] = { 0 };
-	uint64_t first = 0;
+	uint64_t first = 0, want;
 	int ret = 0;
 
 	if (c->lease_end >= c->deadline)
 		return 0; /* the lease covers this operation */
+	/* A new beat for every attempt: one that gave up may have left its
+	 * beat on a member, and a later renewal that wrote the same word there
+	 * again would not change it: watchers would count its age from the
+	 * first time (Spin, m10_beatsucc). */
+	want = kv_st_claim(c->id_tag, ++c->beat);
 	/* Renewing is a CAS from this life's own word: harmless even after
 	 * the lease ran out (if nobody took the id, it is valid again). */
 	c->g.fence_open = true;
@@ -271,6 +275,11 @@ kv__st_lease_keep(struct kv_client *c)
 			struct kv_ix_member *m = &c->g.m[i];
 
 			if (!(mask >> i & 1))
+				continue;
+			/* Only from this life's own word, or from 0 while the
+			 * lease runs: never over another life's claim (Spin,
+			 * m10_mut_casany: the first version did). */
+			if (c->id_word[i] != 0 && kv_st_claim_tag(c->id_word[i]) != c->id_tag)
 				continue;
 			if ((c->id_word[i] != 0 || valid) &&
 				(rdma_batch_cas(&m->batch, c->region, claim_off(c, c->cid), c->id_word[i],
@@ -300,7 +309,6 @@ kv__st_lease_keep(struct kv_client *c)
 			lease_observe(c, i, words, now, stale);
 		}
 		if ((unsigned)__builtin_popcount(holds) >= c->g.f + 1) {
-			c->beat++;
 			c->lease_end = first + c->lease_ns;
 			c->st.lease_renewals++;
 			break;

@@ -66,7 +66,7 @@ struct kv_client {
 	unsigned cid, C;
 	/* lease (lease.c): the id's claim word is kv_st_claim(id_tag, beat) */
 	uint32_t id_tag;           /* this life's tag; 0: no id held */
-	uint32_t beat;             /* the beat of the last renewal that held */
+	uint32_t beat;             /* the beat of the last renewal attempted */
 	uint64_t id_word[KV_MAX_NODES]; /* the id's claim word on each member,
 	                            * as last seen */
 	uint64_t lease_ns;         /* L (kv_st_super.lease_ms) */
