@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m9.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m11.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -125,13 +125,35 @@ CHECKS=(
 "full|m9_latewb_2rd|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB|exh||300|pass|-m400000 -w25|as m9_latewb, 2 reads (7.9 M states)"
 "full|m9_k4_latewb|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB -DK=4|exh||600|pass|-m400000 -w27|W1-W4, 2 reads, a late write-back (25 M states)"
 "full|m9_2r_bit|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DNR=2 -DNRD=1|bit:33||600|pass|-m400000|2 readers x 1 read, W1-W3 (over 100 M states; cut at the time limit)"
+# --- M11: the repair of a dead writer's locked guess (S10 without S11; swarm.c sw_write_deleted, sw_read)
+# M11 flag defaults: REPAIR=2 (step 3 writes the largest word back), NRP=1 reader x NRD=1 read, MAXIT=5, no node crash.
+"ci|m11|m11.pml|-DFIXORD -DGUESS1 -DNOS8 -DREPAIR=0 -DWAITFREE|exh||60|pass|-m400000 -w25|C as built: S9 path (write-back, then S10), no repair; w dies at any step, o stops anywhere: every read within MAXIT iterations (6.4 M states)"
+"ci|m11_repair|m11.pml|-DFIXORD -DGUESS1 -DNOS8 -DNOVERIFY|exh||60|pass|-m400000 -w25|as m11 + the repair (fixed): step 2 never reached, no read blocked after w's death (9.1 M states)"
+"ci|m11_tomb_block|m11.pml|-DFIXORD -DTOMB -DREPAIR=0|exh||60|finding|-m400000 -w24|tombstone path locking before its write-back (before c339ff0), no repair: a read blocked for ever"
+"ci|m11_tomb_spec|m11.pml|-DFIXORD -DTOMB -DREPAIR=1|exh||60|finding|-m400000 -w24|as m11_tomb_block + the repair as specified (step 3 does nothing): still blocked"
+"ci|m11_tomb_fix|m11.pml|-DFIXORD -DTOMB -DNOVERIFY|exh||60|pass|-m400000 -w25|as m11_tomb_spec, step 3 writes the largest word back: no read blocked, step 2 never reached (10.9 M states)"
+"ci|m11_tomb_wbfirst|m11.pml|-DFIXORD -DTOMB -DWBFIRST -DREPAIR=0 -DWAITFREE|exh||60|pass|-m400000 -w25|C as built (c339ff0): tombstone written back before the lock, no repair: every read within MAXIT iterations (7.7 M states)"
+"ci|m11_mut_noguard|m11.pml|-DFIXORD -DTOMB -DMUT_MAJORITY -DMUT_ALIVE|exh||60|fail|-m400000 -w24|mutant: the repair reads a majority and does not wait for w's death (w's failed write returned)"
+"ci|m11_mut_noguard_lf|m11.pml|-DFIXORD -DGUESS1 -DLOCKFIRST -DMUT_MAJORITY -DMUT_ALIVE|exh||60|fail|-m400000 -w24|mutant as m11_mut_noguard, S9 locking first: w's value under two timestamps"
+"ci|m11_mut_majority|m11.pml|-DFIXORD -DTOMB -DMUT_MAJORITY -DNOVERIFY|exh||60|fail|-m400000 -w24|mutant: the repair reads a majority (ghost: step 2 reached)"
+"full|m11_guess|m11.pml|-DFIXORD -DNOVERIFY|exh||600|pass|-m400000 -w27|as m11_repair, both guesses free, w's S8 (56 M states)"
+"full|m11_noguard|m11.pml|-DFIXORD -DGUESS1 -DMUT_MAJORITY -DMUT_ALIVE -DNOVERIFY|exh||300|pass|-m400000 -w26|C's S9 order, repair with neither guard: step 2 still never reached (16.8 M states)"
+"full|m11_lf_spec|m11.pml|-DFIXORD -DGUESS1 -DLOCKFIRST -DREPAIR=1|exh||120|finding|-m400000 -w24|S9 locking first, o stopped after node 2, w dead after its lock, the repair as specified: blocked"
+"full|m11_lf_fix|m11.pml|-DFIXORD -DGUESS1 -DLOCKFIRST -DNOVERIFY|exh||300|pass|-m400000 -w26|S9 locking first, the fixed repair (17.4 M states)"
+"full|m11_lf_majority|m11.pml|-DFIXORD -DGUESS1 -DLOCKFIRST -DMUT_MAJORITY|exh||300|pass|-m400000 -w26|MUT_MAJORITY alone, S9 locking first: step 2 reached, harmless (w dead)"
+"full|m11_lf_fresh|m11.pml|-DFIXORD -DGUESS1 -DLOCKFIRST -DMUT_MAJORITY -DMUT_FRESH|exh||300|pass|-m400000 -w26|MUT_FRESH (with MUT_MAJORITY, to reach step 2): harmless"
+"full|m11_lf_nowb|m11.pml|-DFIXORD -DGUESS1 -DLOCKFIRST -DMUT_MAJORITY -DMUT_NOWB|exh||300|pass|-m400000 -w26|MUT_NOWB (with MUT_MAJORITY): harmless"
+"full|m11_alive|m11.pml|-DFIXORD -DTOMB -DMUT_ALIVE -DNOVERIFY|exh||300|pass|-m400000 -w25|MUT_ALIVE alone: step 2 never reached"
+"full|m11_crash_bit|m11.pml|-DFIXORD -DGUESS1 -DNOS8 -DREPAIR=0 -DWAITFREE -DCRASH|bit:33||600|pass|-m400000|as m11 (C as built) + one node crash and restart (78 M states, cut at the time limit)"
+"full|m11_tomb_crash_bit|m11.pml|-DFIXORD -DTOMB -DWBFIRST -DREPAIR=0 -DWAITFREE -DCRASH|bit:33||600|pass|-m400000|as m11_tomb_wbfirst (C as built) + one node crash and restart (200 M states, cut at the time limit)"
+"full|m11_tomb_2r_bit|m11.pml|-DFIXORD -DTOMB -DNOVERIFY -DNRP=2|bit:33||600|pass|-m400000|as m11_tomb_fix + a second reader (observer)"
 )
 
 usage() {
 	cat <<EOF
 usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
-Runs the FCP index's, SWARM's and the store's Spin models (m1..m9) as named checks with expected outcomes and
+Runs the FCP index's, SWARM's and the store's Spin models (m1..m11) as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
@@ -143,7 +165,7 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
            several GB; run on request)
   --list   print the table and exit
   --model FILE
-           only the checks of model FILE (m1.pml ... m9.pml) in the chosen
+           only the checks of model FILE (m1.pml ... m11.pml) in the chosen
            set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)
