@@ -125,6 +125,35 @@ CHECKS=(
 "full|m9_latewb_2rd|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB|exh||300|pass|-m400000 -w25|as m9_latewb, 2 reads (7.9 M states)"
 "full|m9_k4_latewb|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DLATEWB -DK=4|exh||600|pass|-m400000 -w27|W1-W4, 2 reads, a late write-back (25 M states)"
 "full|m9_2r_bit|m9.pml|-DALWAYS -DRETDUR -DDRAIN -DNR=2 -DNRD=1|bit:33||600|pass|-m400000|2 readers x 1 read, W1-W3 (over 100 M states; cut at the time limit)"
+# --- M10: client leases (lease.c): claim words with beats, renewal, fence, suspicion time D, takeover
+# M10 flag defaults: LEASE=2 TIN=1 (the in-flight bound) DSUS=LEASE+TIN+1, MAXB=1 renewal, NOBS=1
+# claimant claiming on f+1 zeros, NCL=1 attempt, LOSS=0, abstract observers (-DVIEWS: real ones).
+# -DP_REVERSE only changes pan's search order (it finds that trail sooner). Two trails are found
+# by randomized runs within seconds (seeds picked so; each seed's search is deterministic), where
+# the exhaustive search needs 4 M states (m10_beatsucc_exh).
+"ci|m10|m10.pml||exh||60|pass|-m400000 -w24|3 MNs; A (claim on 2 or 3 nodes, 1 renewal, data), claimant B on f+1 zeros, abstract observers; P1, P2 in every state (2.6 M states)"
+"ci|m10_2obs|m10.pml|-DVIEWS -DNOBS=2 -DMAXB=0|exh||60|pass|-m400000 -w24|two real observers (own reads, first_seen) zeroing and claiming concurrently; A never renews (4.3 M states)"
+"ci|m10_live|m10.pml|-DLIVE -DLEASE=4 -DTIN=2 -DMAXB=2|exh||60|pass|-m400000 -w24|P3: A stops at any step, its id is taken over by D + 2T + 1 (L=4, T=2, 2 renewals; 3.8 M states)"
+"ci|m10_mut_early|m10.pml|-DMUT_EARLY|exh||30|fail|-m400000 -w24|mutant: D = L (suspicion before the in-flight bound passed)"
+"ci|m10_mut_nofence|m10.pml|-DMUT_NOFENCE|exh||30|fail|-m400000 -w24|mutant: data posted without the lease check"
+"ci|m10_mut_reownlate|m10.pml|-DMUT_REOWNLATE -DP_REVERSE|exh||60|fail|-m400000 -w24|mutant: re-own after the lease ran out"
+"ci|m10_mut_fromdone|m10.pml|-DMUT_FROMDONE|exh||30|fail|-m400000 -w24|mutant: from := the renewal's completion"
+"ci|m10_mut_casany|m10.pml|-DMUT_CASANY|exh||60|fail|-m400000 -w24|mutant: a round CASes from another owner's word (lease.c at 2196717)"
+"ci|m10_mut_seenpost|m10.pml|-DMUT_SEENPOST -DLEASE=4 -DTIN=2|rand|3 2 1|30|fail|-m400000 -w26|mutant: first_seen stamped at the READ's post (L=4, T=2, D=7)"
+"ci|m10_beatsucc|m10.pml|-DBEATSUCC|rand|1 3 7|30|finding|-m400000 -w26|as m10, a renewal's beat = the last that held + 1 (lease.c at 2196717): a given-up renewal's beat is reused"
+"full|m10_beatsucc_exh|m10.pml|-DBEATSUCC -DP_REVERSE|exh||120|finding|-m400000 -w24|m10_beatsucc, exhaustive search (about 4.2 M states before the trail)"
+"full|m10_gap|m10.pml|-DGAP|exh||30|finding|-m400000 -w24|as m10, A may pause between its fence check and the post"
+"full|m10_takeover|m10.pml|-DTAKEOVER|exh||30|fail|-m400000 -w24|reachability: a takeover happens (the bound is not vacuous)"
+"full|m10_mut_claimsame|m10.pml|-DVIEWS -DNOBS=2 -DNCL=2 -DMAXB=0 -DMUT_CLAIMSAME|exh||120|fail|-m400000 -w24|mutant: a client claims again with its failed attempt's owner (ABA for an observer)"
+"full|m10_anyclaim|m10.pml|-DANYCLAIM|exh||120|pass|-m400000 -w24|as m10, B claims at any time (5.7 M states)"
+"full|m10_views|m10.pml|-DVIEWS|exh||60|pass|-m400000 -w24|as m10, B is a real observer too (0.7 M states)"
+"full|m10_b2|m10.pml|-DMAXB=2|exh||300|pass|-m400000 -w26|as m10, 2 renewals (16.6 M states)"
+"full|m10_loss|m10.pml|-DLOSS=1|exh||300|pass|-m400000 -w26|as m10 + 1 lost reply (13.7 M states)"
+"full|m10_lt|m10.pml|-DLEASE=4 -DTIN=2|exh||300|pass|-m400000 -w26|as m10, L=4, T=2, D=7 (8.5 M states)"
+"full|m10_dexact|m10.pml|-DLEASE=4 -DTIN=2 -DDSUS=6|exh||300|pass|-m400000 -w26|as m10_lt, D = L + T: no margin, the model's clocks are exact (7.4 M states)"
+"full|m10_views_b2|m10.pml|-DVIEWS -DMAXB=2|exh||300|pass|-m400000 -w26|as m10_views, 2 renewals (7.3 M states)"
+"full|m10_anyclaim_b2|m10.pml|-DANYCLAIM -DMAXB=2|exh||1200|pass|-m400000 -w27|as m10_anyclaim, 2 renewals (44.8 M states, 1.9 GB)"
+"full|m10_2c_bit|m10.pml|-DNOBS=2|bit:33||600|pass|-m400000|as m10, claimants B and C (over 64 M states; cut at the time limit)"
 # --- M11: the repair of a dead writer's locked guess (S10 without S11; swarm.c sw_write_deleted, sw_read)
 # M11 flag defaults: REPAIR=2 (step 3 writes the largest word back), NRP=1 reader x NRD=1 read, MAXIT=5, no node crash.
 "ci|m11|m11.pml|-DFIXORD -DGUESS1 -DNOS8 -DREPAIR=0 -DWAITFREE|exh||60|pass|-m400000 -w25|C as built: S9 path (write-back, then S10), no repair; w dies at any step, o stops anywhere: every read within MAXIT iterations (6.4 M states)"
