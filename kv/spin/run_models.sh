@@ -152,7 +152,7 @@ CHECKS=(
 "full|m10_lt|m10.pml|-DLEASE=4 -DTIN=2|exh||300|pass|-m400000 -w26|as m10, L=4, T=2, D=7 (8.5 M states)"
 "full|m10_dexact|m10.pml|-DLEASE=4 -DTIN=2 -DDSUS=6|exh||300|pass|-m400000 -w26|as m10_lt, D = L + T: no margin, the model's clocks are exact (7.4 M states)"
 "full|m10_views_b2|m10.pml|-DVIEWS -DMAXB=2|exh||300|pass|-m400000 -w26|as m10_views, 2 renewals (7.3 M states)"
-"full|m10_anyclaim_b2|m10.pml|-DANYCLAIM -DMAXB=2|exh||1200|pass|-m400000 -w27|as m10_anyclaim, 2 renewals (44.8 M states, 1.9 GB)"
+"full|m10_anyclaim_b2|m10.pml|-DANYCLAIM -DMAXB=2|exh||1200|pass|-m400000 -w27|as m10_anyclaim, 2 renewals (44.8 M states, about 2.8 GB)"
 "full|m10_2c_bit|m10.pml|-DNOBS=2|bit:33||600|pass|-m400000|as m10, claimants B and C (over 64 M states; cut at the time limit)"
 # --- M11: the repair of a dead writer's locked guess (S10 without S11; swarm.c sw_write_deleted, sw_read)
 # M11 flag defaults: REPAIR=2 (step 3 writes the largest word back), NRP=1 reader x NRD=1 read, MAXIT=5, no node crash.
