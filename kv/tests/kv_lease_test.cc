@@ -228,6 +228,37 @@ TEST_F(KvLeaseTest, DeadClientsIdIsFreedAndReused)
 	EXPECT_EQ(kv_close(&x), 0) << pm_errormsg();
 }
 
+// A dead client's word that watchers zero later on one node than on the
+// others (here: its last renewal landed there alone, a second after the
+// rest): once the id is given up on the other two, the one freeing it
+// clears that word too, instead of leaving the id registered there for
+// another suspicion time (or for good, with no client running) and the
+// next holder of the id unable to hold that node.
+TEST_F(KvLeaseTest, DeadClientsLateWordIsClearedWhenItsIdIsFreed)
+{
+	const std::vector<bool> before = Claimed();
+	kv_client *a = nullptr;
+	ASSERT_EQ(kv_open(&a, &cfg_), 0) << pm_errormsg();
+	const std::vector<bool> after = Claimed();
+	unsigned id = 0;
+	while (id < after.size() && !(after[id] && !before[id]))
+		id++;
+	ASSERT_LT(id, after.size());
+	const kv_st_super sb = Super();
+	const uint64_t word = Word(2, sb.id_off + 8u * id);
+	ASSERT_NE(word, 0u);
+	kv__st_test_abandon(&a);
+	ASSERT_TRUE(WorkUntil(c_, [&] { return Stats(c_).lease_renewals >= 2; }));
+	Write(2, sb.id_off + 8u * id, kv_st_claim(kv_st_claim_tag(word), 1000));
+	ASSERT_TRUE(WorkUntil(c_, [&] { return Stats(c_).ids_freed >= 1; }))
+		<< "a's id was never freed";
+	for (unsigned i = 0; i < 3; i++)
+		EXPECT_EQ(Word(i, sb.id_off + 8u * id), 0u) << "node " << i;
+	kv_node_status ns;
+	ASSERT_EQ(kv_node_status_read(&cfg_, 2, &ns), 0) << pm_errormsg();
+	EXPECT_EQ(ns.clients, 1u); // the watcher alone
+}
+
 // A client taken for dead (silent past the suspicion time) whose id went
 // to another client: an operation that starts without renewing (paused
 // between its check and its post) posts nothing -- the value it would have

@@ -140,21 +140,30 @@ lease_zeros(const struct kv_client *c, unsigned ok, unsigned j)
 }
 
 /*
- * Client @j was given up: clear the hazard words its last life left up,
- * each by a CAS from the word read (its write-backs landed long ago; a
- * new life's hazard carries another sequence number and is left alone).
- * Best effort: a hazard left up only keeps a buffer from reuse.
+ * Client @j, whose last life had tag @tag, was given up: clear the hazard
+ * words that life left up, each by a CAS from the word read (its
+ * write-backs landed long ago; a new life's hazard carries another
+ * sequence number and is left alone), and its claim word on the members
+ * (at most f) where watchers had not zeroed it yet. Left there, such a
+ * word would keep the next life of the id from holding that member until
+ * some watcher zeroed it, D later or never, and status would count the id
+ * as registered there. Clearing it is safe: a life with 0 on f+1 members
+ * at once is over for good, and the CAS is from a word of that life only.
+ * Best effort: a hazard left up only keeps a buffer from reuse; a claim
+ * word left up is zeroed by watchers.
  */
 static void
-lease_repair(struct kv_client *c, unsigned j)
+lease_repair(struct kv_client *c, unsigned j, uint32_t tag)
 {
 	uint64_t off = c->sb.hz_off + 8u * (uint64_t)j * KV_ST_HZ;
 	unsigned mask = kv__ix_round_begin(&c->g), ok;
 
 	for (unsigned i = 0; i < c->g.n; i++)
 		if ((mask >> i & 1) &&
-			rdma_batch_read(&c->g.m[i].batch, c->region, off, c->g.m[i].buf,
-				8u * KV_ST_HZ) != 0)
+			(rdma_batch_read(&c->g.m[i].batch, c->region, off, c->g.m[i].buf,
+				 8u * KV_ST_HZ) != 0 ||
+				rdma_batch_read(&c->g.m[i].batch, c->region, claim_off(c, j),
+					c->g.m[i].buf + 8u * KV_ST_HZ, 8) != 0))
 			mask &= ~(1u << i);
 	c->st.rounds++;
 	ok = kv__ix_round_run(&c->g, mask, c->g.n, c->deadline);
@@ -162,11 +171,17 @@ lease_repair(struct kv_client *c, unsigned j)
 	mask = kv__ix_round_begin(&c->g);
 	for (unsigned i = 0; i < c->g.n; i++) {
 		struct kv_ix_member *m = &c->g.m[i];
-		uint64_t hz[KV_ST_HZ], cleared = 0;
+		uint64_t hz[KV_ST_HZ], claim, cleared = 0;
 
 		if (!(mask >> i & 1))
 			continue;
 		memcpy(hz, m->buf, sizeof(hz));
+		memcpy(&claim, m->buf + 8u * KV_ST_HZ, 8);
+		if ((ok >> i & 1) && claim != 0 && kv_st_claim_tag(claim) == tag &&
+			(rdma_batch_cas(&m->batch, c->region, claim_off(c, j), claim, 0,
+				 &m->old[KV_ST_HZ + 2]) != 0 ||
+				rdma_batch_persist(&m->batch, c->region, claim_off(c, j), 8) != 0))
+			mask &= ~(1u << i);
 		for (unsigned s = 0; (ok >> i & 1) && s < KV_ST_HZ; s++) {
 			if (hz[s] == 0)
 				continue;
@@ -199,6 +214,7 @@ lease_take_over(struct kv_client *c, const unsigned *stale)
 {
 	unsigned mask = kv__ix_round_begin(&c->g), ok, zeros[KV_MAX_CLIENTS];
 	unsigned took[KV_MAX_CLIENTS] = { 0 };
+	uint32_t tag[KV_MAX_CLIENTS] = { 0 };
 	bool any = false;
 
 	for (unsigned i = 0; i < c->g.n; i++) {
@@ -228,6 +244,7 @@ lease_take_over(struct kv_client *c, const unsigned *stale)
 			memcpy(&w, c->g.m[i].buf + 8u * j, 8);
 			if (w == 0 && c->seen[j][i].word != 0) {
 				took[j] |= 1u << i;
+				tag[j] = kv_st_claim_tag(c->seen[j][i].word);
 				c->seen[j][i].word = 0;
 				c->seen[j][i].since = kv__ix_now_ns();
 			}
@@ -243,7 +260,7 @@ lease_take_over(struct kv_client *c, const unsigned *stale)
 			(unsigned)__builtin_popcount(zeros[j] & lease_zeros(c, ok, j)) < c->g.f + 1)
 			continue;
 		c->st.ids_freed++;
-		lease_repair(c, j);
+		lease_repair(c, j, tag[j]);
 	}
 }
 
