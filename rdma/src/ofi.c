@@ -69,7 +69,8 @@
  * a call in flight is still unsafe. The other way round, the node may touch
  * our endpoint's memory just after we saw the last completion, so close
  * waits for answers outstanding and then parks the endpoint with the node,
- * whose progress thread closes it between two polls (ofi_common.h).
+ * whose progress thread closes it once none of its replies is outstanding
+ * (ofi_server.c, ofi_poll_once).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -49,8 +49,8 @@
 static uint64_t ofi_next_key = 1;
 
 /* Something a client parked with a server of this process. */
-struct ofi_parked {
-	struct ofi_parked *next;
+struct rdma__ofi_parked {
+	struct rdma__ofi_parked *next;
 	rdma__ofi_release_fn fn;
 	void *arg;
 };
@@ -60,7 +60,7 @@ struct rdma__ofi_local {
 	struct rdma__ofi_local *next;
 	size_t len;
 	uint8_t addr[RDMA_WIRE_ADDR_MAX];
-	struct ofi_parked *parked;  /* under ofi_locals_lock */
+	struct rdma__ofi_parked *parked; /* under ofi_locals_lock */
 	atomic_uint nparked;        /* a lock-free hint of parked != NULL */
 	const struct rdma__ofi *ofi; /* the server's endpoint, woken when
 	                              * something is parked */
@@ -113,13 +113,13 @@ rdma__ofi_local_add(const struct rdma__ofi *o, struct rdma__ofi_local **out)
 }
 
 /*
- * ofi_release_list -- release parked items (no lock held).
+ * rdma__ofi_parked_release -- release parked items (no lock held).
  */
-static void
-ofi_release_list(struct ofi_parked *p)
+void
+rdma__ofi_parked_release(struct rdma__ofi_parked *p)
 {
 	while (p != NULL) {
-		struct ofi_parked *next = p->next;
+		struct rdma__ofi_parked *next = p->next;
 
 		p->fn(p->arg);
 		free(p);
@@ -128,22 +128,27 @@ ofi_release_list(struct ofi_parked *p)
 }
 
 /*
- * rdma__ofi_local_release -- release what was parked with @l.
+ * rdma__ofi_local_take -- move what was parked with @l in front of @held.
  */
-void
-rdma__ofi_local_release(struct rdma__ofi_local *l)
+struct rdma__ofi_parked *
+rdma__ofi_local_take(struct rdma__ofi_local *l, struct rdma__ofi_parked *held)
 {
-	struct ofi_parked *p;
+	struct rdma__ofi_parked *p, *tail;
 
 	/* relaxed: only a hint; the lock below orders the list itself */
 	if (atomic_load_explicit(&l->nparked, memory_order_relaxed) == 0)
-		return;
+		return held;
 	pthread_mutex_lock(&ofi_locals_lock);
 	p = l->parked;
 	l->parked = NULL;
 	atomic_store_explicit(&l->nparked, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&ofi_locals_lock);
-	ofi_release_list(p);
+	if (p == NULL)
+		return held;
+	for (tail = p; tail->next != NULL; tail = tail->next)
+		;
+	tail->next = held;
+	return p;
 }
 
 /*
@@ -153,7 +158,7 @@ void
 rdma__ofi_local_del(struct rdma__ofi_local *l)
 {
 	struct rdma__ofi_local **pp;
-	struct ofi_parked *p;
+	struct rdma__ofi_parked *p;
 
 	if (l == NULL)
 		return;
@@ -167,7 +172,7 @@ rdma__ofi_local_del(struct rdma__ofi_local *l)
 	p = l->parked;
 	l->parked = NULL;
 	pthread_mutex_unlock(&ofi_locals_lock);
-	ofi_release_list(p);
+	rdma__ofi_parked_release(p);
 	free(l);
 }
 
@@ -204,7 +209,7 @@ bool
 rdma__ofi_local_park(const void *addr, size_t len, rdma__ofi_release_fn fn,
 	void *arg)
 {
-	struct ofi_parked *p = malloc(sizeof(*p));
+	struct rdma__ofi_parked *p = malloc(sizeof(*p));
 	struct rdma__ofi_local *l;
 
 	if (p == NULL)

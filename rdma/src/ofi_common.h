@@ -227,8 +227,7 @@ void rdma__ofi_wake(const struct rdma__ofi *o);
  * client endpoint's memory just after the client saw its last completion,
  * and closing that endpoint then makes the node crash. Such a client parks
  * its endpoint with the node instead, and the node's progress thread
- * releases it between two polls, when nothing of the node's can still be
- * touching it.
+ * releases it when nothing of the node's can still be touching it.
  */
 struct rdma__ofi_local;
 
@@ -248,11 +247,24 @@ int rdma__ofi_local_add(const struct rdma__ofi *o, struct rdma__ofi_local **out)
  */
 void rdma__ofi_local_del(struct rdma__ofi_local *l);
 
+/* What clients parked, taken by the server (a list). */
+struct rdma__ofi_parked;
+
 /**
- * rdma__ofi_local_release -- from the server's progress thread, between
- * two polls: release what was parked with it. Cheap when nothing is.
+ * rdma__ofi_local_take -- from the server's progress thread: take what was
+ * parked with @l so far, in front of the list @held (NULL: empty). The
+ * server releases it (rdma__ofi_parked_release) once nothing of its own
+ * can still touch those endpoints (ofi_server.c, ofi_poll_once). Cheap
+ * when nothing is parked. Return: the new list.
  */
-void rdma__ofi_local_release(struct rdma__ofi_local *l);
+struct rdma__ofi_parked *rdma__ofi_local_take(struct rdma__ofi_local *l,
+	struct rdma__ofi_parked *held);
+
+/**
+ * rdma__ofi_parked_release -- release every item of list @p (its release
+ * functions run in order; the list is freed). NULL is a no-op.
+ */
+void rdma__ofi_parked_release(struct rdma__ofi_parked *p);
 
 /**
  * rdma__ofi_local_has -- whether @addr (@len bytes) is the address of a

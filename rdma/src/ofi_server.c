@@ -146,6 +146,8 @@ struct ofi_server {
 	atomic_bool poke;      /* a client was admitted: activity */
 	struct rdma__ofi_local *local; /* our entry among this process's
 	                                * servers (ofi_common.h) */
+	struct rdma__ofi_parked *held; /* taken from local, not yet
+	                                * released (ofi_poll_once) */
 };
 
 /*
@@ -304,17 +306,46 @@ ofi_retry_pending(struct ofi_server *s)
 }
 
 /*
+ * ofi_replying -- whether a reply of ours is still with the provider, or
+ * waiting to be handed to it.
+ */
+static bool
+ofi_replying(const struct ofi_server *s)
+{
+	for (unsigned i = 0; i < RDMA_OFI_SERVER_SLOTS; i++)
+		if (s->slots[i].state == OFI_SLOT_SENDING ||
+				s->slots[i].state == OFI_SLOT_NEED_SEND)
+			return true;
+	return false;
+}
+
+/*
  * ofi_poll_once -- read the queue once, retry what the provider refused and
  * release parked endpoints. @events: the RMA event count last seen.
  * Return: whether there was activity.
+ *
+ * Parked endpoints (ofi_common.h) are taken at the start of a poll and
+ * released at its end, and only when no reply of ours is outstanding.
+ * With shm, a reply is a command in the client's endpoint memory that the
+ * client answers by a response in ours; our progress then returns the
+ * command's buffer into the client's memory (taking a lock there). A
+ * client sees its reply, and may park, before we processed that response:
+ * releasing it at once made the next progress crash on the freed lock
+ * (ofi_test AbandonedBatchThenClose/shm, SIGSEGV in fi_cntr_read). A
+ * parked client sends nothing more, so once every reply sent before it
+ * was taken has completed, nothing of ours refers to its memory.
  */
 static bool
 ofi_poll_once(struct ofi_server *s, uint64_t *events)
 {
 	struct rdma__ofi_comp comps[16];
-	int n = rdma__ofi_poll(&s->ofi, comps, 16);
-	bool active = n > 0;
+	int n;
+	bool active;
 	uint64_t now_events;
+
+	s->held = rdma__ofi_local_take(s->local, s->held);
+	n = rdma__ofi_poll(&s->ofi, comps, 16);
+	active = n > 0;
 
 	if (n < 0) {
 		rdma__log(s->env, RDMA_NODE_LOG_ERROR,
@@ -328,13 +359,14 @@ ofi_poll_once(struct ofi_server *s, uint64_t *events)
 		ofi_retry_pending(s);
 		active = true;
 	}
-	/* between two polls nothing of ours touches a client endpoint of
-	 * this process that was parked before now */
-	rdma__ofi_local_release(s->local);
 	now_events = rdma__ofi_rma_events(&s->ofi);
 	if (now_events != *events) {
 		*events = now_events;
 		active = true;
+	}
+	if (s->held != NULL && !ofi_replying(s)) {
+		rdma__ofi_parked_release(s->held);
+		s->held = NULL;
 	}
 	/* relaxed: a hint that ends idling (a busy thread's nap), it
 	 * orders nothing */
@@ -459,6 +491,8 @@ ofi_server_stop(void *state)
 	}
 	/* the thread is stopped: what clients of this process parked with
 	 * us can go, before our endpoint (their peer) does */
+	rdma__ofi_parked_release(s->held);
+	s->held = NULL;
 	rdma__ofi_local_del(s->local);
 	/* the endpoint first, so no remote operation reaches a region whose
 	 * registration is going away */
