@@ -529,6 +529,11 @@ member_post(struct kv_ix_group *g, unsigned i)
 			return false;
 		}
 	}
+	if (g->crash_left != NULL) {
+		if (*g->crash_left == 0)
+			return false;
+		(*g->crash_left)--;
+	}
 	/* Counted before: a post that fails may have sent part of it. */
 	m->posts++;
 	rc = rdma_post(m->conn, &m->batch);

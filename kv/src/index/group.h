@@ -123,6 +123,9 @@ struct kv_ix_group {
 	const uint64_t *fence;
 	bool fence_open;
 	uint64_t fenced_posts;      /* batches not posted because of it */
+	/* Fault point (kv__ix_crash_after): when set, each post takes one
+	 * from *crash_left; at 0 nothing more is posted. */
+	uint64_t *crash_left;
 	pthread_t thread;           /* reconnects DOWN members */
 	pthread_mutex_t lock;       /* protects stop, wake, refusal */
 	pthread_cond_t cond;
@@ -338,6 +341,18 @@ int kv__ix_unclaim(struct kv_ix_group *g, uint32_t region, uint64_t off, uint64_
  * Return: nothing (void). Thread-safety: the client thread.
  */
 void kv__ix_fence(struct kv_ix_group *g, struct kv_index *ix, const uint64_t *until);
+
+/**
+ * kv__ix_crash_after -- fault point for tests of client crashes: from now
+ * on every batch @g, or the group of index handle @ix (may be NULL),
+ * posts takes one from *@left, and once it is 0 none is posted, silently:
+ * the nodes are left as a client killed right after that many batches
+ * leaves them (a round's batches to different members count one each, so
+ * a crash may fall between two members of a round). @left: owned by the
+ * caller, alive as long as the groups; NULL turns the fault point off.
+ * Return: nothing (void). Thread-safety: the client thread.
+ */
+void kv__ix_crash_after(struct kv_ix_group *g, struct kv_index *ix, uint64_t *left);
 
 /* kv__ix_fenced_posts -- the batches the fence kept the group of index
  * handle @ix (may be NULL: 0) from posting. Thread-safety: its thread. */

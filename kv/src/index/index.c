@@ -309,11 +309,18 @@ kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
 	/* A create that fails leaves no node it formatted holding an index,
 	 * so it can run again (one crashed part-way does not: kv/DESIGN.md,
 	 * "Failures"). */
-	if (ret != 0)
+	if (ret != 0) {
+		/* Closing may overwrite the message of the failure. */
+		char *why = strdup(pm_errormsg());
+
 		kv__ix_group_unformat(&ix->g, ix->g.region, formatted);
-	kv_index_close(&ix);
-	if (ret != 0)
+		kv_index_close(&ix);
+		if (why != NULL)
+			pm_error_set(0, "%s", why);
+		free(why);
 		return ret;
+	}
+	kv_index_close(&ix);
 	ret = kv_index_open(out, cfg);
 	if (ret != 0)
 		kv__ix_unformat(cfg, formatted);
@@ -369,6 +376,14 @@ kv__ix_fence(struct kv_ix_group *g, struct kv_index *ix, const uint64_t *until)
 	g->fence = until;
 	if (ix != NULL)
 		ix->g.fence = until;
+}
+
+void
+kv__ix_crash_after(struct kv_ix_group *g, struct kv_index *ix, uint64_t *left)
+{
+	g->crash_left = left;
+	if (ix != NULL)
+		ix->g.crash_left = left;
 }
 
 /* The hint cache: direct-mapped on the key's hash. */

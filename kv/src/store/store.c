@@ -474,12 +474,17 @@ st_register(struct kv_client *c, const struct kv_config *cfg)
 		ret = kv_index_open(&c->ix, &icfg);
 	}
 	if (ret != 0) {
-		/* Give the id back (best effort: else the others free it). */
+		/* Give the id back (best effort: else the others free it),
+		 * with time of its own: the open may have failed at its
+		 * deadline (kv_client_crash_test saw ids left claimed). */
+		c->deadline = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
 		(void)kv__st_lease_release(c);
 		c->id_tag = 0;
 		return ret;
 	}
 	kv__ix_fence(&c->g, c->ix, &c->lease_end);
+	if (c->g.crash_left != NULL) /* a new index handle */
+		kv__ix_crash_after(&c->g, c->ix, c->g.crash_left);
 	return 0;
 }
 
@@ -701,6 +706,19 @@ void
 kv__st_test_skip_renewal(struct kv_client *c, bool on)
 {
 	c->test_skip_renewal = on;
+}
+
+void
+kv__st_test_crash_after(struct kv_client *c, uint64_t posts)
+{
+	c->test_crash_left = posts;
+	kv__ix_crash_after(&c->g, c->ix, &c->test_crash_left);
+}
+
+uint64_t
+kv__st_test_posts_left(const struct kv_client *c)
+{
+	return c->test_crash_left;
 }
 
 struct kv_index *

@@ -110,6 +110,7 @@ struct kv_client {
 	void *test_wb_arg;
 	bool test_wb_unsafe;
 	bool test_skip_renewal;    /* kv__st_test_skip_renewal() */
+	uint64_t test_crash_left;  /* kv__st_test_crash_after() */
 #endif
 };
 

@@ -90,6 +90,23 @@ void kv__st_test_abandon(struct kv_client **cp);
  */
 void kv__st_test_skip_renewal(struct kv_client *c, bool on);
 
+/**
+ * kv__st_test_crash_after -- fault point: the client posts @posts more
+ * batches (on its value and index connections; one per member of a
+ * round), then nothing ever again, silently: the nodes hold what a client
+ * killed at that point leaves. Its calls go on failing (KV_E_UNAVAILABLE)
+ * without reaching a node; kv__st_test_abandon() then drops the handle.
+ * UINT64_MAX counts posts without a crash (kv__st_test_posts_left).
+ * Thread-safety: the handle's thread.
+ */
+void kv__st_test_crash_after(struct kv_client *c, uint64_t posts);
+
+/**
+ * kv__st_test_posts_left -- the posts left before the fault point of
+ * kv__st_test_crash_after(). Thread-safety: the handle's thread.
+ */
+uint64_t kv__st_test_posts_left(const struct kv_client *c);
+
 #ifdef __cplusplus
 }
 #endif
