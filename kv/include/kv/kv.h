@@ -296,6 +296,45 @@ int kv_close(struct kv_client **cp);
  */
 int kv_scrub(struct kv_client *c);
 
+/* What kv_rebuild() did. */
+struct kv_rebuild_report {
+	bool index_rebuilt;  /* the index was rebuilt too (false: an earlier
+	                      * kv_rebuild had done it) */
+	uint64_t grace_ms;   /* waited before copying: the lease and an
+	                      * operation timeout */
+	uint64_t chunks;     /* object chunks copied */
+	uint64_t objects;    /* objects found in them */
+	uint64_t buffers;    /* value buffers copied */
+	uint64_t bytes;      /* bytes written to the node */
+};
+
+/**
+ * kv_rebuild -- restore node @node of the cluster @cfg after its pool was
+ * lost (its daemon restarted on a new, empty pool), from the other nodes,
+ * while clients keep operating (`dmkv node rebuild`). Until it finishes
+ * the node counts towards no majority (clients admit a node only once it
+ * holds its store superblock, which is written last), so the cluster runs
+ * with one fault fewer in hand: every other node must stay up.
+ * It rebuilds the index (kv_index_rebuild) unless an earlier call did;
+ * waits the lease plus an operation timeout, so that no operation begun
+ * before the loss is still deciding and no lease counts on the lost words;
+ * then copies the per-client tables (marks as their maximum; claim and
+ * hazard words start empty), every claimed object chunk -- per object the
+ * header and key, each writer's metadata word and timestamp lock as their
+ * maximum over the others, the first delete word, the in-place copy --
+ * and the value buffer each metadata word names, before the words that
+ * name it; and last the superblock (kv/DESIGN.md, "Rebuilding a lost
+ * node"). Safe to run again after a failure.
+ * @out: filled (may be NULL).
+ * Return: 0; -EEXIST if the node still holds a store superblock (it was
+ * not lost: a restart from its own pool needs no rebuild); KV_E_UNAVAILABLE
+ * if another node did not answer (run it again); KV_E_CONFIG, -EINVAL,
+ * -ENOMEM, -ENOSPC (the new pool's region is smaller than the cluster's).
+ * Thread-safety: one rebuild per node at a time; clients may keep
+ * operating. Persistence: each word is persisted before the superblock.
+ */
+int kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report *out);
+
 /**
  * kv_insert -- store @val under @key if @key is absent.
  * Persistence: on 0 key and value are durable on a majority.

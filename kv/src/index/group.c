@@ -449,6 +449,10 @@ kv__ix_group_unformat(struct kv_ix_group *g, uint32_t region, unsigned mask)
 void
 kv__ix_group_close(struct kv_ix_group *g)
 {
+	/* Closing connections clears the thread's message; a close on an
+	 * error path must leave the error's (kv_index_create, kv_rebuild). */
+	char *why = strdup(pm_errormsg());
+
 	pthread_mutex_lock(&g->lock);
 	g->stop = true;
 	pthread_cond_signal(&g->cond);
@@ -463,6 +467,9 @@ kv__ix_group_close(struct kv_ix_group *g)
 	}
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->lock);
+	if (why != NULL && why[0] != '\0')
+		pm_error_set(0, "%s", why);
+	free(why);
 }
 
 unsigned

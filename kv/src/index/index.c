@@ -309,18 +309,11 @@ kv_index_create(struct kv_index **out, const struct kv_index_config *cfg)
 	/* A create that fails leaves no node it formatted holding an index,
 	 * so it can run again (one crashed part-way does not: kv/DESIGN.md,
 	 * "Failures"). */
-	if (ret != 0) {
-		/* Closing may overwrite the message of the failure. */
-		char *why = strdup(pm_errormsg());
-
+	if (ret != 0)
 		kv__ix_group_unformat(&ix->g, ix->g.region, formatted);
-		kv_index_close(&ix);
-		if (why != NULL)
-			pm_error_set(0, "%s", why);
-		free(why);
-		return ret;
-	}
 	kv_index_close(&ix);
+	if (ret != 0)
+		return ret;
 	ret = kv_index_open(out, cfg);
 	if (ret != 0)
 		kv__ix_unformat(cfg, formatted);

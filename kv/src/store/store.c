@@ -52,8 +52,8 @@ cfg_error(const char *fmt, const char *what)
 }
 
 /* Check what every client needs; @create adds the creation fields. */
-static int
-cfg_check(const struct kv_config *cfg, bool create)
+int
+kv__st_cfg_check(const struct kv_config *cfg, bool create)
 {
 	if (cfg == NULL || cfg->nodes == NULL)
 		return cfg_error("kv: %s", "no node list");
@@ -118,8 +118,8 @@ kv__st_retry(struct kv_client *c, bool idle)
 }
 
 /* The region length of @id on member @m's node, 0 if none. */
-static uint64_t
-region_len(const struct kv_ix_member *m, uint32_t id)
+uint64_t
+kv__st_region_len(const struct kv_ix_member *m, uint32_t id)
 {
 	struct rdma_region_info info;
 
@@ -180,8 +180,8 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 
 /* Whether @s is a valid superblock of the @n-node group @uuid for a region
  * of @len. */
-static int
-super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const uint8_t uuid[16])
+int
+kv__st_super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const uint8_t uuid[16])
 {
 	int ret = pm_area_check(&s->area, &kv_st_super_type, "kv");
 
@@ -218,8 +218,8 @@ st_publish(void *ctx, uint64_t loc)
 	return kv__sw_create_finish(ctx);
 }
 
-static void
-index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, struct kv_client *ctx,
+void
+kv__st_index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, struct kv_client *ctx,
 	unsigned cid)
 {
 	kv_index_config_init(icfg);
@@ -246,8 +246,8 @@ index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg, struct kv_c
  * index was rebuilt has none, so its value words -- which went back to
  * zero -- never count towards a majority (kv/DESIGN.md, "Store:
  * durability"). */
-static bool
-store_admit(void *ctx, struct kv_ix_group *g, unsigned i)
+bool
+kv__st_admit(void *ctx, struct kv_ix_group *g, unsigned i)
 {
 	struct kv_client *c = ctx;
 	struct kv_ix_member *m = &g->m[i];
@@ -258,7 +258,7 @@ store_admit(void *ctx, struct kv_ix_group *g, unsigned i)
 	if (rdma_batch_read(&b, c->region, 0, &s, sizeof(s)) != 0 ||
 		rdma_execute(m->conn, &b) != 0)
 		return false;
-	if (super_check(&s, region_len(m, c->region), g->n, g->uuid) != 0)
+	if (kv__st_super_check(&s, kv__st_region_len(m, c->region), g->n, g->uuid) != 0)
 		return false;
 	if (s.member != i)
 		pm_error_set(KV_E_GROUP, "kv: the store region is member %u's, not %u's", s.member, i);
@@ -271,7 +271,7 @@ static int
 group_open(struct kv_client *c, const struct kv_config *cfg, bool create,
 	void (*yield)(void *), void *yield_arg)
 {
-	struct kv_ix_group_opts opts = { true, 0, KV_ST_SCRATCH, create ? NULL : store_admit, c,
+	struct kv_ix_group_opts opts = { true, 0, KV_ST_SCRATCH, create ? NULL : kv__st_admit, c,
 		yield, yield_arg };
 
 	c->region = cfg->store_region;
@@ -291,10 +291,10 @@ kv_create(const struct kv_config *cfg)
 	int ret;
 
 	pm_error_clear();
-	ret = cfg_check(cfg, true);
+	ret = kv__st_cfg_check(cfg, true);
 	if (ret != 0)
 		return ret;
-	index_cfg(&icfg, cfg, NULL, 0);
+	kv__st_index_cfg(&icfg, cfg, NULL, 0);
 	ret = kv_index_create(&ix, &icfg);
 	if (ret != 0)
 		return ret;
@@ -315,7 +315,7 @@ kv_create(const struct kv_config *cfg)
 	for (unsigned i = 0; i < c->g.n && ret == 0; i++) {
 		struct kv_ix_member *m = &c->g.m[i];
 		struct kv_st_super s, old;
-		uint64_t len = region_len(m, c->region);
+		uint64_t len = kv__st_region_len(m, c->region);
 
 		ret = super_make(&s, len, cfg, c->g.uuid, i, epoch);
 		if (ret != 0) {
@@ -372,7 +372,7 @@ super_load(struct kv_client *c)
 			if (!(ok >> i & 1))
 				continue;
 			memcpy(&s, c->g.m[i].buf, sizeof(s));
-			ret = super_check(&s, region_len(&c->g.m[i], c->region), c->g.n, c->g.uuid);
+			ret = kv__st_super_check(&s, kv__st_region_len(&c->g.m[i], c->region), c->g.n, c->g.uuid);
 			if (ret == 0) {
 				c->sb = s;
 				c->C = s.max_clients;
@@ -470,7 +470,7 @@ st_register(struct kv_client *c, const struct kv_config *cfg)
 	ret = marks_load(c);
 	if (ret == 0) {
 		st_earlier_life(c);
-		index_cfg(&icfg, cfg, c, c->cid);
+		kv__st_index_cfg(&icfg, cfg, c, c->cid);
 		ret = kv_index_open(&c->ix, &icfg);
 	}
 	if (ret != 0) {
@@ -540,7 +540,7 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 
 	pm_error_clear();
 	*out = NULL;
-	ret = cfg_check(cfg, false);
+	ret = kv__st_cfg_check(cfg, false);
 	if (ret != 0)
 		return ret;
 	c = calloc(1, sizeof(*c));
@@ -1228,7 +1228,7 @@ kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_s
 		goto out;
 	}
 	if ((ret = status_read(conn, cfg->store_region, 0, &sb, sizeof(sb))) != 0 ||
-		(ret = super_check(&sb, ri.length, ix.n, ix.uuid)) != 0)
+		(ret = kv__st_super_check(&sb, ri.length, ix.n, ix.uuid)) != 0)
 		goto out;
 	out->formatted = true;
 	out->repl = (enum kv_replication)sb.repl;

@@ -120,6 +120,30 @@ enum kv_sw_result {
 	KV_SW_DELETED,  /* the register holds a tombstone: the key is gone */
 };
 
+/* kv__st_cfg_check -- check what every client needs in @cfg; @create adds
+ * the creation fields. Return: 0; KV_E_CONFIG (message set). */
+int kv__st_cfg_check(const struct kv_config *cfg, bool create);
+
+/* kv__st_index_cfg -- the index configuration of the store's @cfg, for
+ * client @ctx (NULL: none, as kv_create and kv_rebuild) with id @cid. */
+void kv__st_index_cfg(struct kv_index_config *icfg, const struct kv_config *cfg,
+	struct kv_client *ctx, unsigned cid);
+
+/* kv__st_region_len -- the length of region @id on member @m's node, 0 if
+ * it has none. */
+uint64_t kv__st_region_len(const struct kv_ix_member *m, uint32_t id);
+
+/* kv__st_super_check -- whether @s is a store superblock of the group of
+ * @n members named @uuid that fits a region of @len bytes. Return: 0; an
+ * error code (message set). */
+int kv__st_super_check(const struct kv_st_super *s, uint64_t len, unsigned n,
+	const uint8_t uuid[16]);
+
+/* kv__st_admit -- the value connections' admission test (kv_ix_admit_fn;
+ * @ctx: the struct kv_client): member @i holds this cluster's store
+ * superblock at its position. */
+bool kv__st_admit(void *ctx, struct kv_ix_group *g, unsigned i);
+
 /* kv__st_open -- kv_open() with the yield hook of kv_ix_group_opts for the
  * client's groups (its own and its index's). */
 int kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),

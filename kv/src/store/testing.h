@@ -102,6 +102,14 @@ void kv__st_test_skip_renewal(struct kv_client *c, bool on);
 void kv__st_test_crash_after(struct kv_client *c, uint64_t posts);
 
 /**
+ * kv__st_test_rebuild_no_values -- with @on, kv_rebuild() restores the
+ * index and writes the store superblock, and copies nothing else: the
+ * planted bug of a rebuild that lets a node vote with its words at zero
+ * (kv_rebuild_test must catch it). Thread-safety: no rebuild running.
+ */
+void kv__st_test_rebuild_no_values(bool on);
+
+/**
  * kv__st_test_posts_left -- the posts left before the fault point of
  * kv__st_test_crash_after(). Thread-safety: the handle's thread.
  */
