@@ -61,7 +61,7 @@ expect_in() {
 echo "== help and usage"
 expect 0 "$DMKV" --help
 expect_in "$OUT" "exit codes:"
-for c in put get delete load bench status scrub cluster demo; do
+for c in put get delete load bench status scrub node cluster demo; do
 	expect 0 "$DMKV" "$c" --help
 	expect_in "$OUT" "usage: dmkv"
 done
@@ -175,7 +175,7 @@ expect_in "$OUT" "node 2  local:$D/n2.pool  DOWN"
 echo "== a cluster of dmkv-node daemons"
 T="$D/tcp.conf"
 base=$((20000 + RANDOM % 20000))
-printf '[cluster]\nnodes = ofi+tcp://127.0.0.1:%d, ofi+tcp://127.0.0.1:%d, ofi+tcp://127.0.0.1:%d\ntoken = secret\ntimeout_ms = 2000\nconnect_timeout_ms = 500\n[create]\nmax_clients = 8\nlog_bytes = 4M\n' \
+printf '[cluster]\nnodes = ofi+tcp://127.0.0.1:%d, ofi+tcp://127.0.0.1:%d, ofi+tcp://127.0.0.1:%d\ntoken = secret\ntimeout_ms = 2000\nconnect_timeout_ms = 500\n[create]\nmax_clients = 8\nlog_bytes = 4M\nlease_ms = 3000\n' \
 	"$base" $((base + 1)) $((base + 2)) >"$T"
 expect 0 "$DMKV" --config "$T" cluster up --records 1000 --value-size 64
 for i in 0 1 2; do
@@ -193,6 +193,26 @@ expect_in "$OUT" "DOWN"
 expect 0 "$DMKV" --config "$T" cluster up # restarts the two from their pools
 expect 0 "$DMKV" --config "$T" get gamma
 [ "$(cat "$OUT")" = g2 ] || fail "get gamma after the restart gave '$(cat "$OUT")'"
+# Node 2's pool is lost: a new, empty one, then the rebuild; node 0 gone
+# afterwards, nodes 1 and 2 answer with every value.
+expect 0 "$DMKV" --config "$T" --quiet load --records 500
+kill -9 "$(cat "$T.d/node2.pid")"
+rm "$T.d/node2.pool"
+expect 0 "$DMKV" --config "$T" cluster up # node 2 on an empty pool
+expect 64 "$DMKV" --config "$T" node rebuild 1
+expect_in "$ERR" "only a node whose pool was lost"
+expect 64 "$DMKV" --config "$T" node rebuild 3
+expect 64 "$DMKV" --config "$T" node mend 2
+expect 0 "$DMKV" --config "$T" node rebuild 2
+expect_in "$OUT" "rebuilt node 2"
+expect 64 "$DMKV" --config "$T" node rebuild 2 # done: not lost any more
+kill -9 "$(cat "$T.d/node0.pid")"
+expect 0 "$DMKV" --config "$T" get gamma
+[ "$(cat "$OUT")" = g2 ] || fail "get gamma from nodes 1 and 2 gave '$(cat "$OUT")'"
+expect 0 "$DMKV" --config "$T" --quiet --json bench --records 500 --operations 500 --warmup 0 \
+	--workload C
+expect_in "$OUT" '"lost":0'
+expect 0 "$DMKV" --config "$T" cluster up
 expect 0 "$DMKV" --config "$T" cluster down
 pgrep -f "$T.d/" >/dev/null && fail "cluster down left a daemon running"
 [ -f "$T.d/node0.pool" ] || fail "cluster down without --purge removed a pool"

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -136,6 +137,19 @@ public:
 	}
 
 	int Kill(int sig) { return proc_->Kill(sig); }
+
+	// Lose the pool (after Kill(SIGKILL)) and start again on a new, empty
+	// one at the same port: a node whose disk was replaced.
+	bool RestartEmpty(std::string *err)
+	{
+		const std::string pool = proc_->PoolPath();
+		if (unlink(pool.c_str()) != 0) {
+			*err = "unlink " + pool + ": " + strerror(errno);
+			return false;
+		}
+		unlink((pool + ".node").c_str());
+		return Restart(err);
+	}
 
 	std::string Uri() const { return "ofi+tcp://127.0.0.1:" + std::to_string(port_); }
 

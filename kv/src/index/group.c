@@ -190,10 +190,18 @@ member_revive(struct kv_ix_group *g, unsigned i, bool require_super)
 	int ret;
 
 	pm_error_clear(); /* this thread's: what refuses the member says why */
-	if (m->conn == NULL)
+	if (m->conn == NULL) {
 		ret = rdma_conn_open(&m->conn, m->uri, &g->conn_cfg);
-	else
+	} else {
 		ret = rdma_conn_reconnect(m->conn);
+		/* A node replaced on a new pool may have regions of other
+		 * sizes (a bigger disk): that is for the superblock check
+		 * below to judge, on a new connection. */
+		if (ret == RDMA_E_PROTO) {
+			(void)rdma_conn_close(&m->conn);
+			ret = rdma_conn_open(&m->conn, m->uri, &g->conn_cfg);
+		}
+	}
 #ifdef KV_IX_TESTING
 	if (ret == 0)
 		kv__ix_member_fault(m);
@@ -450,8 +458,11 @@ void
 kv__ix_group_close(struct kv_ix_group *g)
 {
 	/* Closing connections clears the thread's message; a close on an
-	 * error path must leave the error's (kv_index_create, kv_rebuild). */
-	char *why = strdup(pm_errormsg());
+	 * error path must leave the error's (kv_index_create, kv_rebuild).
+	 * On the stack: a close allocates nothing (kv_fault_test). */
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", pm_errormsg());
 
 	pthread_mutex_lock(&g->lock);
 	g->stop = true;
@@ -467,9 +478,8 @@ kv__ix_group_close(struct kv_ix_group *g)
 	}
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->lock);
-	if (why != NULL && why[0] != '\0')
+	if (why[0] != '\0')
 		pm_error_set(0, "%s", why);
-	free(why);
 }
 
 unsigned

@@ -39,6 +39,9 @@ struct kv_ix_scrub {
 	uint64_t stack[KV_IX_SCRUB_STACK]; /* buckets still to visit */
 	unsigned top;
 	unsigned missed; /* members that did not answer somewhere */
+	unsigned lacked; /* members that answered without a live bucket
+	                  * somewhere (repaired then, or not: a bucket with a
+	                  * word no one could resolve is installed later) */
 	bool thorough;   /* wait for every connected member at each bucket */
 };
 

@@ -241,7 +241,13 @@ ix_child_words(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v,
 }
 
 /* Install both children on every member that answers (CAS from zero, the
- * header last); succeed once f+1 hold each. */
+ * header last); succeed once every member that is up holds each, or f+1
+ * do at the operation's deadline. Stopping at f+1 (as it first did) left a
+ * member that was busy with an earlier batch without the child, for good
+ * unless an operation met it there: under load a third of a run's
+ * children sat on two of three nodes, and the crash of either made their
+ * keys unavailable (a bucket must be on f+1 to be read, and the one copy
+ * left cannot be repaired from). */
 static int
 ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 {
@@ -249,9 +255,11 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 
 	for (unsigned c = 0; c < 2; c++) {
 		uint64_t child = 2 * idx + c;
+		unsigned installed = 0, answered = 0;
 
 		for (;;) {
-			unsigned mask = kv__ix_round_begin(g), ok, held = 0;
+			unsigned mask = kv__ix_round_begin(g), ok, held = 0, holders = 0;
+			unsigned all = (1u << g->n) - 1;
 			int ret;
 
 			for (unsigned i = 0; i < g->n; i++) {
@@ -273,10 +281,20 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 				uint64_t h0 = g->m[i].old[0];
 
 				if ((ok >> i & 1) && (h0 == 0 || h0 == kv_ixb_h0_pending(child) ||
-					h0 == kv_ixb_h0(child)))
+					h0 == kv_ixb_h0(child))) {
 					held++;
+					holders |= 1u << i;
+				}
 			}
-			if (held >= g->f + 1)
+			/* Once a member answered, a CAS from 0 cannot change it
+			 * again: it holds the child, or what moved on from it. */
+			installed |= holders;
+			answered |= ok;
+			if ((unsigned)__builtin_popcount(installed) >= g->f + 1 &&
+				((answered | ~kv__ix_group_up(g)) & all) == all)
+				break;
+			if ((unsigned)__builtin_popcount(installed) >= g->f + 1 &&
+				kv__ix_now_ns() >= ix->deadline)
 				break;
 			ret = kv__ix_deadline_check(ix);
 			if (ret != 0)

@@ -335,6 +335,21 @@ kv__st_lease_keep(struct kv_client *c)
 				"kv: client id %u was given to another client (lease ran out)", c->cid);
 			break;
 		}
+		/* Run out, and every member that answers has settled -- holds
+		 * the new beat, or shows a word this life may not renew from
+		 * (another's, or 0: a watcher's zero, a rebuilt node) -- yet
+		 * fewer than f+1 hold, with the others silent: asking again
+		 * cannot help. Give the id up and take a new one (always safe:
+		 * the old one is freed after D by watchers, its log recovered
+		 * by its next holder). Without this a client whose id lost its
+		 * word on a rebuilt node, with another node down, retried at
+		 * every operation for ever (dmkv bench after `node rebuild`). */
+		if (!valid && ok != 0 && ((holds | lost) & ok) == ok &&
+			(unsigned)__builtin_popcount(holds | lost) >= c->g.f + 1) {
+			ret = pm_error_set(-EOWNERDEAD,
+				"kv: client id %u could not be renewed (lease ran out)", c->cid);
+			break;
+		}
 		ret = kv__st_retry(c, ok == 0);
 		if (ret != 0)
 			break;

@@ -337,7 +337,7 @@ rb_super(struct rb *r)
 	return 0;
 }
 
-/* Whether the rebuilt member still holds a store superblock. */
+/* Refuse a member that still holds a store superblock (it was not lost). */
 static int
 rb_target_blank(struct rb *r)
 {
@@ -355,6 +355,15 @@ rb_target_blank(struct rb *r)
 	if (s.area.magic != 0)
 		return pm_error_set(-EEXIST, "kv_rebuild: node %u holds a store superblock; only a"
 			" node whose pool was lost (a new, empty pool) is rebuilt", r->node);
+	return 0;
+}
+
+/* Whether the rebuilt member's region holds the cluster's layout. */
+static int
+rb_target_fits(struct rb *r)
+{
+	const struct kv_ix_member *m = &r->c->g.m[r->node];
+
 	if (kv__st_region_len(m, r->c->region) < r->c->sb.area.area_size)
 		return pm_error_set(-ENOSPC, "kv_rebuild: node %u's store region (%llu bytes) is"
 			" smaller than the cluster's (%llu)", r->node,
@@ -446,7 +455,11 @@ kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report 
 		if ((r.others >> i & 1) && (r.src[i] = malloc(RB_PIECE)) == NULL)
 			ret = -ENOMEM;
 	if (ret == 0)
+		ret = rb_target_blank(&r);
+	if (ret == 0)
 		ret = rb_super(&r);
+	if (ret == 0)
+		ret = rb_target_fits(&r);
 	/* Chunks, the tables and a buffer fit in one chunk-sized buffer
 	 * each (and a piece, for the superblock). */
 	for (unsigned i = 0; i < cfg->nnodes && ret == 0; i++) {
@@ -471,8 +484,6 @@ kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report 
 		ret = -ENOMEM;
 	if (ret == -ENOMEM)
 		pm_error_set(ret, "kv_rebuild: out of memory");
-	if (ret == 0)
-		ret = rb_target_blank(&r);
 	if (ret == 0)
 		ret = rb_run(&r);
 	for (unsigned i = 0; i < cfg->nnodes; i++)

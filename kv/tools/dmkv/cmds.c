@@ -692,6 +692,76 @@ dmkv_cmd_scrub(int argc, char **argv, const char *config)
 }
 
 int
+dmkv_cmd_node(int argc, char **argv, const char *config)
+{
+	struct dmkv_cluster cl;
+	struct kv_rebuild_report rep;
+	struct kv_node_status ns;
+	uint64_t node, start;
+	int code, ret;
+
+	if (wants_help(argc, argv)) {
+		printf("usage: dmkv [--config FILE] [--json] node rebuild INDEX\n"
+		       "\n"
+		       "Rebuild memory node INDEX (0-based, the order of the cluster file) after\n"
+		       "its pool was lost: start it again on a new, empty pool first (dmkv\n"
+		       "cluster up does, for the nodes it manages), then run this. Clients keep\n"
+		       "running; the node counts towards no majority until the rebuild ends, so\n"
+		       "every other node must stay up meanwhile. It rebuilds the index, waits\n"
+		       "the clients' lease plus an operation timeout, then copies every object,\n"
+		       "value and table from the others (kv_rebuild, kv/kv.h). A node restarted\n"
+		       "from its own pool needs no rebuild and is refused one (exit 64).\n"
+		       "Exit 0 when rebuilt, 69 if another node did not answer (run it again).\n\n"
+		       DMKV_EXIT_CODES_HELP);
+		return 0;
+	}
+	if (argc != 3 || strcmp(argv[1], "rebuild") != 0) {
+		dmkv_err("node: expected 'node rebuild INDEX'");
+		return usage("node");
+	}
+	if ((code = dmkv_cluster_load(&cl, config, NULL)) != 0)
+		return code;
+	if (!dmkv_parse_u64(argv[2], false, 0, cl.cfg.nnodes - 1, &node)) {
+		dmkv_err("node rebuild: '%s' is not a node index (0..%u)", argv[2], cl.cfg.nnodes - 1);
+		dmkv_cluster_free(&cl);
+		return DMKV_EXIT_USAGE;
+	}
+	if (!dmkv_quiet && !dmkv_json) {
+		unsigned other = node == 0 ? 1 : 0;
+
+		if (kv_node_status_read(&cl.cfg, other, &ns) == 0)
+			fprintf(stderr, "dmkv: rebuilding node %llu: the index, then a wait of %u ms "
+				"(the lease and an operation timeout: no operation from before the loss "
+				"is still deciding), then the values...\n", (unsigned long long)node,
+				ns.lease_ms + cl.cfg.timeout_ms);
+	}
+	start = dmkv_now_ns();
+	ret = kv_rebuild(&cl.cfg, (unsigned)node, &rep);
+	if (ret == -EEXIST) {
+		dmkv_err("node rebuild: %s", pm_errormsg());
+		code = DMKV_EXIT_USAGE;
+	} else if (ret != 0) {
+		code = dmkv_fail("node rebuild", ret);
+	} else if (dmkv_json) {
+		printf("{\"ok\":true,\"node\":%llu,\"index_rebuilt\":%s,\"grace_ms\":%llu,"
+		       "\"chunks\":%llu,\"objects\":%llu,\"buffers\":%llu,\"bytes\":%llu,"
+		       "\"seconds\":%.3f}\n", (unsigned long long)node,
+			rep.index_rebuilt ? "true" : "false", (unsigned long long)rep.grace_ms,
+			(unsigned long long)rep.chunks, (unsigned long long)rep.objects,
+			(unsigned long long)rep.buffers, (unsigned long long)rep.bytes,
+			(double)(dmkv_now_ns() - start) / 1e9);
+	} else {
+		printf("rebuilt node %llu in %.1f s: %llu chunks, %llu objects, %llu value buffers, "
+		       "%llu bytes copied; it counts towards majorities again\n",
+			(unsigned long long)node, (double)(dmkv_now_ns() - start) / 1e9,
+			(unsigned long long)rep.chunks, (unsigned long long)rep.objects,
+			(unsigned long long)rep.buffers, (unsigned long long)rep.bytes);
+	}
+	dmkv_cluster_free(&cl);
+	return code;
+}
+
+int
 dmkv_cmd_status(int argc, char **argv, const char *config)
 {
 	struct dmkv_cluster cl;

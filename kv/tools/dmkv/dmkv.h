@@ -150,6 +150,7 @@ int dmkv_cmd_load(int argc, char **argv, const char *config);
 int dmkv_cmd_bench(int argc, char **argv, const char *config);
 int dmkv_cmd_status(int argc, char **argv, const char *config);
 int dmkv_cmd_scrub(int argc, char **argv, const char *config);
+int dmkv_cmd_node(int argc, char **argv, const char *config);     /* node rebuild */
 int dmkv_cmd_cluster(int argc, char **argv, const char *config);
 int dmkv_cmd_demo(int argc, char **argv);
 

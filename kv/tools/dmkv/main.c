@@ -5,7 +5,8 @@
  *
  *   dmkv [--config FILE] [--json] [--quiet] COMMAND [ARGS]
  *
- * Commands: put, get, delete, load, bench, status, cluster up|down, demo.
+ * Commands: put, get, delete, load, bench, status, scrub, node rebuild,
+ * cluster up|down, demo.
  * The cluster file is --config, else $DMKV_CONFIG, else ./dmkv.conf
  * (kv/kv.h describes its format).
  */
@@ -160,6 +161,7 @@ print_help(FILE *f)
 		"  bench                  the YCSB driver (workloads A-D, F)\n"
 		"  status                 every memory node and the store\n"
 		"  scrub                  bring nodes that were down up to date\n"
+		"  node rebuild INDEX     rebuild a node whose pool was lost, from the others\n"
 		"  cluster up|down        start or stop the nodes of the cluster file\n"
 		"  demo                   the main job: a three-node cluster, YCSB-B with a\n"
 		"                         node crashed and restored, every write checked\n"
@@ -241,6 +243,8 @@ main(int argc, char **argv)
 		return dmkv_cmd_status(argc, argv, config);
 	if (strcmp(cmd, "scrub") == 0)
 		return dmkv_cmd_scrub(argc, argv, config);
+	if (strcmp(cmd, "node") == 0)
+		return dmkv_cmd_node(argc, argv, config);
 	if (strcmp(cmd, "cluster") == 0)
 		return dmkv_cmd_cluster(argc, argv, config);
 	if (strcmp(cmd, "demo") == 0)
