@@ -3,15 +3,18 @@
    by CASing a new beat onto f+1 nodes, fences itself (posts nothing but
    renewals) once the lease ran out, and the other clients zero a word
    that stood still on a node for the suspicion time D, after which any
-   client may claim the id.
+   client may claim the id; the client that freed it (f+1 zeros) also
+   clears the dead life's words left on the other nodes.
 
    C functions abstracted (kv/src/store/lease.c: kv__st_lease_claim,
-   kv__st_lease_keep, lease_observe, lease_take_over; kv/src/index/group.c:
-   kv__ix_claim, kv__ix_unclaim, and the fence kv__ix_fence, checked at
-   each post). The model follows the protocol as specified for that code
-   (kv/spin/README.md, M10); where lease.c's first version (2196717)
-   differed, a switch below says so (9acb0d8 follows the model). Keep this
-   list in step with the code.
+   kv__st_lease_keep, lease_observe, lease_take_over, and lease_repair's
+   clear of the freed life's claim words (5349339; not its hazard words);
+   kv/src/index/group.c: kv__ix_claim, kv__ix_unclaim, and the fence
+   kv__ix_fence, checked at each post). The model follows the protocol as
+   specified for that code (kv/spin/README.md, M10); where lease.c's first
+   version (2196717) differed, a switch below says so (9acb0d8 follows the
+   model; -DNOCLEAR is lease.c before 5349339). Keep this list in step
+   with the code.
 
    Models: one client id, n = 3 memory nodes (f = 1, majority 2), each with
    the id's claim word w[i]: 0 = free, else WORD(owner, beat). Every CAS is
@@ -70,6 +73,26 @@
      stamps the completion, which only delays), atomic reads of one node,
      and it zeroes a word it saw unchanged for >= D (a failed CAS shows it
      the new word).
+   - Freeing and the clear (lease_take_over, lease_repair): an observer
+     that zeroed a word of owner o (or found it 0 right after its zeroing
+     CAS: zeroed by another) and then sees f+1 zeros has freed o's life:
+     o's lease is not valid and cannot become valid again (an expired life
+     re-owns no 0; renewing from its own words reaches at most f nodes).
+     From then on it may clear o's words: CAS x -> 0 on any node, at any
+     time, for x != 0 with OWN(x) == o (lease_repair CASes from the word
+     it read, on the at most f nodes not yet 0; a CAS landing late acts as
+     decided at its landing, as above). A new life's word has another
+     owner and stays. Abstract observers: ghosts zown (owners some
+     observer zeroed a word of) and fown (freed: zown as it stood in a
+     state with f+1 zeros, the words as they are, one moment, as C's two
+     reads establish). fown is updated at once in every such state: the
+     clear is optional, so that allows exactly the clears of a freer that
+     may look at any moment. With -DVIEWS each claimant does it from its
+     own reads (zo, fo per claimant; f+1 zeros in its view, read at
+     different times, weaker than C's two reads). Both are wider than C,
+     which clears only the words with the tag of one zeroed word (the
+     last member's), read after its second read. The clear runs in every
+     configuration (C does it always); -DNOCLEAR leaves it out.
    - Claimant j (B = 0, C = 1), at most NCL attempts: once it sees f+1
      zeros (the words as they are; with -DVIEWS its own reads; with
      -DANYCLAIM at any time, as a new client in kv_open does not look),
@@ -113,12 +136,12 @@
 
    Switches: -DLEASE, -DTIN, -DDSUS, -DRENEW, -DMAXB, -DNOBS, -DNCL, -DLOSS,
    -DVIEWS, -DANYCLAIM, -DA3 (A's claim landed on all three nodes), -DLIVE
-   (-DKLIVE), -DTAKEOVER as above; -DGAP: A may pause between the fence
-   check and the post it guards (a batch may land any time after A once
-   passed the check); -DBEATSUCC: a renewal's beat is the beat of the last
-   renewal that held + 1, so a renewal that gave up leaves its beat to the
-   next (lease.c before 9acb0d8: want = c->beat + 1, c->beat raised only
-   when a renewal held).
+   (-DKLIVE), -DTAKEOVER, -DNOCLEAR as above; -DGAP: A may pause between
+   the fence check and the post it guards (a batch may land any time after
+   A once passed the check); -DBEATSUCC: a renewal's beat is the beat of
+   the last renewal that held + 1, so a renewal that gave up leaves its
+   beat to the next (lease.c before 9acb0d8: want = c->beat + 1, c->beat
+   raised only when a renewal held).
 
    Found (README, "Found by the models"): -DBEATSUCC breaks P1 and P2
    (m10_beatsucc): a renewal that gave up left its beat on a node; the
@@ -140,7 +163,10 @@
    kv__st_lease_keep before 9acb0d8), MUT_CLAIMSAME (with -DVIEWS: a
    client claims again with the owner of its failed attempt; an observer
    that missed the undo takes the new claim word for the old one and
-   zeroes it early). */
+   zeroes it early), MUT_CLEARANY (the clear of a freed id zeroes any
+   non-zero word, another owner's too, not only the freed life's: with
+   two claimants the first's new claim is cleared and the second claims
+   over it, P2). */
 
 #ifndef LEASE
 #define LEASE 2
@@ -196,6 +222,10 @@
 byte w[3];                          /* the claim words */
 #ifndef VIEWS
 byte wage[3];                       /* now - the last change of w[i], capped at ZAGE */
+#ifndef NOCLEAR
+byte zown = 0;                      /* bit o: some observer zeroed a word of o */
+byte fown = 0;                      /* bit o: o's life freed (f+1 zeros since) */
+#endif
 #endif
 
 /* batches: slot s = 3 * c + i, client c (0 = A, 1 + j = claimant j), node i */
@@ -250,10 +280,37 @@ inline TAKEN(x) {
   fi
 }
 
+#define NZEROS ((w[0] == 0) + (w[1] == 0) + (w[2] == 0))
+
+/* the clear of a freed id (lease_repair): a CAS x -> 0 from a word x of
+   the life whose word the freer zeroed (its tag), or with MUT_CLEARANY
+   from any word once the freer freed an id */
+#ifdef MUT_CLEARANY
+#define CLEAROK(f, x) ((f) != 0)
+#else
+#define CLEAROK(f, x) HAS(f, OWN(x))
+#endif
+
+#ifndef VIEWS
+#ifdef NOCLEAR
+#define ZREC(x) skip
+#define GIVEUP() skip
+#else
+#define ZREC(x) zown = zown | BIT(OWN(x))
+/* an observer that zeroed words of the owners in zown sees f+1 zeros at
+   one moment (lease_take_over's two reads): their lives are over, and
+   their remaining words may be cleared from then on. Done at once in
+   every state with f+1 zeros (after every step that zeroes a word): the
+   clear is optional, so this allows exactly the clears of a freer that
+   may look at any moment, in fewer states. */
+#define GIVEUP() if :: NZEROS >= 2 -> fown = fown | zown :: else -> skip fi
+#endif
+#endif
+
 #ifdef VIEWS
 #define CHANGED(i) skip
 #else
-#define CHANGED(i) wage[i] = 0
+#define CHANGED(i) wage[i] = 0; GIVEUP()
 #endif
 
 inline LAND(s) {
@@ -287,9 +344,22 @@ inline ZERO(i) {
   atomic {
     w[i] != 0 && wage[i] >= ZAGE ->
     printf("T an observer zeroes %d on node %d\n", w[i], i);
-    w[i] = 0; wage[i] = 0
+    ZREC(w[i]); w[i] = 0; wage[i] = 0; GIVEUP()
   }
 }
+
+#ifndef NOCLEAR
+/* some observer that freed an id clears a word of the freed life on node
+   i (lease_repair: CAS from the word read, which lands as if decided at
+   its landing, as any CAS here) */
+inline CLEAR(i) {
+  atomic {
+    w[i] != 0 && CLEAROK(fown, w[i]) ->
+    printf("T an observer clears %d on node %d (owners %d (bits) freed)\n", w[i], i, fown);
+    w[i] = 0; wage[i] = 0; GIVEUP()
+  }
+}
+#endif
 #endif
 
 proctype Net() {
@@ -307,6 +377,9 @@ end:
 #endif
 #ifndef VIEWS
   :: ZERO(0) :: ZERO(1) :: ZERO(2)
+#ifndef NOCLEAR
+  :: CLEAR(0) :: CLEAR(1) :: CLEAR(2)
+#endif
 #endif
   od
 }
@@ -339,7 +412,7 @@ end:
 #ifdef LIVE
 /* diligent observers: a word is zeroed, and a client that sees f+1 zeros
    claims, before the clock moves on */
-#define ZEROS ((w[0] == 0) + (w[1] == 0) + (w[2] == 0))
+#define ZEROS NZEROS
 #define CANZ(i) (w[i] != 0 && wage[i] >= ZAGE)
 #define CANC(j) (ncl[j] < NCL && !ocl[j] && ZEROS >= 2)
 #if defined(VIEWS) || LOSS > 0 || defined(ANYCLAIM)
@@ -547,6 +620,20 @@ stop:
 /* ---- the other clients: claimants (and observers with -DVIEWS) ---- */
 
 #ifdef VIEWS
+/* a word of owner o that observer j saw stand still for D and finds 0
+   after its zeroing CAS (zeroed by it or by another) puts o in zo
+   (lease_take_over: took, tag). Once its own reads show f+1 zeros, the
+   lives in zo are over (lease_take_over's two reads): fo := fo | zo, done
+   at once, as GIVEUP */
+#ifdef NOCLEAR
+#define OZREC(i) skip
+#define OGIVEUP() skip
+#else
+#define OZREC(i) if :: w[i] == 0 -> zo = zo | BIT(OWN(ow[3 * j + i])) :: else -> skip fi
+#define OVIEWZ ((ow[3 * j] == 0) + (ow[3 * j + 1] == 0) + (ow[3 * j + 2] == 0) >= 2)
+#define OGIVEUP() if :: OVIEWZ -> fo = fo | zo :: else -> skip fi
+#endif
+
 /* observer j reads node i: a word it did not see there before gets
    first_seen = now (MUT_SEENPOST: the post of the READ, up to TIN before) */
 #ifdef MUT_SEENPOST
@@ -556,7 +643,7 @@ stop:
 #endif
 inline OREAD(i) {
   atomic {
-    w[i] != ow[3 * j + i] -> ow[3 * j + i] = w[i]; STAMP(3 * j + i);
+    w[i] != ow[3 * j + i] -> ow[3 * j + i] = w[i]; STAMP(3 * j + i); OGIVEUP();
     printf("T %c sees %d on node %d\n", 66 + j, w[i], i)
   }
 }
@@ -570,9 +657,27 @@ inline OZERO(i) {
        printf("T %c zeroes %d on node %d\n", 66 + j, ow[3 * j + i], i)
     :: else -> printf("T %c fails to zero %d on node %d: %d\n", 66 + j, ow[3 * j + i], i, w[i])
     fi;
-    ow[3 * j + i] = w[i]; oa[3 * j + i] = 0
+    OZREC(i);
+    ow[3 * j + i] = w[i]; oa[3 * j + i] = 0; OGIVEUP()
   }
 }
+
+#ifndef NOCLEAR
+/* observer j, having freed the lives in fo, clears the word it read on
+   node i if it is such a life's (lease_repair: CAS from the word read; a
+   failed CAS shows the new word) */
+inline OCLEAR(i) {
+  atomic {
+    ow[3 * j + i] != 0 && CLEAROK(fo, ow[3 * j + i]) ->
+    if
+    :: w[i] == ow[3 * j + i] -> w[i] = 0;
+       printf("T %c clears %d on node %d (owners %d (bits) freed)\n", 66 + j, ow[3 * j + i], i, fo)
+    :: else -> printf("T %c fails to clear %d on node %d: %d\n", 66 + j, ow[3 * j + i], i, w[i])
+    fi;
+    ow[3 * j + i] = w[i]; oa[3 * j + i] = 0; OGIVEUP()
+  }
+}
+#endif
 #endif
 
 /* when a client claims: once it sees f+1 zeros (its own reads with
@@ -611,6 +716,9 @@ inline OUFREE(i) {
 
 proctype Obs(byte j) {
   byte o = 0, wins = 0, und = 0;
+#if defined(VIEWS) && !defined(NOCLEAR)
+  byte zo = 0, fo = 0;               /* owners whose words it zeroed; freed */
+#endif
 end:
   do
 #ifdef VIEWS
@@ -620,6 +728,11 @@ end:
   :: OZERO(0)
   :: OZERO(1)
   :: OZERO(2)
+#ifndef NOCLEAR
+  :: OCLEAR(0)
+  :: OCLEAR(1)
+  :: OCLEAR(2)
+#endif
 #else
   :: ncl[j] >= NCL -> break
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m11.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m12.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -130,30 +130,32 @@ CHECKS=(
 # claimant claiming on f+1 zeros, NCL=1 attempt, LOSS=0, abstract observers (-DVIEWS: real ones).
 # -DP_REVERSE only changes pan's search order (it finds that trail sooner). Two trails are found
 # by randomized runs within seconds (seeds picked so; each seed's search is deterministic), where
-# the exhaustive search needs 4 M states (m10_beatsucc_exh).
-"ci|m10|m10.pml||exh||60|pass|-m400000 -w24|3 MNs; A (claim on 2 or 3 nodes, 1 renewal, data), claimant B on f+1 zeros, abstract observers; P1, P2 in every state (2.6 M states)"
-"ci|m10_2obs|m10.pml|-DVIEWS -DNOBS=2 -DMAXB=0|exh||60|pass|-m400000 -w24|two real observers (own reads, first_seen) zeroing and claiming concurrently; A never renews (4.3 M states)"
-"ci|m10_live|m10.pml|-DLIVE -DLEASE=4 -DTIN=2 -DMAXB=2|exh||60|pass|-m400000 -w24|P3: A stops at any step, its id is taken over by D + 2T + 1 (L=4, T=2, 2 renewals; 3.8 M states)"
+# the exhaustive search needs 4.7 M states (m10_beatsucc_exh). Every row runs with the clear of a
+# freed id's words (lease_repair, 5349339); -DNOCLEAR leaves it out.
+"ci|m10|m10.pml||exh||60|pass|-m400000 -w24|3 MNs; A (claim on 2 or 3 nodes, 1 renewal, data), claimant B on f+1 zeros, abstract observers that zero, free and clear; P1, P2 in every state (3.0 M states)"
+"ci|m10_2obs|m10.pml|-DVIEWS -DNOBS=2 -DMAXB=0|exh||120|pass|-m400000 -w24|two real observers (own reads, first_seen) zeroing, clearing and claiming concurrently; A never renews (11.0 M states)"
+"ci|m10_live|m10.pml|-DLIVE -DLEASE=4 -DTIN=2 -DMAXB=2|exh||60|pass|-m400000 -w24|P3: A stops at any step, its id is taken over by D + 2T + 1 (L=4, T=2, 2 renewals; 5.5 M states)"
 "ci|m10_mut_early|m10.pml|-DMUT_EARLY|exh||30|fail|-m400000 -w24|mutant: D = L (suspicion before the in-flight bound passed)"
 "ci|m10_mut_nofence|m10.pml|-DMUT_NOFENCE|exh||30|fail|-m400000 -w24|mutant: data posted without the lease check"
 "ci|m10_mut_reownlate|m10.pml|-DMUT_REOWNLATE -DP_REVERSE|exh||60|fail|-m400000 -w24|mutant: re-own after the lease ran out"
 "ci|m10_mut_fromdone|m10.pml|-DMUT_FROMDONE|exh||30|fail|-m400000 -w24|mutant: from := the renewal's completion"
 "ci|m10_mut_casany|m10.pml|-DMUT_CASANY|exh||60|fail|-m400000 -w24|mutant: a round CASes from another owner's word (lease.c at 2196717)"
+"ci|m10_mut_clearany|m10.pml|-DVIEWS -DNOBS=2 -DMAXB=0 -DMUT_CLEARANY|exh||60|fail|-m400000 -w24|mutant: the clear of a freed id zeroes any word, a new owner's too (as m10_2obs; no tag check)"
 "ci|m10_mut_seenpost|m10.pml|-DMUT_SEENPOST -DLEASE=4 -DTIN=2|rand|3 2 1|30|fail|-m400000 -w26|mutant: first_seen stamped at the READ's post (L=4, T=2, D=7)"
 "ci|m10_beatsucc|m10.pml|-DBEATSUCC|rand|1 3 7|30|finding|-m400000 -w26|as m10, a renewal's beat = the last that held + 1 (lease.c at 2196717): a given-up renewal's beat is reused"
-"full|m10_beatsucc_exh|m10.pml|-DBEATSUCC -DP_REVERSE|exh||120|finding|-m400000 -w24|m10_beatsucc, exhaustive search (about 4.2 M states before the trail)"
+"full|m10_beatsucc_exh|m10.pml|-DBEATSUCC -DP_REVERSE|exh||120|finding|-m400000 -w24|m10_beatsucc, exhaustive search (about 4.7 M states before the trail)"
 "full|m10_gap|m10.pml|-DGAP|exh||30|finding|-m400000 -w24|as m10, A may pause between its fence check and the post"
 "full|m10_takeover|m10.pml|-DTAKEOVER|exh||30|fail|-m400000 -w24|reachability: a takeover happens (the bound is not vacuous)"
 "full|m10_mut_claimsame|m10.pml|-DVIEWS -DNOBS=2 -DNCL=2 -DMAXB=0 -DMUT_CLAIMSAME|exh||120|fail|-m400000 -w24|mutant: a client claims again with its failed attempt's owner (ABA for an observer)"
-"full|m10_anyclaim|m10.pml|-DANYCLAIM|exh||120|pass|-m400000 -w24|as m10, B claims at any time (5.7 M states)"
+"full|m10_anyclaim|m10.pml|-DANYCLAIM|exh||120|pass|-m400000 -w24|as m10, B claims at any time (8.9 M states)"
 "full|m10_views|m10.pml|-DVIEWS|exh||60|pass|-m400000 -w24|as m10, B is a real observer too (0.7 M states)"
-"full|m10_b2|m10.pml|-DMAXB=2|exh||300|pass|-m400000 -w26|as m10, 2 renewals (16.6 M states)"
-"full|m10_loss|m10.pml|-DLOSS=1|exh||300|pass|-m400000 -w26|as m10 + 1 lost reply (13.7 M states)"
-"full|m10_lt|m10.pml|-DLEASE=4 -DTIN=2|exh||300|pass|-m400000 -w26|as m10, L=4, T=2, D=7 (8.5 M states)"
-"full|m10_dexact|m10.pml|-DLEASE=4 -DTIN=2 -DDSUS=6|exh||300|pass|-m400000 -w26|as m10_lt, D = L + T: no margin, the model's clocks are exact (7.4 M states)"
-"full|m10_views_b2|m10.pml|-DVIEWS -DMAXB=2|exh||300|pass|-m400000 -w26|as m10_views, 2 renewals (7.3 M states)"
-"full|m10_anyclaim_b2|m10.pml|-DANYCLAIM -DMAXB=2|exh||1200|pass|-m400000 -w27|as m10_anyclaim, 2 renewals (44.8 M states, about 2.8 GB)"
-"full|m10_2c_bit|m10.pml|-DNOBS=2|bit:33||600|pass|-m400000|as m10, claimants B and C (over 64 M states; cut at the time limit)"
+"full|m10_b2|m10.pml|-DMAXB=2|exh||300|pass|-m400000 -w26|as m10, 2 renewals (19.8 M states)"
+"full|m10_loss|m10.pml|-DLOSS=1|exh||300|pass|-m400000 -w26|as m10 + 1 lost reply (16.0 M states)"
+"full|m10_lt|m10.pml|-DLEASE=4 -DTIN=2|exh||300|pass|-m400000 -w26|as m10, L=4, T=2, D=7 (10.1 M states)"
+"full|m10_dexact|m10.pml|-DLEASE=4 -DTIN=2 -DDSUS=6|exh||300|pass|-m400000 -w26|as m10_lt, D = L + T: no margin, the model's clocks are exact (8.9 M states)"
+"full|m10_views_b2|m10.pml|-DVIEWS -DMAXB=2|exh||300|pass|-m400000 -w26|as m10_views, 2 renewals (7.5 M states)"
+"full|m10_anyclaim_b2|m10.pml|-DANYCLAIM -DMAXB=2|exh||1200|pass|-m400000 -w26|as m10_anyclaim, 2 renewals (68 M states, about 3.1 GB)"
+"full|m10_2c_bit|m10.pml|-DNOBS=2|bit:33||600|pass|-m400000|as m10, claimants B and C (64-155 M states; cut at the time limit)"
 # --- M11: the repair of a dead writer's locked guess (S10 without S11; swarm.c sw_write_deleted, sw_read)
 # M11 flag defaults: REPAIR=2 (step 3 writes the largest word back), NRP=1 reader x NRD=1 read, MAXIT=5, no node crash.
 "ci|m11|m11.pml|-DFIXORD -DGUESS1 -DNOS8 -DREPAIR=0 -DWAITFREE|exh||60|pass|-m400000 -w25|C as built: S9 path (write-back, then S10), no repair; w dies at any step, o stops anywhere: every read within MAXIT iterations (6.4 M states)"
@@ -176,13 +178,37 @@ CHECKS=(
 "full|m11_crash_bit|m11.pml|-DFIXORD -DGUESS1 -DNOS8 -DREPAIR=0 -DWAITFREE -DCRASH|bit:33||600|pass|-m400000|as m11 (C as built) + one node crash and restart (78 M states, cut at the time limit)"
 "full|m11_tomb_crash_bit|m11.pml|-DFIXORD -DTOMB -DWBFIRST -DREPAIR=0 -DWAITFREE -DCRASH|bit:33||600|pass|-m400000|as m11_tomb_wbfirst (C as built) + one node crash and restart (200 M states, cut at the time limit)"
 "full|m11_tomb_2r_bit|m11.pml|-DFIXORD -DTOMB -DNOVERIFY -DNRP=2|bit:33||600|pass|-m400000|as m11_tomb_fix + a second reader (observer)"
+# --- M12: the rebuild of a lost node's value words (rebuild.c kv_rebuild; swarm.c slots, first delete word, timestamp lock)
+# M12 flag defaults: FIX=1 (T admitted once every operation in progress at the rebuilder's last read
+# ended), DLRULE=0 (node 0's first delete word when both differ), LKRULE=0 (MAX), WRITES=DELS=LOCKS=1,
+# NRD=1. Each exhaustive row takes one part: slots (P1), deletes (P2, and P1 on tombstones), locks (P3).
+"ci|m12|m12.pml|-DDELS=0 -DLOCKS=0 -DNRD=2|exh||120|pass|-m400000 -w24|P1: 2 writers (ts 1 or 2), 1 reader x 2 reads writing back, n2 lost at any time, grace, MAX copy, admission (7.0 M states)"
+"ci|m12_del|m12.pml|-DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=2|exh||120|pass|-m400000 -w24|P2 (and P1): 2 deletes (first delete word + tombstone), 1 reader x 2 reads writing tombstones back (4.4 M states)"
+"ci|m12_lock|m12.pml|-DWRITES=0 -DDELS=0 -DNRD=0 -DLATE|exh||60|pass|-m400000 -w24|P3: a READ and a WRITE lock of one ts, one batch landing late (67 K states)"
+"ci|m12_mut_nograce|m12.pml|-DMUT_NOGRACE -DDELS=0 -DLOCKS=0|exh||120|fail|-m400000 -w24|mutant: no grace wait (a write that counted n2 before the loss lands on n0 after the copy read it)"
+"ci|m12_mut_earlyadmit|m12.pml|-DMUT_EARLYADMIT -DDELS=0 -DLOCKS=0|exh||120|fail|-m400000 -w24|mutant: n2 admitted before the copy is written"
+"ci|m12_mut_min|m12.pml|-DMUT_MIN -DDELS=0 -DLOCKS=0|exh||60|fail|-m400000 -w24|mutant: slot words copied as the min of the two"
+"ci|m12_spec|m12.pml|-DFIX=0 -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=0|exh||60|finding|-m400000 -w24|the rebuild as specified (admission right after the copy), node 0's first delete word: two deletes won"
+"ci|m12_spec_dl1|m12.pml|-DFIX=0 -DDLRULE=1 -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=0|exh||60|finding|-m400000 -w24|as m12_spec with node 1's first delete word: two deletes won too"
+"ci|m12_spec_lock|m12.pml|-DFIX=0 -DWRITES=0 -DDELS=0 -DNRD=0|exh||60|finding|-m400000 -w24|as specified, MAX lock word: a READ and a WRITE lock of one ts both decided"
+"ci|m12_spec_slots|m12.pml|-DFIX=0 -DDELS=0 -DLOCKS=0 -DNRD=2|exh||120|pass|-m400000 -w24|as specified, slot words only: P1 holds without the second wait (10.6 M states)"
+"ci|m12_poison|m12.pml|-DFIX=0 -DDLRULE=2 -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=2|exh||120|pass|-m400000 -w24|as specified but two different first delete words give a number no delete draws: P2 holds (7.6 M states)"
+"ci|m12_lkboth|m12.pml|-DFIX=0 -DLKRULE=1 -DWRITES=0 -DDELS=0 -DNRD=0 -DLATE|exh||60|pass|-m400000 -w24|as specified but READ vs WRITE at one ts gives a word failing both modes (not in C's encoding): P3 holds"
+"ci|m12_epoch_lock|m12.pml|-DFIX=2 -DWRITES=0 -DDELS=0 -DNRD=0 -DLATE|exh||60|pass|-m400000 -w24|FIX=2: an operation counts n2 only if n2 was admitted when it began (no second wait): P3 holds"
+"ci|m12_epoch_del|m12.pml|-DFIX=2 -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=1|exh||120|pass|-m400000 -w24|FIX=2 (as m12_epoch_lock), deletes and 1 read: P2, P1 hold"
+"full|m12_epoch|m12.pml|-DFIX=2 -DDELS=0 -DLOCKS=0 -DNRD=2|exh||300|pass|-m400000 -w25|FIX=2, slot words, as m12 (11.0 M states)"
+"full|m12_late|m12.pml|-DLATE -DDELS=0 -DLOCKS=0 -DNRD=2|exh||1200|pass|-m400000 -w26|as m12 + one batch landing late, after its operation gave up too (62 M states, about 3.1 GB)"
+"full|m12_del_late|m12.pml|-DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=2|exh||1200|pass|-m400000 -w26|as m12_del + one late batch (50 M states, about 2.6 GB)"
+"full|m12_spec_slots_late|m12.pml|-DFIX=0 -DLATE -DDELS=0 -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as specified, slot words, 1 read, one late batch: P1 holds"
+"full|m12_poison_late|m12.pml|-DFIX=0 -DDLRULE=2 -DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as m12_poison, 1 read, one late batch"
+"full|m12_all_bit|m12.pml|-DTOMB -DLATE|bit:33||600|pass|-m400000|every part at once: 2 clients x (write, delete with tombstone), 1 read, 2 lockers, one late batch (cut at the time limit)"
 )
 
 usage() {
 	cat <<EOF
 usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
-Runs the FCP index's, SWARM's and the store's Spin models (m1..m11) as named checks with expected outcomes and
+Runs the FCP index's, SWARM's and the store's Spin models (m1..m12) as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
@@ -194,7 +220,7 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
            several GB; run on request)
   --list   print the table and exit
   --model FILE
-           only the checks of model FILE (m1.pml ... m11.pml) in the chosen
+           only the checks of model FILE (m1.pml ... m12.pml) in the chosen
            set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)

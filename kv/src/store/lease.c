@@ -205,9 +205,13 @@ lease_repair(struct kv_client *c, unsigned j, uint32_t tag)
  * Zero the claim words that stood still for the suspicion time (@stale,
  * per client, the members), then read the words twice more: a client
  * whose word this round zeroed somewhere and that both reads show 0 on
- * the same f+1 members was given up at one moment between them (a word
- * that left 0 comes back to 0 only after another suspicion time), so its
- * id is free: repair what it left.
+ * the same f+1 members is taken as given up: repair what it left. The
+ * second read only skips a word caught in passing (a claimant's claim and
+ * undo, a release, a clear move a word away from 0 and back quickly, so
+ * the reads do not prove one moment of f+1 zeros); safety does not rest
+ * on it: the repair clears only words of the dead life (its tag) and
+ * hazard words by CAS from the word read (Spin m10 with -DVIEWS frees
+ * from reads taken at different times, and holds).
  */
 static void
 lease_take_over(struct kv_client *c, const unsigned *stale)
