@@ -371,6 +371,29 @@ def plot(plt, ix, outdir):
     save_figure(plt, fig, outdir, "kv_throughput.png")
 
 
+def print_event_phases(doc):
+    """The throughput between the run's events, as ratios to the first."""
+    events = sorted(doc.get("events", []), key=lambda e: e["t_s"])
+    tl = doc.get("timeline", [])
+    if not events or not tl:
+        return
+    edges = [0.0] + [e["t_s"] for e in events] + [float("inf")]
+    names = ["before"] + ["after %s" % e["what"] for e in events]
+    first = None
+    print("%-34s %8s %10s %8s %9s" % ("phase", "seconds", "ops/s", "ratio", "failed"))
+    for name, lo, hi in zip(names, edges, edges[1:]):
+        # Interval ends inside the phase (a point covers the interval
+        # before its t_s).
+        pts = [p for p in tl if lo < p["t_s"] <= hi]
+        if not pts:
+            continue
+        span = len(pts) * doc["config"]["interval_ms"] / 1e3
+        rate = sum(p["ops"] for p in pts) / span
+        first = rate if first is None else first
+        print("%-34s %8.1f %10.1f %8.3f %9d" % (name, span, rate, rate / first if first else 0,
+                                               sum(p["failed"] for p in pts)))
+
+
 def plot_dmkv(plt, doc, png):
     """The plot of one dmkv bench/demo run (its JSON document)."""
     cfg, tl = doc["config"], doc.get("timeline", [])
@@ -399,6 +422,9 @@ def plot_dmkv(plt, doc, png):
         if "restore_at_ms" in cfg:
             ax.axvline(cfg["restore_at_ms"] / 1e3, color="green", linestyle="--",
                        label="node %d restored" % cfg["restore_node"])
+        for k, e in enumerate(doc.get("events", [])):
+            ax.axvline(e["t_s"], color=("tab:red", "tab:green", "tab:purple", "tab:brown")[k % 4],
+                       linestyle=":", label=e["what"])
         ax.set_xlabel("seconds into the run")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -432,9 +458,19 @@ def main(argv):
         p = argparse.ArgumentParser(prog="kv_report.py --dmkv")
         p.add_argument("--dmkv", required=True, help="the JSON of dmkv bench --json-out")
         p.add_argument("--png", required=True)
+        p.add_argument("--event", action="append", default=[], metavar="SECONDS:LABEL",
+                       help="something done to the cluster from outside the bench, at SECONDS"
+                            " from its start (kept in the JSON; repeatable)")
+        p.add_argument("--out", default=None, help="ignored (the run scripts pass it)")
         args = p.parse_args(argv)
         with open(args.dmkv, encoding="utf-8") as f:
             doc = json.load(f)
+        if args.event:
+            doc["events"] = [{"t_s": float(e.split(":", 1)[0]), "what": e.split(":", 1)[1]}
+                             for e in args.event]
+            with open(args.dmkv, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+        print_event_phases(doc)
         plt = pyplot()
         if plt is None:
             return EXIT_NO_PLOTS
