@@ -196,12 +196,12 @@ CHECKS=(
 "ci|m12_lkboth|m12.pml|-DFIX=0 -DLKRULE=1 -DWRITES=0 -DDELS=0 -DNRD=0 -DLATE|exh||60|pass|-m400000 -w24|as specified but READ vs WRITE at one ts gives a word failing both modes (not in C's encoding): P3 holds"
 "ci|m12_epoch_lock|m12.pml|-DFIX=2 -DWRITES=0 -DDELS=0 -DNRD=0 -DLATE|exh||60|pass|-m400000 -w24|FIX=2: an operation counts n2 only if n2 was admitted when it began (no second wait): P3 holds"
 "ci|m12_epoch_del|m12.pml|-DFIX=2 -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=1|exh||120|pass|-m400000 -w24|FIX=2 (as m12_epoch_lock), deletes and 1 read: P2, P1 hold"
-"full|m12_epoch|m12.pml|-DFIX=2 -DDELS=0 -DLOCKS=0 -DNRD=2|exh||300|pass|-m400000 -w25|FIX=2, slot words, as m12 (11.0 M states)"
-"full|m12_late|m12.pml|-DLATE -DDELS=0 -DLOCKS=0 -DNRD=2|exh||1200|pass|-m400000 -w26|as m12 + one batch landing late, after its operation gave up too (62 M states, about 3.1 GB)"
-"full|m12_del_late|m12.pml|-DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=2|exh||1200|pass|-m400000 -w26|as m12_del + one late batch (50 M states, about 2.6 GB)"
-"full|m12_spec_slots_late|m12.pml|-DFIX=0 -DLATE -DDELS=0 -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as specified, slot words, 1 read, one late batch: P1 holds"
-"full|m12_poison_late|m12.pml|-DFIX=0 -DDLRULE=2 -DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as m12_poison, 1 read, one late batch"
-"full|m12_all_bit|m12.pml|-DTOMB -DLATE|bit:33||600|pass|-m400000|every part at once: 2 clients x (write, delete with tombstone), 1 read, 2 lockers, one late batch (cut at the time limit)"
+"full|m12_epoch|m12.pml|-DFIX=2 -DDELS=0 -DLOCKS=0 -DNRD=2|exh||300|pass|-m400000 -w25|FIX=2, slot words, as m12 (11.1 M states)"
+"full|m12_late|m12.pml|-DLATE -DDELS=0 -DLOCKS=0 -DNRD=2|exh||1200|pass|-m400000 -w26|as m12 + one batch landing late, after its operation gave up too (61.8 M states, 2.9 GB)"
+"full|m12_del_late|m12.pml|-DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=2|exh||1200|pass|-m400000 -w26|as m12_del + one late batch (52.7 M states, 2.5 GB)"
+"full|m12_spec_slots_late|m12.pml|-DFIX=0 -DLATE -DDELS=0 -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as specified, slot words, 1 read, one late batch: P1 holds (34.0 M states)"
+"full|m12_poison_late|m12.pml|-DFIX=0 -DDLRULE=2 -DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as m12_poison, 1 read, one late batch (30.3 M states)"
+"full|m12_all_bit|m12.pml|-DTOMB -DLATE|bit:33||600|pass|-m400000|every part at once: 2 clients x (write, delete with tombstone), 1 read, 2 lockers, one late batch (203 M states, cut at the time limit)"
 )
 
 usage() {

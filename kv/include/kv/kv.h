@@ -300,8 +300,8 @@ int kv_scrub(struct kv_client *c);
 struct kv_rebuild_report {
 	bool index_rebuilt;  /* the index was rebuilt too (false: an earlier
 	                      * kv_rebuild had done it) */
-	uint64_t grace_ms;   /* waited before copying: the lease and an
-	                      * operation timeout */
+	uint64_t grace_ms;   /* waited: the lease and an operation timeout
+	                      * before copying, a timeout before admitting */
 	uint64_t chunks;     /* object chunks copied */
 	uint64_t objects;    /* objects found in them */
 	uint64_t buffers;    /* value buffers copied */
@@ -323,8 +323,9 @@ struct kv_rebuild_report {
  * header and key, each writer's metadata word and timestamp lock as their
  * maximum over the others, the first delete word, the in-place copy --
  * and the value buffer each metadata word names, before the words that
- * name it; and last the superblock (kv/DESIGN.md, "Rebuilding a lost
- * node"). Safe to run again after a failure.
+ * name it; waits another operation timeout; and last writes the
+ * superblock (kv/DESIGN.md, "Rebuilding a lost node"). Safe to run again
+ * after a failure.
  * @out: filled (may be NULL).
  * Return: 0; -EEXIST if the node still holds a store superblock (it was
  * not lost: a restart from its own pool needs no rebuild); KV_E_UNAVAILABLE

@@ -26,7 +26,8 @@
  * has the buffer).
  *
  * Before it reads the others the rebuild waits the lease plus an
- * operation timeout. Then every operation begun before the loss has ended
+ * operation timeout, and before it writes the superblock one more
+ * operation timeout (below, rb_run). Then every operation begun before the loss has ended
  * (a round that counted the lost node's answer and lands on the others
  * later would otherwise be missed by the copy: the index's rebuild waits
  * for the same reason, Spin m5_grace), every batch it posted has landed or
@@ -48,6 +49,13 @@
 /* Bytes per READ or WRITE of a copy: a member's scratch holds one. */
 #define RB_PIECE (RDMA_BATCH_MAX_BYTES < KV_ST_SCRATCH ? RDMA_BATCH_MAX_BYTES : KV_ST_SCRATCH)
 
+/* A value buffer to copy: writer @w's, holding write @meta of the object
+ * at @loc, read from member @from. */
+struct rb_buf {
+	unsigned from, w;
+	uint64_t meta, loc;
+};
+
 struct rb {
 	struct kv_client *c;   /* the rebuilder's group and the superblock */
 	unsigned node;         /* the member rebuilt */
@@ -56,6 +64,8 @@ struct rb {
 	unsigned char *src[KV_MAX_NODES]; /* a chunk as each other member holds it */
 	unsigned char *img;    /* the chunk as the rebuilt member gets it */
 	uint64_t *chunk_words; /* the chunk claim words it gets */
+	struct rb_buf *bufs[KV_MAX_NODES]; /* a chunk's buffers to copy, by source */
+	unsigned nbufs[KV_MAX_NODES], capbufs[KV_MAX_NODES];
 };
 
 static void
@@ -206,37 +216,113 @@ rb_header(const struct rb *r, const unsigned char *p, uint64_t off, uint64_t res
 			XXH3_64bits(oh, offsetof(struct kv_st_ohdr, sum)));
 }
 
-/* Copy writer @w's buffer @ptr, as member @from holds it, when it holds
- * the write @meta of the object at @loc (else the buffer was reused: the
- * write is superseded and no read returns it). */
+/* Buffers read or written per round: each is one READ (or a WRITE and a
+ * persist) in the batch. */
+#define RB_BATCH (RDMA_BATCH_MAX_OPS / 2)
+
+/* One round on member @i alone (its batch is filled). */
 static int
-rb_buffer(struct rb *r, unsigned from, unsigned w, uint64_t meta, uint64_t loc)
+rb_round(struct rb *r, unsigned i)
 {
 	struct kv_ix_group *g = &r->c->g;
-	uint64_t ptr = meta >> 1 & KV_ST_PTR_MAX, off = kv__st_log_off(r->c, w, ptr);
-	struct kv_st_vhdr h;
-	unsigned mask;
-	uint32_t len;
 
-	rb_deadline(r);
-	mask = kv__ix_round_begin(g) & (1u << from);
-	if (mask == 0 || rdma_batch_read(&g->m[from].batch, r->c->region, off, g->m[from].buf,
-				 sizeof(h)) != 0 ||
-		kv__ix_round_run(g, mask, 1, r->c->deadline) != mask)
-		return pm_error_set(KV_E_UNAVAILABLE, "kv_rebuild: node %u went away", from);
-	memcpy(&h, g->m[from].buf, sizeof(h));
-	if (h.meta != (meta & ~KV_ST_VERIFIED) || h.writer != w || h.loc != loc ||
-		h.vlen > KV_VALUE_MAX)
-		return 0;
-	len = (uint32_t)sizeof(h) + h.vlen;
-	rb_deadline(r);
-	mask = kv__ix_round_begin(g) & (1u << from);
-	if (mask == 0 || rdma_batch_read(&g->m[from].batch, r->c->region, off, g->m[from].buf,
-				 len) != 0 ||
-		kv__ix_round_run(g, mask, 1, r->c->deadline) != mask)
-		return pm_error_set(KV_E_UNAVAILABLE, "kv_rebuild: node %u went away", from);
-	r->rep->buffers++;
-	return rb_write(r, off, g->m[from].buf, len);
+	if (kv__ix_round_run(g, 1u << i, 1, r->c->deadline) != 1u << i)
+		return pm_error_set(KV_E_UNAVAILABLE, "kv_rebuild: node %u went away", i);
+	return 0;
+}
+
+/*
+ * Copy the buffers @b[0..@n) (all from one member) to the rebuilt member,
+ * RB_BATCH at a time: a round of header READs, one of the values (those
+ * whose header still names the write: else the buffer was reused, the
+ * write is superseded and no read returns it), one of WRITEs and persists.
+ */
+static int
+rb_buffers(struct rb *r, const struct rb_buf *b, unsigned n)
+{
+	struct kv_ix_group *g = &r->c->g;
+	const uint32_t hsz = (uint32_t)sizeof(struct kv_st_vhdr);
+
+	for (unsigned at = 0; at < n;) {
+		struct kv_ix_member *src = &g->m[b[at].from], *dst = &g->m[r->node];
+		uint32_t len[RB_BATCH], pos[RB_BATCH], used = 0;
+		unsigned k, take = n - at < RB_BATCH ? n - at : RB_BATCH;
+		int ret;
+
+		/* Headers, 64 bytes apart in the source's scratch. */
+		rb_deadline(r);
+		if (!(kv__ix_round_begin(g) >> b[at].from & 1))
+			return pm_error_set(KV_E_UNAVAILABLE, "kv_rebuild: node %u went away",
+				b[at].from);
+		for (k = 0; k < take; k++)
+			rdma_batch_read(&src->batch, r->c->region,
+				kv__st_log_off(r->c, b[at + k].w, b[at + k].meta >> 1 & KV_ST_PTR_MAX),
+				src->buf + 64u * k, hsz);
+		if ((ret = rb_round(r, b[at].from)) != 0)
+			return ret;
+		for (k = 0; k < take; k++) {
+			struct kv_st_vhdr h;
+
+			memcpy(&h, src->buf + 64u * k, sizeof(h));
+			len[k] = h.meta == (b[at + k].meta & ~KV_ST_VERIFIED) && h.writer == b[at + k].w &&
+					h.loc == b[at + k].loc && h.vlen <= KV_VALUE_MAX ?
+				hsz + h.vlen : 0;
+			if (len[k] != 0 && used + len[k] > RB_PIECE)
+				break; /* the rest in the next batch */
+			pos[k] = used;
+			used += len[k];
+		}
+		take = k;
+		/* The values, one after another in the scratch. */
+		(void)kv__ix_round_begin(g);
+		for (k = 0; k < take; k++)
+			if (len[k] != 0)
+				rdma_batch_read(&src->batch, r->c->region,
+					kv__st_log_off(r->c, b[at + k].w,
+						b[at + k].meta >> 1 & KV_ST_PTR_MAX),
+					src->buf + pos[k], len[k]);
+		if (used != 0 && (ret = rb_round(r, b[at].from)) != 0)
+			return ret;
+		/* ... and onto the rebuilt member. */
+		if (used != 0) {
+			if (!(kv__ix_round_begin(g) >> r->node & 1))
+				return pm_error_set(KV_E_UNAVAILABLE, "kv_rebuild: node %u went away",
+					r->node);
+			memcpy(dst->buf, src->buf, used);
+			for (k = 0; k < take; k++) {
+				uint64_t off = kv__st_log_off(r->c, b[at + k].w,
+					b[at + k].meta >> 1 & KV_ST_PTR_MAX);
+
+				if (len[k] == 0)
+					continue;
+				rdma_batch_write(&dst->batch, r->c->region, off, dst->buf + pos[k], len[k]);
+				rdma_batch_persist(&dst->batch, r->c->region, off, len[k]);
+				r->rep->buffers++;
+			}
+			if ((ret = rb_round(r, r->node)) != 0)
+				return ret;
+			r->rep->bytes += used;
+		}
+		at += take;
+	}
+	return 0;
+}
+
+/* Note buffer @b for the chunk's copy. */
+static int
+rb_want(struct rb *r, struct rb_buf b)
+{
+	if (r->nbufs[b.from] == r->capbufs[b.from]) {
+		unsigned cap = r->capbufs[b.from] != 0 ? 2 * r->capbufs[b.from] : 256;
+		struct rb_buf *p = realloc(r->bufs[b.from], cap * sizeof(*p));
+
+		if (p == NULL)
+			return pm_error_set(-ENOMEM, "kv_rebuild: out of memory");
+		r->bufs[b.from] = p;
+		r->capbufs[b.from] = cap;
+	}
+	r->bufs[b.from][r->nbufs[b.from]++] = b;
+	return 0;
 }
 
 /*
@@ -298,7 +384,7 @@ rb_chunk(struct rb *r, uint64_t k)
 				continue;
 			for (unsigned i = 0; i < r->c->g.n; i++)
 				if ((r->others >> i & 1) && rb_word(r->src[i], u + 8u * w) == meta) {
-					ret = rb_buffer(r, i, w, meta, oh.loc);
+					ret = rb_want(r, (struct rb_buf){ i, w, meta, oh.loc });
 					break;
 				}
 			if (ret != 0)
@@ -312,7 +398,11 @@ rb_chunk(struct rb *r, uint64_t k)
 	r->rep->chunks++;
 	/* The words that name the buffers after the buffers (one ordered
 	 * connection). */
-	return rb_write(r, base, r->img, sb->chunk_bytes);
+	for (unsigned i = 0; i < r->c->g.n && ret == 0; i++) {
+		ret = rb_buffers(r, r->bufs[i], r->nbufs[i]);
+		r->nbufs[i] = 0;
+	}
+	return ret != 0 ? ret : rb_write(r, base, r->img, sb->chunk_bytes);
 }
 
 /* The superblock, from the others: every other member must hold one. */
@@ -407,6 +497,20 @@ rb_run(struct rb *r)
 			ret = rb_chunk(r, k);
 	if (ret != 0)
 		return ret;
+	/*
+	 * Another operation timeout before the superblock: an operation
+	 * begun after the loss may be deciding on a set-once word (a first
+	 * delete word, a lock, a chunk claim) whose copy it would count on
+	 * the rebuilt member once admitted -- its own word, copied from the
+	 * one other member it reached -- against a decision the lost member
+	 * made with the third (Spin m12_spec: two deletes won; m12_spec_lock:
+	 * a READ and a WRITE lock). Once every operation that began before
+	 * the copy has ended, none can (m12 passes with this wait).
+	 */
+	grace.tv_sec = (time_t)(r->c->timeout_ms / 1000);
+	grace.tv_nsec = (long)(r->c->timeout_ms % 1000) * 1000000;
+	nanosleep(&grace, NULL);
+	r->rep->grace_ms += r->c->timeout_ms;
 	/* The superblock last: from then on clients count the member. */
 	s = *sb;
 	s.member = r->node;
@@ -490,6 +594,8 @@ kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report 
 		free(r.src[i]);
 	free(r.img);
 	free(r.chunk_words);
+	for (unsigned i = 0; i < KV_MAX_NODES; i++)
+		free(r.bufs[i]);
 	kv__ix_group_close(&r.c->g);
 	free(r.c);
 	return ret;

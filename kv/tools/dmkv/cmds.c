@@ -708,8 +708,9 @@ dmkv_cmd_node(int argc, char **argv, const char *config)
 		       "cluster up does, for the nodes it manages), then run this. Clients keep\n"
 		       "running; the node counts towards no majority until the rebuild ends, so\n"
 		       "every other node must stay up meanwhile. It rebuilds the index, waits\n"
-		       "the clients' lease plus an operation timeout, then copies every object,\n"
-		       "value and table from the others (kv_rebuild, kv/kv.h). A node restarted\n"
+		       "the clients' lease plus an operation timeout, copies every object,\n"
+		       "value and table from the others, and waits a timeout more before the\n"
+		       "node counts (kv_rebuild, kv/kv.h). A node restarted\n"
 		       "from its own pool needs no rebuild and is refused one (exit 64).\n"
 		       "Exit 0 when rebuilt, 69 if another node did not answer (run it again).\n\n"
 		       DMKV_EXIT_CODES_HELP);
@@ -730,10 +731,11 @@ dmkv_cmd_node(int argc, char **argv, const char *config)
 		unsigned other = node == 0 ? 1 : 0;
 
 		if (kv_node_status_read(&cl.cfg, other, &ns) == 0)
-			fprintf(stderr, "dmkv: rebuilding node %llu: the index, then a wait of %u ms "
-				"(the lease and an operation timeout: no operation from before the loss "
-				"is still deciding), then the values...\n", (unsigned long long)node,
-				ns.lease_ms + cl.cfg.timeout_ms);
+			fprintf(stderr, "dmkv: rebuilding node %llu: the index, a wait of %u ms (the "
+				"lease and an operation timeout: no operation from before the loss is "
+				"still deciding), the values, and %u ms more before the node counts...\n",
+				(unsigned long long)node, ns.lease_ms + cl.cfg.timeout_ms,
+				cl.cfg.timeout_ms);
 	}
 	start = dmkv_now_ns();
 	ret = kv_rebuild(&cl.cfg, (unsigned)node, &rep);
