@@ -333,6 +333,9 @@ struct kv_rebuild_report {
  * -ENOMEM, -ENOSPC (the new pool's region is smaller than the cluster's).
  * Thread-safety: one rebuild per node at a time; clients may keep
  * operating. Persistence: each word is persisted before the superblock.
+ * Ordering: no client operation is ordered by it; every write a client
+ * saw acknowledged, before or during the rebuild, stays readable with
+ * any f nodes down once it returned 0.
  */
 int kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report *out);
 
