@@ -258,7 +258,7 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 		unsigned installed = 0, answered = 0;
 
 		for (;;) {
-			unsigned mask = kv__ix_round_begin(g), ok, held = 0, holders = 0;
+			unsigned mask = kv__ix_round_begin(g), ok, holders = 0;
 			unsigned all = (1u << g->n) - 1;
 			int ret;
 
@@ -281,10 +281,8 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 				uint64_t h0 = g->m[i].old[0];
 
 				if ((ok >> i & 1) && (h0 == 0 || h0 == kv_ixb_h0_pending(child) ||
-					h0 == kv_ixb_h0(child))) {
-					held++;
+					h0 == kv_ixb_h0(child)))
 					holders |= 1u << i;
-				}
 			}
 			/* Once a member answered, a CAS from 0 cannot change it
 			 * again: it holds the child, or what moved on from it. */
