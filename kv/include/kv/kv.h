@@ -19,7 +19,10 @@
  * pools loses none. In the common case (no contention, no failure, clocks
  * in step) a get and an update of a cached key take one round trip, a
  * delete one plus the index's remove, an insert the index's two (the value
- * is written beside them); kv_stats says how many each took.
+ * is written beside them); kv_stats says how many each took. A location
+ * is cached for at most lease_ms, then looked up again: the space of
+ * deleted keys is reused 3 lease_ms + lease_ms/4 after their delete
+ * (kv/DESIGN.md, "Reuse of objects").
  *
  * Client liveness. Each handle holds its client id under a lease that its
  * operations renew through the nodes (kv_config.lease_ms). A client that
@@ -514,6 +517,15 @@ struct kv_stats {
 	                         * one */
 	uint64_t fenced_posts;  /* batches not sent because the lease had run
 	                         * out (a level of the handle's groups) */
+	uint64_t objects_dead;  /* objects of deleted keys (and of lost
+	                         * inserts) in the chunks of this client's
+	                         * id, queued for reuse after the grace */
+	uint64_t objects_swept; /* windows of its chunks read to find those
+	                         * that other clients (or an earlier life)
+	                         * deleted */
+	uint64_t objects_zero_failed; /* reuses put off: an object could not
+	                         * be zeroed on every node (one was away) */
+	uint64_t objects_reused; /* inserts that took a dead object */
 	uint64_t log_used;      /* a level, not a count: bytes of its value log
 	                         * handed out so far (by this life and earlier
 	                         * ones of its id), what its log takes of each

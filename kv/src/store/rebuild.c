@@ -207,13 +207,7 @@ rb_header(const struct rb *r, const unsigned char *p, uint64_t off, uint64_t res
 {
 	uint32_t at = kv_st_ohdr_off(r->c->C);
 
-	if (rest < at + sizeof(*oh))
-		return false;
-	memcpy(oh, p + at, sizeof(*oh));
-	return oh->magic == KV_ST_OBJ_MAGIC && (oh->loc >> 4) * KV_ST_UNIT == off &&
-		oh->klen != 0 && oh->klen <= KV_KEY_MAX && at + sizeof(*oh) + oh->klen <= rest &&
-		oh->sum == XXH3_64bits_withSeed(p + at + sizeof(*oh), oh->klen,
-			XXH3_64bits(oh, offsetof(struct kv_st_ohdr, sum)));
+	return rest > at && kv__st_ohdr_check(p + at, rest - at, off, oh);
 }
 
 /* Buffers read or written per round: each is one READ (or a WRITE and a

@@ -514,6 +514,7 @@ st_reregister(struct kv_client *c)
 	cfg.conn = c->g.conn_cfg;
 	kv_index_close(&c->ix);
 	kv__rc_fini(&c->rc);
+	kv__st_obj_forget(c);
 	memset(&c->rc, 0, sizeof(c->rc));
 	memset(c->hz, 0, sizeof(c->hz));
 	memset(c->hz_free_at, 0, sizeof(c->hz_free_at));
@@ -572,6 +573,8 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 	ret = super_load(c);
 	if (ret == 0)
 		ret = st_rc_init(c);
+	if (ret == 0)
+		ret = kv__st_obj_init(c);
 	if (ret == 0 && cfg->timeout_ms > c->sb.lease_ms)
 		ret = pm_error_set(KV_E_CONFIG,
 			"kv_open: timeout_ms %u is above the cluster's lease_ms %u", cfg->timeout_ms,
@@ -639,6 +642,7 @@ kv_close(struct kv_client **cp)
 	}
 	kv__ix_group_close(&c->g);
 	kv__rc_fini(&c->rc);
+	kv__st_obj_fini(c);
 	free(c->val);
 	free(c->cache);
 	free(c);
@@ -706,6 +710,12 @@ void
 kv__st_test_skip_renewal(struct kv_client *c, bool on)
 {
 	c->test_skip_renewal = on;
+}
+
+void
+kv__st_test_cache_forever(struct kv_client *c, bool on)
+{
+	c->test_cache_forever = on;
 }
 
 void
@@ -884,10 +894,19 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 	if (units > chunk_units)
 		return pm_error_set(-E2BIG, "kv: an object of %llu bytes exceeds a chunk",
 			(unsigned long long)(units * KV_ST_UNIT));
+	ret = kv__st_obj_take(c, units, off);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	ret = kv__st_obj_sweep(c);
+	if (ret != 0)
+		return ret;
 	if (c->chunk == 0 || c->obj_used + units > chunk_units) {
 		uint64_t first = c->chunk != 0 ? c->chunk : (uint64_t)c->cid * 7919u;
 		bool won = false;
 
+		ret = kv__st_obj_chunk_spare(c);
+		if (ret != 0)
+			return ret;
 		for (uint64_t k = 0; k < c->sb.nchunks && !won; k++) {
 			uint64_t idx = (first + k) % c->sb.nchunks;
 			uint64_t woff = c->sb.chunk_off + 8u * idx, owner;
@@ -907,6 +926,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 			if (won) {
 				c->chunk = idx + 1;
 				c->obj_used = c->obj_mark = 0;
+				kv__st_obj_chunk_mine(c, idx);
 			} else {
 				ret = kv__ix_unclaim(&c->g, c->region, woff, owner, c->deadline);
 				if (ret != 0)
@@ -1020,6 +1040,8 @@ index_rounds(struct kv_client *c, const struct kv_index_stats *before)
 	c->st.index_rounds += after.rounds - before->rounds;
 }
 
+static bool cache_forever(const struct kv_client *c);
+
 /*
  * Where @key lives: the cache entry @e, filled from the cache if it holds
  * the key (*@cached) or from the index. Return: 0; -ENOENT; errors.
@@ -1033,7 +1055,11 @@ locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_
 	uint64_t loc;
 	int ret;
 
-	if (slot != NULL && slot->klen == klen) {
+	uint64_t now = kv__ix_now_ns();
+
+	/* A location looked up more than L ago is looked up again: the grace
+	 * before an object is reused counts on it (objects.c). */
+	if (slot != NULL && slot->klen == klen && (now < slot->until || cache_forever(c))) {
 		*e = *slot;
 		*cached = true;
 		return 0;
@@ -1048,9 +1074,25 @@ locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_
 	memset(e, 0, sizeof(*e));
 	e->hash = h;
 	e->loc = loc;
+	e->until = now + c->lease_ns;
 	e->klen = (uint32_t)klen;
 	return 0;
 }
+
+#ifdef KV_ST_TESTING
+static bool
+cache_forever(const struct kv_client *c)
+{
+	return c->test_cache_forever;
+}
+#else
+static bool
+cache_forever(const struct kv_client *c)
+{
+	(void)c;
+	return false;
+}
+#endif
 
 static void
 cache_put(struct kv_client *c, const struct kv_st_cent *e)
@@ -1092,6 +1134,33 @@ unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc, bool *map
 	if (mapped != NULL)
 		*mapped = ret == 0;
 	return ret == -ENOENT ? 0 : ret;
+}
+
+int
+kv__st_unmapped_check(struct kv_client *c, const void *key, size_t klen, uint64_t loc)
+{
+	struct kv_index_stats before;
+	uint64_t at;
+	int ret;
+
+	kv_index_stats_read(c->ix, &before);
+	ret = kv_index_lookup(c->ix, key, klen, &at);
+	index_rounds(c, &before);
+	if (ret == -ENOENT || (ret == 0 && at != loc))
+		return 0;
+	return ret != 0 ? ret : unmap(c, key, klen, loc, NULL);
+}
+
+bool
+kv__st_ohdr_check(const unsigned char *p, uint64_t rest, uint64_t off, struct kv_st_ohdr *oh)
+{
+	if (rest < sizeof(*oh))
+		return false;
+	memcpy(oh, p, sizeof(*oh));
+	return oh->magic == KV_ST_OBJ_MAGIC && (oh->loc >> 4) * KV_ST_UNIT == off &&
+		oh->klen != 0 && oh->klen <= KV_KEY_MAX && sizeof(*oh) + oh->klen <= rest &&
+		oh->sum == XXH3_64bits_withSeed(p + sizeof(*oh), oh->klen,
+			XXH3_64bits(oh, offsetof(struct kv_st_ohdr, sum)));
 }
 
 /* The in-place class for a first value of @vlen bytes. */
@@ -1281,14 +1350,20 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 	unsigned cls = ip_class(vlen);
 	int ret;
 
+	/* The insert finds the location, as a lookup would (cache until). */
+	const uint64_t found = kv__ix_now_ns();
+
 	geo = kv_st_geo_make(0 | cls, (uint32_t)klen, c->C);
-	ret = obj_alloc(c, geo.size / KV_ST_UNIT, &off);
+	ret = kv__st_obj_reserve(c);
+	if (ret == 0)
+		ret = obj_alloc(c, geo.size / KV_ST_UNIT, &off);
 	if (ret != 0)
 		return ret;
 	geo = kv_st_geo_make((off / KV_ST_UNIT) << 4 | cls, (uint32_t)klen, c->C);
 	memset(&e, 0, sizeof(e));
 	e.hash = h;
 	e.loc = geo.loc;
+	e.until = found + c->lease_ns;
 	e.klen = (uint32_t)klen;
 	/* SWARM-KV's insert (sect. 5.3.1): write the value and map the key in
 	 * parallel. The object's batches fly beside the index's first round;
@@ -1327,11 +1402,13 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 			 * every slot this insert proposed it for): its buffer
 			 * is no value of anyone's. */
 			kv__st_unmapped(c, geo.loc);
+			kv__st_obj_dead(c, geo.loc, (uint32_t)klen);
 			return KV_E_EXISTS;
 		}
 		ret = unmap(c, key, klen, *existing, NULL);
 		if (ret != 0)
 			return ret;
+		kv__st_obj_dead(c, *existing, (uint32_t)klen);
 	}
 }
 
@@ -1446,6 +1523,8 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 	ret = key_check(key, klen);
 	if (ret == 0 && (vlen == NULL || (buf == NULL && cap != 0)))
 		ret = pm_error_set(-EINVAL, "kv_get: no place for the value");
+	if (ret == 0)
+		ret = kv__st_obj_reserve(c);
 	while (ret == 0) {
 		struct kv_st_val v = { .buf = buf, .cap = cap };
 		struct kv_st_cent e;
@@ -1471,6 +1550,7 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 			ret = unmap(c, key, klen, e.loc, NULL);
 			if (ret != 0)
 				break;
+			kv__st_obj_dead(c, e.loc, (uint32_t)klen);
 		}
 		ret = cached ? 0 : -ENOENT;
 	}
@@ -1490,6 +1570,8 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 	if (ret != 0)
 		return op_end(c, ret);
 	ret = key_check(key, klen);
+	if (ret == 0)
+		ret = kv__st_obj_reserve(c);
 	while (ret == 0) {
 		struct kv_st_cent e;
 		struct kv_st_geo geo;
@@ -1516,6 +1598,9 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 		ret = unmap(c, key, klen, e.loc, &mapped);
 		if (ret != 0)
 			break;
+		/* The incarnation's tombstone is on f+1 and the index no
+		 * longer maps it: its object can go back to its allocator. */
+		kv__st_obj_dead(c, e.loc, (uint32_t)klen);
 		ret = gone.gone ? -ENOENT : 0;
 		/* The location was the key's at some point of this call if
 		 * it came from the index now, if this delete's tombstone came

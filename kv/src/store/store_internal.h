@@ -30,6 +30,10 @@
 struct kv_st_cent {
 	uint64_t hash;     /* 0: empty */
 	uint64_t loc;
+	uint64_t until;    /* used until then (CLOCK_MONOTONIC ns): the
+	                    * index lookup or insert that found it plus L
+	                    * (objects.c: what the grace before a reuse
+	                    * assumes) */
 	uint32_t klen;
 	uint64_t top_ts;   /* the largest timestamp this client saw there */
 	uint64_t mine[KV_MAX_NODES];
@@ -57,6 +61,28 @@ struct kv_st_create {
 	struct kv_st_vhdr h;
 	unsigned held;             /* members holding the word */
 };
+
+/* An object of a deleted key, and a list of them (objects.c). */
+struct kv_st_obj {
+	uint64_t off;      /* in the store region */
+	uint64_t units;
+	uint64_t at;       /* learnt dead then (CLOCK_MONOTONIC ns) */
+};
+
+struct kv_st_objs {
+	struct kv_st_obj *v;
+	size_t head, n, cap; /* v[head, n) */
+};
+
+/* A tombstoned object a sweep found, to check in the index. */
+struct kv_st_ocand {
+	uint64_t loc;
+	uint32_t klen;
+	unsigned char key[KV_KEY_MAX];
+};
+
+/* Candidates per sweep window, at most. */
+#define KV_OBJ_CANDS 8u
 
 struct kv_client {
 	struct kv_ix_group g;      /* value connections (index region anchors membership) */
@@ -103,8 +129,25 @@ struct kv_client {
 	unsigned cache_victim;     /* round-robin way to replace */
 	unsigned char *val;        /* a value-sized scratch (write-backs) */
 	struct kv_st_create cr;
+	/* objects of deleted keys in this id's chunks (objects.c) */
+	uint64_t **o_chunks;       /* per chunk: NULL if not this id's, else
+	                            * a bit per 64-byte unit: queued dead */
+	uint64_t *o_spare;         /* the bitmap of the next chunk won */
+	uint64_t o_nchunks;        /* this id's chunks */
+	bool o_loaded;             /* the earlier lives' chunks are in it */
+	struct kv_st_objs o_dead;  /* learnt dead, in the order learnt */
+	struct kv_st_objs o_sealed; /* zeroed on every node, until the batches
+	                            * posted by then (o_posted) settle */
+	struct kv_ix_posted o_posted;
+	uint64_t o_carved;         /* fresh allocations (the sweep's pace) */
+	uint64_t o_sweep_chunk, o_sweep_at; /* the sweep's cursor */
+	uint64_t o_window;         /* bytes a sweep window reads */
+	struct kv_st_ocand o_cand[KV_OBJ_CANDS];
+	unsigned o_cand_n;
+	void *zeros;               /* zeros the size of the largest object */
 	struct kv_stats st;
 #ifdef KV_ST_TESTING
+	bool test_cache_forever;   /* kv__st_test_cache_forever() */
 	bool test_no_verify;       /* kv__st_test_no_verify() */
 	void (*test_wb_hook)(void *); /* kv__st_test_write_back_hook() */
 	void *test_wb_arg;
@@ -279,5 +322,69 @@ int kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st
  * key_at): read its header from f+1 nodes and take an intact one.
  * Return: 0; -ENOENT if none holds an object there; KV_E_UNAVAILABLE. */
 int kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t *len);
+
+/* kv__st_obj_init -- allocate what the reuse of objects needs.
+ * Return: 0; -ENOMEM. */
+int kv__st_obj_init(struct kv_client *c);
+
+/* kv__st_obj_forget -- drop what this client knows of its id's chunks and
+ * dead objects (its id was given up: the next holder finds them). */
+void kv__st_obj_forget(struct kv_client *c);
+
+/* kv__st_obj_fini -- release all of it (objects not yet reused stay on
+ * the nodes, tombstoned: the id's next life finds them). */
+void kv__st_obj_fini(struct kv_client *c);
+
+/* kv__st_obj_chunk_spare -- allocate the bitmap the next chunk of this
+ * id takes (before it is claimed). Return: 0; -ENOMEM. */
+int kv__st_obj_chunk_spare(struct kv_client *c);
+
+/* kv__st_obj_chunk_mine -- chunk @idx belongs to this client's id (won
+ * now, or found at registration): it takes the spare bitmap. */
+void kv__st_obj_chunk_mine(struct kv_client *c, uint64_t idx);
+
+/* Dead objects an operation may learn: kv__st_obj_reserve() makes room. */
+#define KV_OBJ_RESERVE 4u
+
+/* kv__st_obj_reserve -- room for KV_OBJ_RESERVE more dead objects, before
+ * an operation takes effect (kv__st_obj_dead never allocates).
+ * Return: 0; -ENOMEM. */
+int kv__st_obj_reserve(struct kv_client *c);
+
+/* kv__st_obj_chunks_load -- find the chunks of this client's id (every
+ * node that answers within the operation's deadline is read; a chunk
+ * missed is not swept by this life). Return: 0; -ENOMEM; KV_E_UNAVAILABLE
+ * (fewer than f+1 answered). */
+int kv__st_obj_chunks_load(struct kv_client *c);
+
+/* kv__st_obj_dead -- the object of @klen-byte key at @loc is over for
+ * good: its tombstone is on f+1 nodes and the index no longer maps it, or
+ * its insert lost (never mapped). Queued for reuse if it lies in a chunk
+ * of this client's id and is not queued yet. Never fails (out of memory:
+ * it stays unused; a later sweep may find it). */
+void kv__st_obj_dead(struct kv_client *c, uint64_t loc, uint32_t klen);
+
+/* kv__st_obj_take -- an object of exactly @units 64-byte units for an
+ * insert into *@off: a dead one whose grace is over, zeroed now on every
+ * node (one round trip; none if a node is away). Return: 1 with *@off; 0
+ * if none; -ENOMEM (nothing changed). */
+int kv__st_obj_take(struct kv_client *c, uint64_t units, uint64_t *off);
+
+/* kv__st_obj_sweep -- every KV_OBJ_SWEEP_EVERY calls (one per fresh
+ * allocation), read the next window of this id's chunks from f+1 nodes
+ * and queue the objects tombstoned on f+1 that the index no longer maps
+ * (unmapping those it still does): the deletes of other clients, and the
+ * dead objects an earlier life of the id left. Return: 0 (a node away:
+ * later); -ENOMEM before anything changed. */
+int kv__st_obj_sweep(struct kv_client *c);
+
+/* kv__st_unmapped_check -- whether the index no longer maps @key to @loc,
+ * after unmapping it if it did. Return: 0 if so; errors. */
+int kv__st_unmapped_check(struct kv_client *c, const void *key, size_t klen, uint64_t loc);
+
+/* kv__st_ohdr_check -- whether @p (@rest bytes readable) holds the intact
+ * header and key of an object at @off of the store region, into *@oh. */
+bool kv__st_ohdr_check(const unsigned char *p, uint64_t rest, uint64_t off,
+	struct kv_st_ohdr *oh);
 
 #endif /* KV_STORE_INTERNAL_H */

@@ -1295,11 +1295,7 @@ kv__sw_key_read(struct kv_client *c, uint64_t loc, void *buf, size_t cap, size_t
 			if (!(ok >> i & 1))
 				continue;
 			answered |= 1u << i;
-			memcpy(&oh, p, sizeof(oh));
-			if (oh.magic != KV_ST_OBJ_MAGIC || oh.loc != loc || oh.klen == 0 ||
-				oh.klen > KV_KEY_MAX || sizeof(oh) + oh.klen > want ||
-				oh.sum != XXH3_64bits_withSeed(p + sizeof(oh), oh.klen,
-					XXH3_64bits(&oh, offsetof(struct kv_st_ohdr, sum))))
+			if (!kv__st_ohdr_check(p, want, (loc >> 4) * KV_ST_UNIT, &oh) || oh.loc != loc)
 				continue;
 			*len = oh.klen;
 			memcpy(buf, p + sizeof(oh), oh.klen < cap ? oh.klen : cap);

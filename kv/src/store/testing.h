@@ -60,6 +60,15 @@ void kv__st_test_write_back_hook(struct kv_client *c, void (*hook)(void *), void
 	bool unsafe);
 
 /**
+ * kv__st_test_cache_forever -- with @on, the client uses a cached location
+ * however long ago it was looked up: the planted bug against the reuse of
+ * objects (objects.c; Spin kv/spin/m13.pml): a test must catch its writes
+ * landing in an object reused for another key.
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv__st_test_cache_forever(struct kv_client *c, bool on);
+
+/**
  * kv__st_test_reclaim -- free every retired buffer of the client that can
  * be freed now (kv__st_reclaim with waiting, twice: the buffers retired
  * after the last seal too).

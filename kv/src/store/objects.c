@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kv/src/store/objects.c -- the reuse of the objects of deleted keys
+ * (issue 18; kv/DESIGN.md, "Reuse of objects").
+ *
+ * An object holds one key incarnation and lies in a chunk of the client
+ * id that allocated it. Once the incarnation is over -- its tombstone is
+ * on f+1 nodes and the index no longer maps it, or its insert lost and it
+ * was never mapped -- the object goes back to its allocator: the client
+ * holding that id, which learns it from its own operations (a delete, a
+ * get or insert that unmaps a tombstone, an insert that lost) or from a
+ * sweep of its chunks, and reuses it for a later insert of the same size:
+ *  1. after a grace G = 3L + L/4 (L the lease): every location a client
+ *     may still use was looked up at most L before it begins an operation
+ *     (locate() drops cached locations older than that), the operation
+ *     posts within its timeout (at most L), and each batch lands within a
+ *     timeout of its post or never; 3L bounds those, L/4 covers clocks
+ *     whose rates are within 3 % of real time;
+ *  2. it zeroes the object on *every* node, in a batch that also reads the
+ *     node's superblock (a node that is not admitted -- being rebuilt --
+ *     fails the attempt): a node that misses the new incarnation's insert
+ *     must hold the empty register there, not the old tombstone;
+ *  3. once every batch it had posted by then has settled (kv__ix_settled:
+ *     no late zeroing, no late write of its own, lands after the reuse),
+ *     the insert takes it.
+ * Until step 2 the object keeps its header and tombstone, so the id's next
+ * life finds it again by the sweep if this one ends first.
+ * Spin: kv/spin/m13.pml.
+ *
+ * Thread-safety: a client's lists belong to its thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pm/error.h>
+
+#include "kv/src/store/store_internal.h"
+
+/* Fresh allocations between two sweep windows. */
+#define KV_OBJ_SWEEP_EVERY 16u
+
+/* Dead objects looked at per take (the oldest ones whose grace is over). */
+#define KV_OBJ_TAKE_LOOK 64u
+
+static uint64_t
+obj_grace_ns(const struct kv_client *c)
+{
+	return 3 * c->lease_ns + c->lease_ns / 4;
+}
+
+static uint64_t
+obj_chunk(const struct kv_client *c, uint64_t off)
+{
+	return (off - c->sb.obj_off) / c->sb.chunk_bytes;
+}
+
+/* The dead-unit bitmap of the chunk of @off, NULL if not this id's. */
+static uint64_t *
+obj_bits(const struct kv_client *c, uint64_t off)
+{
+	if (c->o_chunks == NULL || off < c->sb.obj_off || obj_chunk(c, off) >= c->sb.nchunks)
+		return NULL;
+	return c->o_chunks[obj_chunk(c, off)];
+}
+
+static bool
+obj_queued(const struct kv_client *c, uint64_t off)
+{
+	const uint64_t *bits = obj_bits(c, off);
+	uint64_t u = (off - c->sb.obj_off) % c->sb.chunk_bytes / KV_ST_UNIT;
+
+	return bits != NULL && (bits[u / 64] >> (u % 64) & 1);
+}
+
+static void
+obj_mark(struct kv_client *c, uint64_t off, bool queued)
+{
+	uint64_t *bits = obj_bits(c, off);
+	uint64_t u = (off - c->sb.obj_off) % c->sb.chunk_bytes / KV_ST_UNIT;
+
+	if (queued)
+		bits[u / 64] |= UINT64_C(1) << (u % 64);
+	else
+		bits[u / 64] &= ~(UINT64_C(1) << (u % 64));
+}
+
+/* Bytes of a chunk's bitmap. */
+static size_t
+obj_bits_bytes(const struct kv_client *c)
+{
+	return (c->sb.chunk_bytes / KV_ST_UNIT + 63) / 64 * 8;
+}
+
+int
+kv__st_obj_chunk_spare(struct kv_client *c)
+{
+	if (c->o_spare == NULL)
+		c->o_spare = calloc(1, obj_bits_bytes(c));
+	return c->o_spare != NULL ? 0 : -ENOMEM;
+}
+
+void
+kv__st_obj_chunk_mine(struct kv_client *c, uint64_t idx)
+{
+	if (c->o_chunks[idx] != NULL || c->o_spare == NULL)
+		return;
+	c->o_chunks[idx] = c->o_spare;
+	c->o_spare = NULL;
+	c->o_nchunks++;
+}
+
+int
+kv__st_obj_reserve(struct kv_client *c)
+{
+	struct kv_st_objs *l = &c->o_dead;
+	struct kv_st_obj *v;
+	size_t cap;
+
+	if (l->head > 0 && l->n == l->cap) { /* make room at the front first */
+		memmove(l->v, l->v + l->head, (l->n - l->head) * sizeof(*l->v));
+		l->n -= l->head;
+		l->head = 0;
+	}
+	if (l->cap - l->n >= KV_OBJ_RESERVE)
+		return 0;
+	cap = l->cap != 0 ? 2 * l->cap : 64;
+	v = realloc(l->v, cap * sizeof(*v));
+	if (v == NULL)
+		return pm_error_set(-ENOMEM, "kv: out of memory");
+	l->v = v;
+	l->cap = cap;
+	return 0;
+}
+
+void
+kv__st_obj_dead(struct kv_client *c, uint64_t loc, uint32_t klen)
+{
+	struct kv_st_geo geo = kv_st_geo_make(loc, klen, c->C);
+	struct kv_st_objs *l = &c->o_dead;
+
+	if (!c->recycle || c->sb.repl == KV_REPL_RAW || obj_bits(c, geo.off) == NULL ||
+		obj_queued(c, geo.off))
+		return;
+	if (l->n == l->cap)
+		return; /* no room reserved: a later sweep finds it */
+	l->v[l->n++] = (struct kv_st_obj){ geo.off, geo.size / KV_ST_UNIT, kv__ix_now_ns() };
+	obj_mark(c, geo.off, true);
+	c->st.objects_dead++;
+}
+
+/* Zero @o on every node, each answering as an admitted member: one round
+ * trip. Return: whether it did. */
+static bool
+obj_zero(struct kv_client *c, const struct kv_st_obj *o)
+{
+	const unsigned all = (1u << c->g.n) - 1;
+	unsigned ok;
+
+	if (kv__ix_round_begin(&c->g) != all)
+		return false;
+	for (unsigned i = 0; i < c->g.n; i++) {
+		struct rdma_batch *b = &c->g.m[i].batch;
+
+		rdma_batch_read(b, c->region, 0, c->g.m[i].buf, sizeof(struct kv_st_super));
+		rdma_batch_write(b, c->region, o->off, c->zeros, (uint32_t)(o->units * KV_ST_UNIT));
+		rdma_batch_persist(b, c->region, o->off, (uint32_t)(o->units * KV_ST_UNIT));
+	}
+	ok = kv__ix_round_run(&c->g, all, c->g.n, c->deadline);
+	c->st.rounds++;
+	for (unsigned i = 0; i < c->g.n; i++) {
+		struct kv_ix_member *m = &c->g.m[i];
+		struct kv_st_super s;
+
+		if (!(ok >> i & 1))
+			return false;
+		memcpy(&s, m->buf, sizeof(s));
+		if (kv__st_super_check(&s, kv__st_region_len(m, c->region), c->g.n, c->g.uuid) != 0 ||
+			s.member != i)
+			return false;
+	}
+	return true;
+}
+
+int
+kv__st_obj_take(struct kv_client *c, uint64_t units, uint64_t *off)
+{
+	struct kv_st_objs *l = &c->o_dead;
+	uint64_t now = kv__ix_now_ns();
+	struct kv_ix_posted p;
+	size_t look = 0;
+
+	/* Zeroed before, waiting for its batches to settle. */
+	if (c->o_sealed.n != 0 && kv__ix_settled(&c->g, NULL, &c->o_posted)) {
+		for (size_t j = 0; j < c->o_sealed.n; j++)
+			if (c->o_sealed.v[j].units == units) {
+				*off = c->o_sealed.v[j].off;
+				c->o_sealed.v[j] = c->o_sealed.v[--c->o_sealed.n];
+				c->st.objects_reused++;
+				return 1;
+			}
+	}
+	/* Room to seal one, before anything changes. */
+	if (c->o_sealed.n == c->o_sealed.cap) {
+		size_t cap = c->o_sealed.cap != 0 ? 2 * c->o_sealed.cap : 16;
+		struct kv_st_obj *v = realloc(c->o_sealed.v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return pm_error_set(-ENOMEM, "kv: out of memory");
+		c->o_sealed.v = v;
+		c->o_sealed.cap = cap;
+	}
+	for (size_t j = l->head; j < l->n && look < KV_OBJ_TAKE_LOOK; j++, look++) {
+		struct kv_st_obj o = l->v[j];
+
+		if (o.at + obj_grace_ns(c) > now)
+			break; /* the rest died later */
+		if (o.units != units)
+			continue;
+		if (!obj_zero(c, &o)) {
+			c->st.objects_zero_failed++;
+			return 0; /* a node is away: later */
+		}
+		/* Out of the list (the oldest takes its place: the prefix
+		 * whose grace is over stays one). */
+		l->v[j] = l->v[l->head++];
+		obj_mark(c, o.off, false);
+		kv__ix_posted(&c->g, &p);
+		if (kv__ix_settled(&c->g, NULL, &p)) {
+			*off = o.off;
+			c->st.objects_reused++;
+			return 1;
+		}
+		/* A batch of this client may still land: the object waits. */
+		c->o_sealed.v[c->o_sealed.n++] = o;
+		c->o_posted = p;
+		return 0;
+	}
+	return 0;
+}
+
+/* Walk the window @p (@len bytes, read from member @from; the other
+ * members' copies in their scratch, those in @answered) of the chunk at
+ * @base from @u: note each object whose tombstone is on f+1 members as a
+ * candidate. Return: where the next window starts. */
+static uint64_t
+obj_window(struct kv_client *c, unsigned answered, uint64_t base, uint64_t u, uint64_t len,
+	uint64_t end)
+{
+	const uint32_t hoff = kv_st_ohdr_off(c->C);
+	uint64_t at = 0;
+
+	while (at + KV_ST_UNIT <= len && u + at < end) {
+		const uint64_t off = base + u + at;
+		struct kv_st_ohdr oh;
+		unsigned from = KV_MAX_NODES, tombs = 0;
+		struct kv_st_geo geo;
+
+		for (unsigned i = 0; i < c->g.n && from == KV_MAX_NODES; i++)
+			if ((answered >> i & 1) && len - at > hoff &&
+				kv__st_ohdr_check(c->g.m[i].buf + at + hoff, len - at - hoff, off, &oh))
+				from = i;
+		if (from == KV_MAX_NODES) {
+			at += KV_ST_UNIT; /* a gap: zeroed, or a creation that never landed */
+			continue;
+		}
+		geo = kv_st_geo_make(oh.loc, oh.klen, c->C);
+		if (at + geo.size > len)
+			break; /* the next window starts with it */
+		for (unsigned i = 0; i < c->g.n; i++) {
+			const unsigned char *p = c->g.m[i].buf + at;
+			bool tomb = false;
+
+			for (unsigned w = 0; (answered >> i & 1) && w < c->C && !tomb; w++) {
+				uint64_t meta;
+
+				memcpy(&meta, p + 8u * w, 8);
+				tomb = kv_st_is_tomb(meta);
+			}
+			tombs += tomb;
+		}
+		if (tombs >= c->g.f + 1 && !obj_queued(c, off)) {
+			if (c->o_cand_n == KV_OBJ_CANDS)
+				break; /* the next window starts with it */
+			c->o_cand[c->o_cand_n].loc = oh.loc;
+			c->o_cand[c->o_cand_n].klen = oh.klen;
+			memcpy(c->o_cand[c->o_cand_n].key, c->g.m[from].buf + at + hoff + sizeof(oh),
+				oh.klen);
+			c->o_cand_n++;
+		}
+		at += geo.size;
+	}
+	return u + at;
+}
+
+int
+kv__st_obj_sweep(struct kv_client *c)
+{
+	uint64_t base, end, len;
+	unsigned mask, ok, answered = 0;
+	int ret;
+
+	if (!c->recycle || c->sb.repl == KV_REPL_RAW || ++c->o_carved % KV_OBJ_SWEEP_EVERY != 0)
+		return 0;
+	/* The id's chunks, at the first sweep (not in kv_open: a client that
+	 * never inserts never needs them). */
+	if (!c->o_loaded) {
+		ret = kv__st_obj_chunks_load(c);
+		if (ret == -ENOMEM) {
+			c->o_carved--; /* again at the next allocation */
+			return ret;
+		}
+		c->o_loaded = ret == 0;
+	}
+	if (!c->o_loaded || c->o_nchunks == 0)
+		return 0;
+	/* The next chunk of this id from the cursor. */
+	for (uint64_t k = 0; k < c->sb.nchunks && c->o_chunks[c->o_sweep_chunk] == NULL; k++) {
+		c->o_sweep_chunk = (c->o_sweep_chunk + 1) % c->sb.nchunks;
+		c->o_sweep_at = 0;
+	}
+	base = c->sb.obj_off + c->o_sweep_chunk * c->sb.chunk_bytes;
+	/* In the current chunk, only what was carved so far. */
+	end = c->o_sweep_chunk + 1 == c->chunk ? c->obj_used * KV_ST_UNIT : c->sb.chunk_bytes;
+	len = end - c->o_sweep_at < c->o_window ? end - c->o_sweep_at : c->o_window;
+	if (len >= KV_ST_UNIT) {
+		mask = kv__ix_round_begin(&c->g);
+		for (unsigned i = 0; i < c->g.n; i++)
+			if ((mask >> i & 1) && rdma_batch_read(&c->g.m[i].batch, c->region,
+				base + c->o_sweep_at, c->g.m[i].buf, (uint32_t)len) != 0)
+				mask &= ~(1u << i);
+		ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
+		c->st.rounds++;
+		answered = ok;
+		if ((unsigned)__builtin_popcount(answered) < c->g.f + 1)
+			return 0; /* later */
+		c->o_sweep_at = obj_window(c, answered, base, c->o_sweep_at, len, end);
+	}
+	if (len < c->o_window) { /* the chunk's end: the next one */
+		c->o_sweep_chunk = (c->o_sweep_chunk + 1) % c->sb.nchunks;
+		c->o_sweep_at = 0;
+	}
+	c->st.objects_swept++;
+	/* A candidate the index still maps is unmapped first, as a get that
+	 * met its tombstone would (SWARM-KV sect. 5.3.3). */
+	for (unsigned j = 0; j < c->o_cand_n; j++) {
+		struct kv_st_ocand *k = &c->o_cand[j];
+
+		if (kv__st_unmapped_check(c, k->key, k->klen, k->loc) == 0)
+			kv__st_obj_dead(c, k->loc, k->klen);
+	}
+	c->o_cand_n = 0;
+	return 0;
+}
+
+int
+kv__st_obj_init(struct kv_client *c)
+{
+	struct kv_st_geo big = kv_st_geo_make(KV_ST_IP_CLASSES - 1, KV_KEY_MAX, c->C);
+
+	/* A window holds the largest object whole. */
+	c->o_window = (big.size + 4095) / 4096 * 4096;
+	if (c->o_window < (16u << 10))
+		c->o_window = 16u << 10;
+	c->zeros = calloc(1, big.size);
+	c->o_chunks = calloc(c->sb.nchunks, sizeof(*c->o_chunks));
+	return c->zeros != NULL && c->o_chunks != NULL ? 0 : -ENOMEM;
+}
+
+void
+kv__st_obj_forget(struct kv_client *c)
+{
+	for (uint64_t k = 0; c->o_chunks != NULL && k < c->sb.nchunks; k++) {
+		free(c->o_chunks[k]);
+		c->o_chunks[k] = NULL;
+	}
+	c->o_nchunks = 0;
+	c->o_loaded = false;
+	c->o_dead.head = c->o_dead.n = 0;
+	c->o_sealed.n = 0;
+	c->o_sweep_chunk = c->o_sweep_at = 0;
+	c->o_cand_n = 0;
+}
+
+void
+kv__st_obj_fini(struct kv_client *c)
+{
+	kv__st_obj_forget(c);
+	free(c->o_chunks);
+	free(c->o_spare);
+	free(c->o_dead.v);
+	free(c->o_sealed.v);
+	free(c->zeros);
+	c->o_chunks = NULL;
+	c->o_spare = NULL;
+	c->zeros = NULL;
+	memset(&c->o_dead, 0, sizeof(c->o_dead));
+	memset(&c->o_sealed, 0, sizeof(c->o_sealed));
+}
+
+int
+kv__st_obj_chunks_load(struct kv_client *c)
+{
+	const uint64_t per = RDMA_BATCH_MAX_BYTES / 8;
+	int ret = 0;
+
+	/* A chunk is the id's when f+1 nodes hold one claim word naming it
+	 * (obj_alloc's owner: a random number << 8 | id + 1). */
+	for (uint64_t first = 0; first < c->sb.nchunks && ret == 0; first += per) {
+		uint64_t n = c->sb.nchunks - first < per ? c->sb.nchunks - first : per;
+		unsigned mask = kv__ix_round_begin(&c->g), ok;
+
+		for (unsigned i = 0; i < c->g.n; i++)
+			if ((mask >> i & 1) && rdma_batch_read(&c->g.m[i].batch, c->region,
+				c->sb.chunk_off + 8 * first, c->g.m[i].buf, (uint32_t)(8 * n)) != 0)
+				mask &= ~(1u << i);
+		ok = kv__ix_round_run(&c->g, mask, (unsigned)__builtin_popcount(mask), c->deadline);
+		c->st.rounds++;
+		if ((unsigned)__builtin_popcount(ok) < c->g.f + 1)
+			return KV_E_UNAVAILABLE;
+		for (uint64_t k = 0; k < n && ret == 0; k++) {
+			for (unsigned i = 0; i < c->g.n; i++) {
+				uint64_t w;
+				unsigned same = 0;
+
+				if (!(ok >> i & 1))
+					continue;
+				memcpy(&w, c->g.m[i].buf + 8 * k, 8);
+				if (w == 0 || (w & 0xff) != c->cid + 1u)
+					continue;
+				for (unsigned j = 0; j < c->g.n; j++) {
+					uint64_t v;
+
+					memcpy(&v, c->g.m[j].buf + 8 * k, 8);
+					same += (ok >> j & 1) && v == w;
+				}
+				if (same >= c->g.f + 1) {
+					ret = kv__st_obj_chunk_spare(c);
+					kv__st_obj_chunk_mine(c, first + k);
+					break;
+				}
+			}
+		}
+	}
+	return ret;
+}
