@@ -399,7 +399,8 @@ def plot_dmkv(plt, doc, png):
     cfg, tl = doc["config"], doc.get("timeline", [])
     fig, (ax_t, ax_l, ax_c) = plt.subplots(1, 3, figsize=(16, 4.5))
     t = [p["t_s"] for p in tl]
-    if any(p.get("log_bytes") for p in tl):
+    logs = any(p.get("log_bytes") for p in tl)
+    if logs:
         # The clients' value logs (kv_stats.log_used): flat once buffers
         # are reused, rising with every write when they are not.
         ax_g = ax_t.twinx()
@@ -427,7 +428,8 @@ def plot_dmkv(plt, doc, png):
                        linestyle=":", label=e["what"])
         ax.set_xlabel("seconds into the run")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        # Clear of the value logs' legend (lower right) when there is one.
+        ax.legend(fontsize=7, loc="upper left" if ax is ax_t and logs else "best")
     ax_t.set_ylabel("thousand ops/s (interval of %.2f s)" % (cfg["interval_ms"] / 1e3))
     ax_t.set_ylim(bottom=0)
     ax_l.set_ylabel("latency, microseconds (all operations)")

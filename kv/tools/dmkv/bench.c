@@ -111,6 +111,10 @@ struct thr {
 	uint64_t *tl_fail;
 	uint64_t *tl_log;       /* kv_stats.log_used at the first operation
 	                         * that ended in the interval; 0: none */
+	uint64_t *tl_freed;     /* 1 + kv_stats.ids_freed, the last of at
+	                         * most about 8 reads in the interval (at the
+	                         * end of an operation); 0: none */
+	uint64_t freed_ns;      /* when it was last read */
 	struct errs errs;
 	uint64_t wrong, stale, lost, acked, capped;
 	uint64_t unreadable;    /* verify: reads that failed */
@@ -463,11 +467,17 @@ lane_done(struct thr *t, struct lane *l, uint64_t now)
 		dmkv_hist_add(&t->lat[l->phase][l->kind], now - l->start_ns);
 		if (iv < r->nintervals) {
 			dmkv_hist_add(&t->tl[iv], now - l->start_ns);
-			if (t->tl_log[iv] == 0) {
+			/* Not at every operation: with many lanes a read sums
+			 * every lane's counters. */
+			if (t->tl_log[iv] == 0 || t->tl_freed[iv] == 0 ||
+				now - t->freed_ns >= r->o->interval_ms * (1000000u / 8)) {
 				struct kv_stats s;
 
 				stats_read(t, &s);
-				t->tl_log[iv] = s.log_used;
+				if (t->tl_log[iv] == 0)
+					t->tl_log[iv] = s.log_used;
+				t->tl_freed[iv] = 1 + s.ids_freed;
+				t->freed_ns = now;
 			}
 		}
 	}
@@ -584,10 +594,12 @@ thr_teardown(struct thr *t)
 	free(t->tl);
 	free(t->tl_fail);
 	free(t->tl_log);
+	free(t->tl_freed);
 	t->lanes = NULL;
 	t->tl = NULL;
 	t->tl_fail = NULL;
 	t->tl_log = NULL;
+	t->tl_freed = NULL;
 	t->nlanes = 0;
 }
 
@@ -980,6 +992,23 @@ interval_log(const struct run *r, unsigned iv)
 	return sum;
 }
 
+/* The ids of dead clients the run's clients had freed by the end of
+ * interval @iv (kv_stats.ids_freed): each thread's latest sample. */
+static uint64_t
+interval_freed(const struct run *r, unsigned iv)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < r->nt; i++) {
+		unsigned k = iv + 1;
+
+		while (k > 0 && r->t[i].tl_freed[k - 1] == 0)
+			k--;
+		sum += k > 0 ? r->t[i].tl_freed[k - 1] - 1 : 0;
+	}
+	return sum;
+}
+
 /* The timeline interval @iv summed over threads into @h; failures. */
 static uint64_t
 interval_sum(const struct run *r, unsigned iv, struct dmkv_hist *h)
@@ -1066,10 +1095,10 @@ write_json(FILE *f, struct run *r, const struct summary *s, bool ok)
 
 		fprintf(f, "%s{\"t_s\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,\"failed\":%" PRIu64
 			   ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
-			   ",\"log_bytes\":%" PRIu64 "}",
+			   ",\"log_bytes\":%" PRIu64 ",\"ids_freed\":%" PRIu64 "}",
 			iv ? "," : "", t, h->count, (double)h->count * 1e3 / (double)o->interval_ms,
 			failed, dmkv_hist_quantile(h, 0.5), dmkv_hist_quantile(h, 0.99), h->max,
-			interval_log(r, iv));
+			interval_log(r, iv), interval_freed(r, iv));
 	}
 	fprintf(f, "],\"errors\":{");
 	for (unsigned i = 0; i < MAX_CODES && s->errs.n[i] != 0; i++)
@@ -1101,18 +1130,18 @@ write_csv(const char *path, struct run *r)
 		dmkv_err("cannot write %s", path);
 		return DMKV_EXIT_IO;
 	}
-	fprintf(f, "t_s,phase,ops,ops_per_s,failed,p50_us,p99_us,max_us,log_mib\n");
+	fprintf(f, "t_s,phase,ops,ops_per_s,failed,p50_us,p99_us,max_us,log_mib,ids_freed\n");
 	for (unsigned iv = 0; iv < niv; iv++) {
 		uint64_t failed = interval_sum(r, iv, h);
 		uint64_t start = r->t0_ns + (uint64_t)iv * r->o->interval_ms * 1000000u;
 
-		fprintf(f, "%.3f,%s,%" PRIu64 ",%.1f,%" PRIu64 ",%.2f,%.2f,%.2f,%.3f\n",
+		fprintf(f, "%.3f,%s,%" PRIu64 ",%.1f,%" PRIu64 ",%.2f,%.2f,%.2f,%.3f,%" PRIu64 "\n",
 			(double)(iv + 1) * (double)r->o->interval_ms / 1e3,
 			faults(r->o) ? phase_name[phase_at(r, start)] : "run", h->count,
 			(double)h->count * 1e3 / (double)r->o->interval_ms, failed,
 			(double)dmkv_hist_quantile(h, 0.5) / 1e3,
 			(double)dmkv_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3,
-			(double)interval_log(r, iv) / (1 << 20));
+			(double)interval_log(r, iv) / (1 << 20), interval_freed(r, iv));
 	}
 	free(h);
 	return fclose(f) == 0 ? 0 : DMKV_EXIT_IO;
@@ -1176,7 +1205,8 @@ run_clients(struct run *r)
 		t->tl = malloc(r->nintervals * sizeof(*t->tl));
 		t->tl_fail = calloc(r->nintervals, sizeof(*t->tl_fail));
 		t->tl_log = calloc(r->nintervals, sizeof(*t->tl_log));
-		if (t->tl == NULL || t->tl_fail == NULL || t->tl_log == NULL) {
+		t->tl_freed = calloc(r->nintervals, sizeof(*t->tl_freed));
+		if (t->tl == NULL || t->tl_fail == NULL || t->tl_log == NULL || t->tl_freed == NULL) {
 			ret = -ENOMEM;
 			break;
 		}
