@@ -35,6 +35,7 @@
 
 #include "kv/src/store/testing.h"
 #include "kv/tests/node_group.h"
+#include "kv/tests/store_config.h"
 
 namespace {
 
@@ -77,8 +78,9 @@ protected:
 		uris_ = group_.Uris();
 		for (const auto &u : uris_)
 			nodes_.push_back(u.c_str());
-		Config(&cfg_, kTimeoutMs);
-		Config(&acfg_, kCrashedTimeoutMs);
+		cfg_ = kvtest::StoreConfig(nodes_, kClients, 1u << 20, 64u << 10, kTimeoutMs, kLeaseMs);
+		acfg_ = kvtest::StoreConfig(nodes_, kClients, 1u << 20, 64u << 10, kCrashedTimeoutMs,
+			kLeaseMs);
 	}
 	void SetUp() override
 	{
@@ -87,17 +89,6 @@ protected:
 	}
 	void TearDown() override { EXPECT_EQ(kv_close(&b_), 0) << pm_errormsg(); }
 
-	void Config(kv_config *cfg, unsigned timeout)
-	{
-		kv_config_init(cfg);
-		cfg->nodes = nodes_.data();
-		cfg->nnodes = 3;
-		cfg->max_clients = kClients;
-		cfg->log_bytes = 1u << 20;
-		cfg->chunk_bytes = 64u << 10;
-		cfg->timeout_ms = timeout;
-		cfg->lease_ms = kLeaseMs;
-	}
 	static int Open(kv_client **c, const kv_config *cfg)
 	{
 		// A loaded machine may miss a connection within the timeout.

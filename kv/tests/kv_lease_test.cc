@@ -19,6 +19,7 @@
 #include "kv/src/store/layout.h"
 #include "kv/src/store/testing.h"
 #include "kv/tests/node_group.h"
+#include "kv/tests/store_config.h"
 
 namespace {
 
@@ -39,14 +40,7 @@ protected:
 		uris_ = group_.Uris();
 		for (const auto &u : uris_)
 			ptrs_.push_back(u.c_str());
-		kv_config_init(&cfg_);
-		cfg_.nodes = ptrs_.data();
-		cfg_.nnodes = 3;
-		cfg_.max_clients = 3;
-		cfg_.log_bytes = 1u << 20;
-		cfg_.chunk_bytes = 1u << 20;
-		cfg_.timeout_ms = kTimeoutMs;
-		cfg_.lease_ms = kLeaseMs;
+		cfg_ = kvtest::StoreConfig(ptrs_, 3, 1u << 20, 1u << 20, kTimeoutMs, kLeaseMs);
 	}
 	void SetUp() override
 	{

@@ -22,6 +22,7 @@
 
 #include "kv/src/store/testing.h"
 #include "kv/tests/node_group.h"
+#include "kv/tests/store_config.h"
 
 namespace {
 
@@ -39,14 +40,7 @@ protected:
 		uris_ = group_.Uris();
 		for (const auto &u : uris_)
 			ptrs_.push_back(u.c_str());
-		kv_config_init(&cfg_);
-		cfg_.nodes = ptrs_.data();
-		cfg_.nnodes = 3;
-		cfg_.max_clients = 4;
-		cfg_.log_bytes = 4u << 20;
-		cfg_.chunk_bytes = 1u << 20;
-		cfg_.timeout_ms = kTimeoutMs;
-		cfg_.lease_ms = kLeaseMs;
+		cfg_ = kvtest::StoreConfig(ptrs_, 4, 4u << 20, 1u << 20, kTimeoutMs, kLeaseMs);
 	}
 	void SetUp() override { ASSERT_EQ(kv_create(&cfg_), 0) << pm_errormsg(); }
 	void TearDown() override
@@ -133,6 +127,18 @@ protected:
 		EXPECT_EQ(kv_close(&own), 0) << pm_errormsg();
 		return wrong;
 	}
+	// Round 0 on keys [0, @to0), then round 1 on [@from1, @to1) while node
+	// 1 is down (those values sit on nodes 0 and 2 only), then node 1 back
+	// and given the index buckets split meanwhile (kv_scrub; dmkv scrub),
+	// as an operator does before taking another node down.
+	void WriteWithNode1Down(kv_client *a, Model *m, unsigned to0, unsigned from1, unsigned to1)
+	{
+		Write(a, m, 0, to0, 0);
+		Fail(1, true);
+		Write(a, m, from1, to1, 1);
+		Fail(1, false);
+		ASSERT_EQ(Scrub(a), 0) << pm_errormsg();
+	}
 
 	kvtest::LocalGroup group_;
 	std::vector<std::string> uris_;
@@ -148,13 +154,8 @@ TEST_F(KvRebuild, LostNodeIsRebuiltWhileClientsWriteAndCarriesEveryValue)
 	kv_client *a = nullptr;
 	ASSERT_EQ(kv_open(&a, &cfg_), 0) << pm_errormsg();
 	Model m;
-	Write(a, &m, 0, 200, 0);
-	Fail(1, true);
-	Write(a, &m, 100, 300, 1); // updates, deletes and inserts on {0, 2}
-	Fail(1, false);
-	// As an operator does before taking another node down: give node 1
-	// the index buckets split meanwhile (kv_scrub; dmkv scrub).
-	ASSERT_EQ(Scrub(a), 0) << pm_errormsg();
+	// Updates, deletes and inserts on {0, 2}.
+	ASSERT_NO_FATAL_FAILURE(WriteWithNode1Down(a, &m, 200, 100, 300));
 	Lose(2);
 
 	// A client writes all through the rebuild (on nodes 0 and 1).
@@ -209,11 +210,7 @@ TEST_F(KvRebuild, NodeAdmittedWithoutItsValuesLosesWrites)
 	kv_client *a = nullptr;
 	ASSERT_EQ(kv_open(&a, &cfg_), 0) << pm_errormsg();
 	Model m;
-	Write(a, &m, 0, 100, 0);
-	Fail(1, true);
-	Write(a, &m, 0, 100, 1);
-	Fail(1, false);
-	ASSERT_EQ(Scrub(a), 0) << pm_errormsg();
+	ASSERT_NO_FATAL_FAILURE(WriteWithNode1Down(a, &m, 100, 0, 100));
 	EXPECT_EQ(kv_close(&a), 0) << pm_errormsg();
 	Lose(2);
 	kv__st_test_rebuild_no_values(true);
