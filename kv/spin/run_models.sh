@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m12.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m13.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -202,13 +202,39 @@ CHECKS=(
 "full|m12_spec_slots_late|m12.pml|-DFIX=0 -DLATE -DDELS=0 -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as specified, slot words, 1 read, one late batch: P1 holds (34.0 M states)"
 "full|m12_poison_late|m12.pml|-DFIX=0 -DDLRULE=2 -DLATE -DWRITES=0 -DTOMB -DLOCKS=0 -DNRD=1|exh||600|pass|-m400000 -w25|as m12_poison, 1 read, one late batch (30.3 M states)"
 "full|m12_all_bit|m12.pml|-DTOMB -DLATE|bit:33||600|pass|-m400000|every part at once: 2 clients x (write, delete with tombstone), 1 read, 2 lockers, one late batch (203 M states, cut at the time limit)"
+# --- M13: the reuse of a deleted key's object (issue 18; store.c obj_dead/obj_reclaim/locate)
+# M13 flag defaults: TV=2 (T, a cached location's life) TAU=1 (operation timeout = in-flight bound)
+# GR=TV+2*TAU+1, NATT=3 zero attempts, W (one write of k2), NRD=2 reads, RB=1 (the rebuilder reads
+# after the grace), the creation's third batch landing late. -DCRASH: one node down and up again;
+# -DWIPE: node 2's pool lost and rebuilt.
+"ci|m13|m13.pml|-DCRASH|exh||60|pass|-m400000 -w24|3 MNs; stale S (lookup, 1 op, late batches), delete, grace G=5, 3 zero attempts (abandoned any time), settle, creation of k2, W, 1 reader x 2 reads, 1 node crash + restart; P1, DUR in every state (0.64 M states)"
+"ci|m13_t4|m13.pml|-DCRASH -DTV=4 -DTAU=2|exh||60|pass|-m400000 -w24|as m13 with T=4, TAU=2, G=9 (1.3 M states)"
+"ci|m13_wipe|m13.pml|-DWIPE|exh||120|pass|-m400000 -w24|as m13, node 2 wiped at any time and rebuilt (grace before its reads, MAX copy, admission) instead of the crash (2.4 M states)"
+"ci|m13_wipe_spec|m13.pml|-DWIPE -DRB=0 -DCHECKDUR=0 -DWK2=0 -DNRD=0 -DNATT=1|exh||60|finding|-m400000 -w24|the rebuild as specified (read, wait, write, wait, admit; no grace before the read): a zero attempt straddling the wipe, the copy brings incarnation 1 back (P1)"
+"ci|m13_mut_nograce|m13.pml|-DCRASH -DMUT_NOGRACE|exh||60|fail|-m400000 -w24|mutant: G = 0 (S's late word lands after the zeroing)"
+"ci|m13_mut_cacheforever|m13.pml|-DCRASH -DMUT_CACHEFOREVER|exh||60|fail|-m400000 -w24|mutant: S uses its cached location for ever"
+"ci|m13_mut_g1|m13.pml|-DCRASH -DMUT_G1|exh||60|fail|-m400000 -w24|mutant: G = T + 2 TAU, one tick too small"
+"ci|m13_mut_f1|m13.pml|-DCRASH -DMUT_F1|exh||60|fail|-m400000 -w24|mutant: the zero attempt goes to f+1 nodes only"
+"ci|m13_mut_nosettle|m13.pml|-DCRASH -DMUT_NOSETTLE|exh||60|fail|-m400000 -w24|mutant: reuse without the settle wait (an abandoned zero batch erases m2: DUR)"
+"ci|m13_mut_countnotadm|m13.pml|-DWIPE -DMUT_COUNTNOTADM|exh||60|fail|-m400000 -w24|mutant: the zero attempt counts a node that is not admitted (being rebuilt)"
+"full|m13_wipe_t4|m13.pml|-DWIPE -DTV=4 -DTAU=2|exh||300|pass|-m400000 -w25|as m13_wipe with T=4, TAU=2, G=9 (5.8 M states)"
+"full|m13_tau2|m13.pml|-DCRASH -DTV=2 -DTAU=2|exh||120|pass|-m400000 -w24|as m13 with TAU = T = 2, G=7 (1.3 M states)"
+"full|m13_wipe_tau2|m13.pml|-DWIPE -DTV=2 -DTAU=2|exh||300|pass|-m400000 -w25|as m13_wipe with TAU = T = 2 (5.8 M states)"
+"full|m13_mut_g1_tau2|m13.pml|-DCRASH -DTV=2 -DTAU=2 -DMUT_G1|exh||120|fail|-m400000 -w24|mutant MUT_G1 with TAU = T = 2 (G = 6)"
+"full|m13_wipe_rb2_p1|m13.pml|-DWIPE -DRB=2 -DCHECKDUR=0|exh||300|pass|-m400000 -w25|the rebuilder waits only for the batches posted before the wipe: P1 holds (3.3 M states)"
+"full|m13_wipe_rb2|m13.pml|-DWIPE -DRB=2|exh||300|finding|-m400000 -w24|as m13_wipe_rb2_p1 with DUR: the creation counts n2 before the wipe and is missed by the copy (m12's grace)"
+"full|m13_wipe_spec_dur|m13.pml|-DWIPE -DRB=0|exh||300|finding|-m400000 -w24|the rebuild as specified, every check: fails (DUR or P1)"
+"full|m13_reach_w2|m13.pml|-DCRASH -DREACH=1|exh||60|fail|-m400000 -w24|reachability: a read of k2 returns W's w2"
+"full|m13_reach_rebuilt|m13.pml|-DWIPE -DREACH=2|exh||60|fail|-m400000 -w24|reachability: a read of k2 reads the rebuilt node"
+"full|m13_reach_settle|m13.pml|-DCRASH -DREACH=3|exh||60|fail|-m400000 -w24|reachability: R waits at the settle with a zero batch in flight"
+"full|m13_reach_tight|m13.pml|-DCRASH -DREACH=4|exh||60|fail|-m400000 -w24|reachability: S's word flies in the last tick of R's grace (G is tight)"
 )
 
 usage() {
 	cat <<EOF
 usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
-Runs the FCP index's, SWARM's and the store's Spin models (m1..m12) as named checks with expected outcomes and
+Runs the FCP index's, SWARM's and the store's Spin models (m1..m13) as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
@@ -220,7 +246,7 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
            several GB; run on request)
   --list   print the table and exit
   --model FILE
-           only the checks of model FILE (m1.pml ... m12.pml) in the chosen
+           only the checks of model FILE (m1.pml ... m13.pml) in the chosen
            set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)

@@ -160,6 +160,11 @@ TEST_F(KvObjectsTest, DeletedKeysObjectsAreReused)
 	}
 	EXPECT_EQ(Stats(a_).reregistrations, 0u);
 	EXPECT_EQ(ChunksUsed(), chunks);
+	for (unsigned i = 0; i < 3; i++) { // dmkv status counts them on every node
+		kv_node_status st;
+		ASSERT_EQ(kv_node_status_read(&cfg_, i, &st), 0) << pm_errormsg();
+		EXPECT_EQ(st.objects_zeroed, (kRounds - 1) * kKeys);
+	}
 	for (unsigned i = 0; i < kRounds * kKeys; i++) {
 		int ret;
 		Get(a_, Key("r", i), &ret);

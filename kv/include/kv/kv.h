@@ -228,6 +228,8 @@ struct kv_node_status {
 	uint64_t ids_freed;       /* ids of clients taken for dead that
 	                           * others freed, as counted on this node */
 	uint64_t hazards_cleared; /* their hazard words cleared, likewise */
+	uint64_t objects_zeroed;  /* objects of deleted keys zeroed here for
+	                           * reuse (kv_stats.objects_reused) */
 	uint64_t chunks, chunks_used, chunk_bytes; /* object chunks */
 	uint64_t log_bytes;       /* per client */
 	uint64_t log_used;        /* reserved in all clients' logs (marks) */

@@ -90,6 +90,7 @@
 #define KV_ST_COUNT_OFF (KV_ST_SUPER_SIZE - 64u)
 #define KV_ST_COUNT_IDS_FREED 0u /* ids of clients taken for dead, freed */
 #define KV_ST_COUNT_HAZARDS 1u   /* hazard words of those cleared */
+#define KV_ST_COUNT_OBJECTS 2u   /* objects of deleted keys zeroed for reuse */
 
 #define KV_ST_UNIT 64u
 #define KV_ST_TS_BITS 42

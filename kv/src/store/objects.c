@@ -165,6 +165,9 @@ obj_zero(struct kv_client *c, const struct kv_st_obj *o)
 		rdma_batch_read(b, c->region, 0, c->g.m[i].buf, sizeof(struct kv_st_super));
 		rdma_batch_write(b, c->region, o->off, c->zeros, (uint32_t)(o->units * KV_ST_UNIT));
 		rdma_batch_persist(b, c->region, o->off, (uint32_t)(o->units * KV_ST_UNIT));
+		/* dmkv status counts them (an attempt that fails counts too) */
+		rdma_batch_faa(b, c->region, KV_ST_COUNT_OFF + 8u * KV_ST_COUNT_OBJECTS, 1, NULL);
+		rdma_batch_persist(b, c->region, KV_ST_COUNT_OFF + 8u * KV_ST_COUNT_OBJECTS, 8);
 	}
 	ok = kv__ix_round_run(&c->g, all, c->g.n, c->deadline);
 	c->st.rounds++;

@@ -34,7 +34,11 @@
  * never will (the in-flight bound the recycling assumes), and every lease
  * whose renewal counted the lost node has run out -- so zero claim and
  * hazard words are safe, and a delete still splitting over first delete
- * words does not exist.
+ * words does not exist. The reuse of objects counts on the first wait
+ * too: a zeroing that reached the lost node before its loss and the
+ * others after it must have landed before they are read, or the copy
+ * would bring the old tombstone back under the object's next key (Spin
+ * m13_wipe_spec; objects.c).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1317,13 +1317,14 @@ kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_s
 		sb.chunk_off + 8 * sb.nchunks - sb.id_off)) != 0)
 		goto out;
 	{
-		uint64_t count[2];
+		uint64_t count[3];
 
 		if ((ret = status_read(conn, cfg->store_region, KV_ST_COUNT_OFF, count,
 			sizeof(count))) != 0)
 			goto out;
 		out->ids_freed = count[KV_ST_COUNT_IDS_FREED];
 		out->hazards_cleared = count[KV_ST_COUNT_HAZARDS];
+		out->objects_zeroed = count[KV_ST_COUNT_OBJECTS];
 	}
 	for (unsigned w = 0; w < sb.max_clients; w++) {
 		out->clients += words[(sb.id_off - sb.id_off) / 8 + w] != 0;

@@ -822,12 +822,14 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 					(unsigned long long)ns.store_bytes);
 			if (ns.formatted)
 				printf(",\"repl\":\"%s\",\"lease_ms\":%u,\"clients\":%u,\"max_clients\":%u,"
-				       "\"ids_freed\":%llu,\"hazards_cleared\":%llu,\"chunks_used\":%llu,"
+				       "\"ids_freed\":%llu,\"hazards_cleared\":%llu,\"objects_zeroed\":%llu,"
+				       "\"chunks_used\":%llu,"
 				       "\"chunks\":%llu,\"chunk_bytes\":%llu,\"log_used\":%llu,"
 				       "\"log_bytes_per_client\":%llu",
 					repl_name[ns.repl], ns.lease_ms, ns.clients, ns.max_clients,
 					(unsigned long long)ns.ids_freed,
 					(unsigned long long)ns.hazards_cleared,
+					(unsigned long long)ns.objects_zeroed,
 					(unsigned long long)ns.chunks_used, (unsigned long long)ns.chunks,
 					(unsigned long long)ns.chunk_bytes, (unsigned long long)ns.log_used,
 					(unsigned long long)ns.log_bytes);
@@ -848,14 +850,14 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 		if (ns.formatted)
 			printf("        store: %llu MiB region, %s, client lease %u ms, %u of %u client "
 			       "ids registered (%llu freed after their clients' leases ran out, %llu "
-			       "hazard words cleared), %llu of %llu chunks (%llu MiB) used, %.1f MiB of "
-			       "logs reserved\n",
+			       "hazard words cleared), %llu of %llu chunks (%llu MiB) used (%llu objects "
+			       "of deleted keys zeroed for reuse), %.1f MiB of logs reserved\n",
 				(unsigned long long)(ns.store_bytes >> 20), repl_name[ns.repl],
 				ns.lease_ms, ns.clients, ns.max_clients, (unsigned long long)ns.ids_freed,
 				(unsigned long long)ns.hazards_cleared, (unsigned long long)ns.chunks_used,
 				(unsigned long long)ns.chunks,
 				(unsigned long long)(ns.chunks_used * ns.chunk_bytes >> 20),
-				(double)ns.log_used / (1 << 20));
+				(unsigned long long)ns.objects_zeroed, (double)ns.log_used / (1 << 20));
 	}
 	ret = kv_open(&c, &cl.cfg);
 	if (ret == 0)
