@@ -208,7 +208,7 @@ CHECKS=(
 # after the grace), the creation's third batch landing late. -DCRASH: one node down and up again;
 # -DWIPE: node 2's pool lost and rebuilt.
 "ci|m13|m13.pml|-DCRASH|exh||60|pass|-m400000 -w24|3 MNs; stale S (lookup, 1 op, late batches), delete, grace G=5, 3 zero attempts (abandoned any time), settle, creation of k2, W, 1 reader x 2 reads, 1 node crash + restart; P1, DUR in every state (0.64 M states)"
-"ci|m13_t4|m13.pml|-DCRASH -DTV=4 -DTAU=2|exh||60|pass|-m400000 -w24|as m13 with T=4, TAU=2, G=9 (1.3 M states)"
+"full|m13_t4|m13.pml|-DCRASH -DTV=4 -DTAU=2|exh||60|pass|-m400000 -w24|as m13 with T=4, TAU=2, G=9 (1.3 M states)"
 "ci|m13_wipe|m13.pml|-DWIPE|exh||120|pass|-m400000 -w24|as m13, node 2 wiped at any time and rebuilt (grace before its reads, MAX copy, admission) instead of the crash (2.4 M states)"
 "ci|m13_wipe_spec|m13.pml|-DWIPE -DRB=0 -DCHECKDUR=0 -DWK2=0 -DNRD=0 -DNATT=1|exh||60|finding|-m400000 -w24|the rebuild as specified (read, wait, write, wait, admit; no grace before the read): a zero attempt straddling the wipe, the copy brings incarnation 1 back (P1)"
 "ci|m13_mut_nograce|m13.pml|-DCRASH -DMUT_NOGRACE|exh||60|fail|-m400000 -w24|mutant: G = 0 (S's late word lands after the zeroing)"
