@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m13.pml) as a
+# kv/spin/run_models.sh -- run the FCP index's, SWARM's and the store's Spin models (m1..m14.pml) as a
 # table of named checks, each with an EXPECTED outcome, and say honestly what
 # kind of evidence each run is.
 #
@@ -228,13 +228,32 @@ CHECKS=(
 "full|m13_reach_rebuilt|m13.pml|-DWIPE -DREACH=2|exh||60|fail|-m400000 -w24|reachability: a read of k2 reads the rebuilt node"
 "full|m13_reach_settle|m13.pml|-DCRASH -DREACH=3|exh||60|fail|-m400000 -w24|reachability: R waits at the settle with a zero batch in flight"
 "full|m13_reach_tight|m13.pml|-DCRASH -DREACH=4|exh||60|fail|-m400000 -w24|reachability: S's word flies in the last tick of R's grace (G is tight)"
+# --- M14: in-place compaction of a bucket (a new epoch at the same address; split.c ix_compact, repair.c kv__ix_install, index.c insert)
+# M14 flag defaults: compactor, remover of x, inserter of k, 1 lookup (x or k), NSTRAY=1 (one e+1 fast CAS
+# landing alone), TMO=0. -DNOINS / -DNOLOOK drop the inserter / the lookup (the full set is bitstate only);
+# -DRMK a remover of k, -DINS2 a second inserter of k, -DLAG member 2 down until any time (a laggard).
+"ci|m14|m14.pml|-DNOINS|exh||60|pass|-m400000 -w24|E=2 x 3 MNs, epochs e and e+1; compactor (stalls anywhere), remover of x, 1 lookup of x or k, 1 lone F word; linearizable lookup, images, monotone e+1 words (1.9 M states)"
+"ci|m14_lag|m14.pml|-DNOINS -DLAG|exh||60|pass|-m400000 -w24|as m14, member 2 down until any time, converted as a laggard from one member live at e+1 (4.1 M states)"
+"ci|m14_ins|m14.pml|-DNOLOOK|exh||60|pass|-m400000 -w24|compactor, remover of x, inserter of k at e / e+1 (full scan): uniqueness, EXISTS/OK results (0.28 M states)"
+"full|m14_ins2|m14.pml|-DNOLOOK -DINS2|exh||120|pass|-m400000 -w25|as m14_ins + a second inserter of k (22.5 M states)"
+"ci|m14_mut_earlyconv|m14.pml|-DNOINS -DNODIRECT -DMUT_EARLYCONV|exh||60|fail|-m400000 -w24|mutant: conversion from the helper's own freeze proposals (caught by the lookup)"
+"ci|m14_mut_plainconv|m14.pml|-DNOINS -DNODIRECT -DMUT_PLAINCONV|exh||60|fail|-m400000 -w24|mutant: conversion by plain writes (caught by the lookup)"
+"ci|m14_mut_onequorum|m14.pml|-DNOINS -DNODIRECT -DMUT_ONEQUORUM|exh||60|fail|-m400000 -w24|mutant: e+1 updates with one member live at e+1 (caught by the lookup)"
+"ci|m14_mut_noscan|m14.pml|-DNOLOOK -DMUT_NOSCAN|exh||60|fail|-m400000 -w24|mutant: the e+1 insert stops scanning at its target (second LIVE(k))"
+"ci|m14_mut_copyf|m14.pml|-DNOINS -DLAG -DNODIRECT -DMUT_COPYF|exh||60|fail|-m400000 -w24|mutant: a laggard gets an F word's own value as decided (caught by the lookup)"
+"ci|m14_mut_mixread|m14.pml|-DNOINS -DNODIRECT -DMUT_MIXREAD|exh||60|fail|-m400000 -w24|mutant: a reader mixes members of e and e+1 in one quorum"
+"full|m14_tmo|m14.pml|-DNOINS -DTMO=1|exh||120|pass|-m400000 -w25|as m14 + one skipped member per helper (7.9 M states)"
+"full|m14_lag_tmo|m14.pml|-DNOINS -DLAG -DTMO=1|exh||300|pass|-m400000 -w26|as m14_lag + one skipped member per helper (27 M states)"
+"full|m14_mut_copyf_direct|m14.pml|-DNOINS -DLAG -DMUT_COPYF|exh||60|fail|-m400000 -w24|mutant MUT_COPYF, ghost assert (a laggard's C word not decided)"
+"full|m14_rmk_bit|m14.pml|-DNOLOOK -DRMK|bit:33||600|pass|-m400000|compactor, removers of x and k, inserter of k (over 43 M states)"
+"full|m14_all_bit|m14.pml||bit:33||600|pass|-m400000|compactor, remover of x, inserter of k, 1 lookup (over 50 M states)"
 )
 
 usage() {
 	cat <<EOF
 usage: kv/spin/run_models.sh [--ci | --full | --list | --help] [--model FILE] [NAME...]
 
-Runs the FCP index's, SWARM's and the store's Spin models (m1..m13) as named checks with expected outcomes and
+Runs the FCP index's, SWARM's and the store's Spin models (m1..m14) as named checks with expected outcomes and
 prints one line per check: name, search mode, states stored, seconds, result,
 verdict. Exits 1 if any check's outcome differs from its expectation or an
 exhaustive check did not complete; 2 on usage errors or missing tools.
@@ -246,7 +265,7 @@ exhaustive check did not complete; 2 on usage errors or missing tools.
            several GB; run on request)
   --list   print the table and exit
   --model FILE
-           only the checks of model FILE (m1.pml ... m13.pml) in the chosen
+           only the checks of model FILE (m1.pml ... m14.pml) in the chosen
            set; //kv/spin runs --ci one model per test target
   --help   this text
   NAME...  run only the named checks (from the --full table)

@@ -227,6 +227,26 @@ TEST(IndexCrash, InsertSplitRemoveReinsert)
 	CrashSequence("ix-split", ops);
 }
 
+// The root filled, five of its keys removed, then inserts that find it
+// full: it is compacted in place (its removed entries' slots emptied in its
+// next incarnation, kv/DESIGN.md "Compaction"), and the new keys, a remove
+// and a re-insert land in the freed slots. At every crash point, also
+// between the install's words and its header on some members.
+TEST(IndexCrash, CompactRemovedThenInsert)
+{
+	std::vector<Op> ops;
+	uint64_t next = 0;
+	for (unsigned k = 0; k < 14; k++)
+		ops.push_back({ true, k, KeyStore::Loc(1, next++) });
+	for (unsigned k = 0; k < 14; k += 3)
+		ops.push_back({ false, k, ops[k].loc });
+	for (unsigned k = 20; k < 23; k++)
+		ops.push_back({ true, k, KeyStore::Loc(1, next++) });
+	ops.push_back({ false, 20, ops[ops.size() - 3].loc });
+	ops.push_back({ true, 3, KeyStore::Loc(1, next++) });
+	CrashSequence("ix-compact", ops);
+}
+
 // kv_index_create on zeroed regions, then a few inserts: once create has
 // returned, the superblocks and the root it wrote are durable on every
 // image (nothing of them was durable before the run).

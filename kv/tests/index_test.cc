@@ -4,6 +4,8 @@
 // counters, faults of up to f nodes and of f+1, reopen, bad input, damaged
 // words.
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -467,6 +469,90 @@ TEST_F(IndexTest, BadInput)
 	swapped.cfg.timeout_ms = 500;
 	EXPECT_EQ(kv_index_open(&other, &swapped.cfg), KV_E_UNAVAILABLE);
 	EXPECT_EQ(kv_index_close(&other), 0);
+}
+
+// Keys inserted and removed without end, in a region with room for 256
+// buckets: removed entries fill the leaves, which are compacted in place
+// (their slots reused) rather than split, so the index stays a handful of
+// buckets and never runs out (issue 18: index space of removed keys is
+// reused). The same run with compaction off fills the region and fails
+// with -ENOSPC, so the test catches the loss of compaction.
+static void ChurnRun(bool compaction, unsigned *buckets, int *failed, kv_index_stats *st)
+{
+	constexpr uint64_t kSmall = 64u << 10; // 256 buckets beside 2 x 256 records
+	LocalGroup group(3, "churn", kSmall);
+	KeyStore keys(group.Uris());
+	IndexConfig cfg(group.Uris(), &keys, 1);
+	cfg.cfg.max_clients = 2;
+	cfg.cfg.recs_per_client = 256;
+	kv_index *ix = nullptr;
+	ASSERT_EQ(kv_index_create(&ix, &cfg.cfg), 0) << pm_errormsg();
+	kv__ix_test_no_compaction(ix, !compaction);
+	std::map<unsigned, uint64_t> model;
+	std::mt19937_64 rng(7);
+	*failed = 0;
+	for (unsigned op = 0; op < 6000 && *failed == 0; op++) {
+		unsigned key = static_cast<unsigned>(rng() % 24);
+		std::string k = Key(key);
+		auto it = model.find(key);
+		if (it == model.end()) {
+			uint64_t loc = KeyStore::Loc(1, op);
+			ASSERT_TRUE(keys.Put(loc, k));
+			int ret = kv_index_insert(ix, k.data(), k.size(), loc, nullptr);
+			if (ret != 0) {
+				*failed = ret;
+				break;
+			}
+			model[key] = loc;
+		} else {
+			ASSERT_EQ(kv_index_remove(ix, k.data(), k.size(), it->second), 0)
+				<< op << " " << pm_errormsg();
+			model.erase(it);
+		}
+	}
+	if (*failed == 0) {
+		for (unsigned key = 0; key < 24; key++) {
+			std::string k = Key(key);
+			uint64_t got = 0;
+			int ret = kv_index_lookup(ix, k.data(), k.size(), &got);
+			auto it = model.find(key);
+			if (it == model.end()) {
+				EXPECT_EQ(ret, -ENOENT) << key;
+			} else {
+				EXPECT_EQ(ret, 0) << key << " " << pm_errormsg();
+				EXPECT_EQ(got, it->second) << key;
+			}
+		}
+	}
+	kv_index_stats_read(ix, st);
+	*buckets = 0;
+	const uint8_t *r = group.IndexRegion(0);
+	for (uint64_t idx = 1; idx < 256; idx++) {
+		uint64_t h0;
+		memcpy(&h0, r + kv__ix_test_word_off(ix, idx, 0), sizeof(h0));
+		*buckets += h0 != 0;
+	}
+	EXPECT_EQ(kv_index_close(&ix), 0);
+}
+
+TEST(IndexCompaction, ChurnReusesTheSlotsOfRemovedKeys)
+{
+	unsigned buckets = 0;
+	int failed = 0;
+	kv_index_stats st{};
+	ChurnRun(true, &buckets, &failed, &st);
+	EXPECT_EQ(failed, 0) << pm_errormsg();
+	EXPECT_GT(st.compactions, 50u);
+	EXPECT_LE(buckets, 15u) << "splits " << st.splits << ", compactions " << st.compactions;
+	printf("with compaction: %u buckets, %llu splits, %llu compactions, %llu ops, %llu rounds\n",
+		buckets, (unsigned long long)st.splits, (unsigned long long)st.compactions,
+		(unsigned long long)st.ops, (unsigned long long)st.rounds);
+
+	ChurnRun(false, &buckets, &failed, &st);
+	EXPECT_EQ(failed, -ENOSPC) << "without compaction the region fills";
+	printf("without: %s after %llu ops, %u buckets, %llu splits, %llu rounds\n",
+		strerror(-failed), (unsigned long long)st.ops, buckets,
+		(unsigned long long)st.splits, (unsigned long long)st.rounds);
 }
 
 // A damaged word on one node is detected and counts as no answer from it;

@@ -8,8 +8,9 @@
  * same layout in one region. A key hashes to a bucket of 14 slots; each
  * slot is a sequence of consensus instances whose acceptors are one 8-byte
  * word per node, changed by compare-and-swap with a persist in the same
- * ordered batch (Fast Paxos over CAS words). Buckets split when full, by
- * any client, while others keep operating. No memory-node CPU, master or
+ * ordered batch (Fast Paxos over CAS words). A full bucket is compacted
+ * in place when removed entries fill it, else split, by any client, while
+ * others keep operating. No memory-node CPU, master or
  * lock takes part; a client that crashes mid-operation leaves nothing that
  * the next client cannot finish or undo.
  *
@@ -174,7 +175,8 @@ int kv_index_hint(struct kv_index *ix, const void *key, size_t len, uint64_t *lo
  * @existing: if not NULL, receives the present location on KV_E_EXISTS.
  * Persistence: on 0 the mapping is durable on a majority of the nodes.
  * Return: 0; KV_E_EXISTS; -EINVAL for a bad key or @loc; -ENOSPC if the
- * key's bucket cannot split further (the region is full there);
+ * key's bucket is full of live entries and cannot split further (the
+ * region is full there);
  * KV_E_UNAVAILABLE (the insert may or may not have taken effect: look the
  * key up); errors of key_at.
  * Thread-safety: the handle's thread.
@@ -233,6 +235,10 @@ struct kv_index_stats {
 	uint64_t fast_won;      /* ... that decided the proposal */
 	uint64_t resolves;      /* classic rounds (promise and accept) */
 	uint64_t splits;        /* splits this client took part in */
+	uint64_t compactions;   /* compactions in place it installed (removed
+	                         * entries' slots made EMPTY again) */
+	uint64_t unsure;        /* inserts that returned KV_E_UNAVAILABLE because
+	                         * a compaction hid their outcome */
 	uint64_t key_reads;     /* key_at calls */
 	uint64_t forwards;      /* buckets left through a forward word */
 	uint64_t unavailable;   /* operations that returned KV_E_UNAVAILABLE */

@@ -18,6 +18,11 @@
 #include "kv/src/index/layout.h"
 #include "kv/src/index/paxos.h"
 
+/* A full bucket with this many removed entries is compacted in place
+ * rather than split (split.c): each compaction then makes room for at
+ * least this many inserts. */
+#define KV_IX_COMPACT_DEAD 4u
+
 /* Records are reserved from the nodes' marks this many at a time. */
 #define KV_IX_REC_CHUNK 256u
 
@@ -53,6 +58,9 @@ struct kv_index {
 	unsigned cid;
 	unsigned timeout_ms;
 	uint64_t deadline;       /* the current operation's, CLOCK_MONOTONIC ns */
+	uint64_t offer;          /* the body an insert proposes (0: none) ... */
+	bool offered;            /* ... and whether a node may have accepted it
+	                          * (kv__ix_fast, kv__ix_resolve) */
 	uint64_t rec_next;       /* next record sequence number */
 	uint64_t rec_mark;       /* reserved up to (exclusive) */
 	uint64_t rng;            /* backoff jitter */
@@ -66,6 +74,7 @@ struct kv_index {
 	struct kv_ix_scrub catch_up;
 #ifdef KV_IX_TESTING
 	bool test_no_commit;     /* kv__ix_test_no_commit() */
+	bool test_no_compaction; /* kv__ix_test_no_compaction() */
 #endif
 };
 
@@ -73,8 +82,13 @@ struct kv_index {
  * header was valid (kv__ix_view_read), and the records of their P words. */
 struct kv_ix_view {
 	uint64_t idx;
-	unsigned got;     /* members whose h0 is the bucket's live header */
+	uint32_t epoch;   /* the incarnation read (kv__ix_view_classify) */
+	unsigned gen;     /* the gen of its words, kv_ix_epoch_gen(epoch) */
+	unsigned got;     /* members whose h0 is live at @epoch */
 	unsigned pending; /* members whose h0 is the bucket's pending header */
+	unsigned lack;    /* members that answered without it: no header, or
+	                   * one live at an earlier epoch (kv__ix_repair) */
+	unsigned behind;  /* those of @lack live at an earlier epoch */
 	unsigned answered;/* members that answered at all */
 	uint64_t w[KV_IX_MAX_N][KV_IXB_WORDS];
 	bool rec_known[KV_IX_MAX_N][KV_IXB_WORDS];
@@ -85,7 +99,7 @@ struct kv_ix_view {
 static inline uint64_t
 kv_ixb_h0_pending(uint64_t idx)
 {
-	return kv_ixb_h0(idx) | UINT64_C(1) << 59;
+	return kv_ixb_h0(idx, 0) | KV_IXB_H0_PENDING;
 }
 
 /* Bodies of slot values. */
@@ -108,6 +122,13 @@ kv_ix_body_maps(uint64_t b)
 	return (kv_ixw_stage(b) == 1 && !kv_ixw_frz(b)) || (kv_ixw_stage(b) == 2 && kv_ixw_frz(b));
 }
 
+/* DEAD or FROZEN-DEAD: a removed entry */
+static inline bool
+kv_ix_body_dead(uint64_t b)
+{
+	return (kv_ixw_stage(b) == 2 && !kv_ixw_frz(b)) || (kv_ixw_stage(b) == 3 && kv_ixw_frz(b));
+}
+
 /* The frozen body that stage s+1 proposes over the decided body @b. */
 static inline uint64_t
 kv_ix_body_frozen(uint64_t b)
@@ -123,6 +144,12 @@ struct kv_ix_slot {
 };
 
 /* slot.c */
+/* kv__ix_view_classify -- set @v's epoch, gen, got, pending and behind
+ * from the headers of its @answered members of an @n-member group: the
+ * incarnation is the epoch f+1 of them hold live, else (a compaction
+ * installing the next one) the newest any holds live. Returns the number
+ * of headers that name no incarnation of the bucket (bad words). */
+unsigned kv__ix_view_classify(struct kv_ix_view *v, unsigned n, unsigned f);
 int kv__ix_view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
 /* kv__ix_view_read_quorum -- as kv__ix_view_read from f+1 members only
  * (all of them if that fails): for readers that write nothing */
@@ -155,17 +182,50 @@ int kv__ix_deadline_check(struct kv_index *ix);
 int kv__ix_rec_reserve(struct kv_index *ix, unsigned need);
 
 /* split.c */
-int kv__ix_split(struct kv_index *ix, uint64_t idx);
+/* kv__ix_split -- make room in bucket @idx, read at incarnation @epoch:
+ * freeze it, then compact it in place or split it (whichever its frozen
+ * content calls for), or help whoever does. Return: 0 once it is done
+ * (re-read); -ENOSPC (nothing frozen) if it is full, holds no removed
+ * entry and has no room for children; an error. */
+int kv__ix_split(struct kv_index *ix, uint64_t idx, uint32_t epoch);
 int kv__ix_forward_help(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v);
+/* kv__ix_converted -- whether a member of @v live at its incarnation holds
+ * @word of the next one (*@out): a compaction whose helper stopped between
+ * installing the words and the header. Nothing runs on an incarnation
+ * before f+1 members hold its header, so such a word is the compaction's
+ * own, decided. */
+bool kv__ix_converted(const struct kv_ix_view *v, unsigned word, uint64_t *out);
+/* kv__ix_converting -- whether a compaction of @v's incarnation was left
+ * halfway installed (kv__ix_converted for some word): kv__ix_split
+ * finishes it */
+bool kv__ix_converting(const struct kv_ix_view *v);
 /* kv__ix_flip -- make both children of @idx live where they are installed
  * but pending (only once @idx's forward is chosen) */
 int kv__ix_flip(struct kv_index *ix, uint64_t idx);
 
 /* repair.c */
-/* kv__ix_repair -- install the decided words of bucket @v->idx on the
- * members of @lack (whole: they lack the bucket) and on every answering
- * member whose words are lower than the decided ones */
+/* kv__ix_repair -- install the decided words of bucket @v->idx's
+ * incarnation @v->epoch on the members of @lack (whole: they lack it) and
+ * on every answering member whose words are lower than the decided ones
+ * or left from an earlier incarnation */
 int kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack);
+/* kv__ix_decided_single -- the highest value one member of @v (live at its
+ * incarnation) shows decided for @word, as a C word in *@out: its C word,
+ * or the stage below its F or P word. For an incarnation fewer than f+1
+ * members hold, where no quorum can analyse a word. Return: 0; 1 if none
+ * shows one. */
+int kv__ix_decided_single(const struct kv_ix_view *v, unsigned word, uint64_t *out);
+/* kv__ix_install -- on each member of @mask (live at @v's incarnation, or
+ * in @whole: never one read at a later one), CAS every word of bucket
+ * @v->idx that differs from @inst and may be replaced (lower, left by an
+ * earlier incarnation, or anything on a @whole member) to @inst, persist;
+ * on @whole members then read the words back and CAS h0 to @inst's once
+ * every word is in place. @known: the words to install (h0 only with all
+ * of them).
+ * Return: 0 if no member had a word to change; 1 after the round (the
+ * members that answered in *@done if not NULL); an error. */
+int kv__ix_install(struct kv_index *ix, const struct kv_ix_view *v, const uint64_t *inst,
+	const bool *known, unsigned mask, unsigned whole, unsigned *done);
 
 /* kv__ix_scrub_start -- a walk from bucket @root; @thorough waits for every
  * connected member at each bucket (kv_index_scrub), else f+1 and a grace

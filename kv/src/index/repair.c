@@ -27,12 +27,48 @@
  * buckets as fast as it walks). */
 #define KV_IX_REBUILD_PASSES 8
 
+/* A word of stage s is written only once stage s - 1 is decided, so any
+ * member's word tells a decided value. */
+int
+kv__ix_decided_single(const struct kv_ix_view *v, unsigned word, uint64_t *out)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
+		uint64_t w = v->w[i][word], body = 0, c;
+		struct kv_ix_reply r = { w, false, 0, 0 };
+
+		if (!(v->got >> i & 1) || !kv_ixw_valid(w, v->gen))
+			continue;
+		if (kv_ixw_tag(w) == KV_IXW_C) {
+			body = w & KV_IXW_BODY_MASK;
+		} else {
+			if (kv_ixw_tag(w) == KV_IXW_P) {
+				if (!v->rec_known[i][word])
+					continue;
+				r = v->rep[i][word];
+			}
+			if (!kv__ix_reply_prev(&r, kv_ixw_stage(w), &body))
+				continue;
+		}
+		c = kv_ixw_make(KV_IXW_C, v->gen, body);
+		if (!any || kv_ixw_cmp(c, *out) > 0)
+			*out = c;
+		any = true;
+	}
+	return any ? 0 : 1;
+}
+
 /* The decided word to install for @word of @v (re-reading and resolving
  * a stage another client left undecided). Return: 0 with *@out; 1 if no
  * safe proposal is known now (leave the word); an error. */
 static int
 repair_word(struct kv_index *ix, struct kv_ix_view *v, unsigned word, uint64_t *out)
 {
+	uint32_t epoch = v->epoch;
+
+	if ((unsigned)__builtin_popcount(v->got) < ix->g.f + 1)
+		return kv__ix_decided_single(v, word, out);
 	for (;;) {
 		struct kv_ix_slot sl;
 		uint64_t prev = 0, dec = 0;
@@ -44,11 +80,11 @@ repair_word(struct kv_index *ix, struct kv_ix_view *v, unsigned word, uint64_t *
 			return ret;
 		s = sl.a.stage;
 		if (sl.a.verdict == KV_IX_DECIDED) {
-			*out = kv_ixw_make(KV_IXW_C, KV_IX_GEN, sl.cur);
+			*out = kv_ixw_make(KV_IXW_C, v->gen, sl.cur);
 			return 0;
 		}
 		if (sl.a.verdict == KV_IX_NOT_CHOSEN) {
-			*out = kv_ixw_make(KV_IXW_C, KV_IX_GEN, sl.cur);
+			*out = kv_ixw_make(KV_IXW_C, v->gen, sl.cur);
 			return 0;
 		}
 		if (sl.a.verdict == KV_IX_TOO_FEW)
@@ -60,71 +96,161 @@ repair_word(struct kv_index *ix, struct kv_ix_view *v, unsigned word, uint64_t *
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
-			*out = kv_ixw_make(KV_IXW_C, KV_IX_GEN, dec);
+			*out = kv_ixw_make(KV_IXW_C, v->gen, dec);
 			return 0;
 		}
 		ret = kv__ix_view_read(ix, v->idx, v);
 		if (ret != 0)
 			return ret;
+		if (v->epoch != epoch)
+			return -EAGAIN; /* compacted meanwhile: start again */
 	}
+}
+
+/* Whether @cur, held by a member for @inst's word (of gen @gen), may be
+ * replaced by it. A word of the incarnation only by a higher one: words
+ * never move down. Any other word where the member gets the incarnation
+ * whole (no one counts its words for it yet), else (a member live at the
+ * incarnation, as read) only one an earlier incarnation left: its
+ * consensus is over. A member read at a later incarnation is never asked
+ * (kv__ix_install's @mask): its words would pass for leftovers. */
+static bool
+install_over(uint64_t cur, uint64_t inst, unsigned gen, bool whole)
+{
+	if (kv_ixw_valid(cur, gen))
+		return kv_ixw_cmp(cur, inst) < 0;
+	return whole || (kv_ixw_gen(cur) != gen && kv_ixw_valid(cur, kv_ixw_gen(cur)));
+}
+
+int
+kv__ix_install(struct kv_index *ix, const struct kv_ix_view *v, const uint64_t *inst,
+	const bool *known, unsigned mask, unsigned whole, unsigned *done)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t cur[KV_IX_MAX_N][KV_IXB_WORDS];
+	unsigned answered = 0, ok, gen;
+	uint32_t epoch;
+	bool all = true, posted = false, pending;
+	int ret;
+
+	if (!kv_ixb_h0_parse(inst[KV_IXB_H0], v->idx, &epoch, &pending))
+		return -EINVAL;
+	gen = kv_ix_epoch_gen(epoch); /* @v's, or the next one's (compaction) */
+
+	for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++)
+		all &= known[w];
+	/* A member that lacks the incarnation gets it whole or not at all. */
+	if (!all)
+		whole = 0;
+	memcpy(cur, v->w, sizeof(cur));
+	mask &= v->answered;
+	/* Round 1 CASes the words and, where the member gets the incarnation
+	 * whole, reads them back; round 2 installs h0 only where every word
+	 * is in place: a word that changed since @v was read (a commit
+	 * landing) fails its CAS, and a member live at an epoch must hold
+	 * that incarnation's words, not one left from before. */
+	while (mask != 0) {
+		unsigned todo = 0, ready = 0;
+
+		mask &= kv__ix_round_begin(g);
+		for (unsigned i = 0; i < g->n; i++) {
+			struct rdma_batch *b = &g->m[i].batch;
+			bool any = false;
+
+			if (!(mask >> i & 1))
+				continue;
+			for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
+				if (!known[w] || cur[i][w] == inst[w] ||
+					!install_over(cur[i][w], inst[w], gen, whole >> i & 1))
+					continue;
+				if (rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, v->idx, w),
+					cur[i][w], inst[w], NULL) != 0)
+					break;
+				any = true;
+			}
+			if ((whole >> i & 1) && cur[i][KV_IXB_H0] != inst[KV_IXB_H0])
+				any |= rdma_batch_read(b, g->region, kv_ixb_off(&g->super, v->idx, 0),
+					g->m[i].buf, KV_IXB_SIZE) == 0;
+			if (!any) {
+				rdma_batch_init(b);
+				continue;
+			}
+			rdma_batch_persist(b, g->region, kv_ixb_off(&g->super, v->idx, 0), KV_IXB_SIZE);
+			todo |= 1u << i;
+		}
+		if (todo == 0)
+			break;
+		posted = true;
+		ok = kv__ix_round_run(g, todo, (unsigned)__builtin_popcount(todo), ix->deadline);
+		ix->st.rounds++;
+		answered |= ok;
+		mask &= whole & ok;
+		for (unsigned i = 0; i < g->n; i++) {
+			bool in_place = true;
+
+			uint64_t back[KV_IXB_WORDS];
+
+			if (!(mask >> i & 1))
+				continue;
+			memcpy(back, g->m[i].buf, KV_IXB_SIZE);
+			if (back[KV_IXB_H0] != cur[i][KV_IXB_H0]) {
+				mask &= ~(1u << i); /* someone else installed it */
+				continue;
+			}
+			memcpy(cur[i], back, KV_IXB_SIZE);
+			for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++)
+				in_place &= kv_ixw_valid(cur[i][w], gen) &&
+					kv_ixw_cmp(cur[i][w], inst[w]) >= 0;
+			if (in_place)
+				ready |= 1u << i;
+		}
+		ready &= kv__ix_round_begin(g);
+		for (unsigned i = 0; i < g->n; i++) {
+			uint64_t off = kv_ixb_off(&g->super, v->idx, KV_IXB_H0);
+
+			if (!(ready >> i & 1))
+				continue;
+			rdma_batch_cas(&g->m[i].batch, g->region, off, cur[i][KV_IXB_H0],
+				inst[KV_IXB_H0], NULL);
+			rdma_batch_persist(&g->m[i].batch, g->region, off, 8);
+		}
+		if (ready != 0) {
+			(void)kv__ix_round_run(g, ready, (unsigned)__builtin_popcount(ready),
+				ix->deadline);
+			ix->st.rounds++;
+		}
+		/* Members whose words moved meanwhile go round again from
+		 * what they hold now, until the deadline. */
+		mask &= ~ready;
+		ret = mask != 0 ? kv__ix_deadline_check(ix) : 0;
+		if (ret != 0)
+			return ret;
+	}
+	if (done != NULL)
+		*done = answered;
+	return posted ? 1 : 0;
 }
 
 int
 kv__ix_repair(struct kv_index *ix, struct kv_ix_view *v, unsigned lack)
 {
-	struct kv_ix_group *g = &ix->g;
 	uint64_t inst[KV_IXB_WORDS];
-	unsigned mask, todo = 0;
 	bool known[KV_IXB_WORDS] = { false };
+	int ret;
 
 	for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
-		int ret = repair_word(ix, v, w, &inst[w]);
-
+		ret = repair_word(ix, v, w, &inst[w]);
+		if (ret == -EAGAIN)
+			return 0; /* the caller reads the bucket again */
 		if (ret < 0)
 			return ret;
 		known[w] = ret == 0;
-		/* A member that lacks the bucket gets it whole or not at all. */
-		if (!known[w])
-			lack = 0;
 	}
-	inst[KV_IXB_H0] = kv_ixb_h0(v->idx);
-	mask = kv__ix_round_begin(g) & v->answered;
-	for (unsigned i = 0; i < g->n; i++) {
-		struct rdma_batch *b = &g->m[i].batch;
-		bool whole = lack >> i & 1, any = false;
-
-		if (!(mask >> i & 1))
-			continue;
-		for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
-			uint64_t cur = v->w[i][w];
-
-			if (!known[w] || cur == inst[w])
-				continue;
-			/* Over an invalid word only where the whole bucket is
-			 * installed; otherwise only up the order. */
-			if (!whole && !(kv_ixw_valid(cur, KV_IX_GEN) && kv_ixw_cmp(cur, inst[w]) < 0))
-				continue;
-			if (rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, v->idx, w), cur, inst[w],
-				NULL) != 0)
-				break;
-			any = true;
-		}
-		if (whole)
-			any |= rdma_batch_cas(b, g->region, kv_ixb_off(&g->super, v->idx, KV_IXB_H0),
-				v->w[i][KV_IXB_H0], inst[KV_IXB_H0], NULL) == 0;
-		if (!any) {
-			rdma_batch_init(b);
-			continue;
-		}
-		rdma_batch_persist(b, g->region, kv_ixb_off(&g->super, v->idx, 0), KV_IXB_SIZE);
-		todo |= 1u << i;
-	}
-	if (todo != 0) {
+	inst[KV_IXB_H0] = kv_ixb_h0(v->idx, v->epoch);
+	ret = kv__ix_install(ix, v, inst, known, v->got | lack, lack, NULL);
+	if (ret == 1)
 		ix->st.repairs++;
-		(void)kv__ix_round_run(g, todo, (unsigned)__builtin_popcount(todo), ix->deadline);
-		ix->st.rounds++;
-	}
-	return 0;
+	return ret < 0 ? ret : 0;
 }
 
 /* Scrub bucket @idx: repair it, and if it split, push its children on @s. */
@@ -152,8 +278,8 @@ scrub_bucket(struct kv_index *ix, uint64_t idx, struct kv_ix_scrub *s)
 	s->missed |= ((1u << g->n) - 1) & ~v.answered;
 	if ((unsigned)__builtin_popcount(v.got) < g->f + 1)
 		return 0; /* not live (a split in progress makes it so later) */
-	s->lacked |= v.answered & ~v.got & ~v.pending;
-	ret = kv__ix_repair(ix, &v, v.answered & ~v.got & ~v.pending);
+	s->lacked |= v.lack;
+	ret = kv__ix_repair(ix, &v, v.lack);
 	if (ret != 0)
 		return ret;
 	ret = kv__ix_slot(ix, &v, KV_IXB_H1, &fw);

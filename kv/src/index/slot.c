@@ -64,7 +64,7 @@ kv__ix_view_records(struct kv_index *ix, struct kv_ix_view *v)
 			uint64_t p = v->w[i][w];
 
 			if (kv_ixw_tag(p) != KV_IXW_P || v->rec_known[i][w] ||
-				!kv_ixw_valid(p, KV_IX_GEN))
+				!kv_ixw_valid(p, v->gen))
 				continue;
 			if (!(mask >> i & 1) ||
 				rdma_batch_read(&g->m[i].batch, g->region,
@@ -124,6 +124,64 @@ quorum_of(const struct kv_ix_group *g, unsigned mask, unsigned start)
 	return q;
 }
 
+unsigned
+kv__ix_view_classify(struct kv_ix_view *v, unsigned n, unsigned f)
+{
+	uint32_t ep[KV_IX_MAX_N];
+	unsigned live = 0, bad = 0, best = 0;
+	bool quorum = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		bool pending;
+
+		if (!(v->answered >> i & 1) || v->w[i][KV_IXB_H0] == 0)
+			continue;
+		if (!kv_ixb_h0_parse(v->w[i][KV_IXB_H0], v->idx, &ep[i], &pending))
+			bad++;
+		else if (pending)
+			v->pending |= 1u << i;
+		else
+			live |= 1u << i;
+	}
+	/* f+1 members live at one epoch: that incarnation is the bucket's
+	 * (two epochs cannot both have f+1 of 2f+1). Else a compaction is
+	 * installing the next one: the newest is the bucket's, and its
+	 * members' words are decided values (nothing runs on fewer than
+	 * f+1), which the others are brought up to (kv__ix_repair). */
+	for (unsigned i = 0; i < n && !quorum; i++) {
+		unsigned same = 0;
+
+		if (!(live >> i & 1))
+			continue;
+		for (unsigned j = 0; j < n; j++)
+			same += (live >> j & 1) && ep[j] == ep[i];
+		if (same >= f + 1) {
+			best = i;
+			quorum = true;
+		} else if (!(live >> best & 1) || kv_ix_epoch_newer(ep[i], ep[best])) {
+			best = i;
+		}
+	}
+	if (live != 0) {
+		v->epoch = ep[best];
+		v->gen = kv_ix_epoch_gen(v->epoch);
+	}
+	/* A member ahead (the next incarnation is being installed while f+1
+	 * still hold this one) is left alone: it lacks nothing. */
+	for (unsigned i = 0; i < n; i++) {
+		if (!(v->answered >> i & 1) || (v->pending >> i & 1))
+			continue;
+		if ((live >> i & 1) && ep[i] == v->epoch)
+			v->got |= 1u << i;
+		else if (!(live >> i & 1))
+			v->lack |= 1u << i;
+		else if (kv_ix_epoch_newer(v->epoch, ep[i]))
+			v->behind |= 1u << i;
+	}
+	v->lack |= v->behind;
+	return bad;
+}
+
 /* Read bucket @idx: from every usable member, or (@quorum) from f+1 of
  * them on the first attempt -- enough for the decision rule, and a third
  * less work for lookups on the local backend, where the client itself
@@ -159,17 +217,10 @@ view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum, 
 			memset(v, 0, sizeof(*v));
 			v->idx = idx;
 			v->answered = ok;
-			for (unsigned i = 0; i < g->n; i++) {
-				if (!(ok >> i & 1))
-					continue;
-				memcpy(v->w[i], g->m[i].buf, KV_IXB_SIZE);
-				if (v->w[i][KV_IXB_H0] == kv_ixb_h0(idx))
-					v->got |= 1u << i;
-				else if (v->w[i][KV_IXB_H0] == kv_ixb_h0_pending(idx))
-					v->pending |= 1u << i;
-				else if (v->w[i][KV_IXB_H0] != 0)
-					ix->st.bad_words++;
-			}
+			for (unsigned i = 0; i < g->n; i++)
+				if (ok >> i & 1)
+					memcpy(v->w[i], g->m[i].buf, KV_IXB_SIZE);
+			ix->st.bad_words += kv__ix_view_classify(v, g->n, g->f);
 			break;
 		}
 		ret = kv__ix_deadline_check(ix);
@@ -232,9 +283,10 @@ kv__ix_slot(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	unsigned nr = view_replies(ix, v, word, r);
 	int ret;
 
+	/* A word left by an earlier incarnation is no answer, not damage. */
 	for (unsigned i = 0; i < nr; i++)
-		ix->st.bad_words += r[i].word != 0 && !kv_ixw_valid(r[i].word, KV_IX_GEN);
-	ret = kv__ix_analyse(r, nr, ix->g.n, KV_IX_GEN, true, &out->a);
+		ix->st.bad_words += r[i].word != 0 && !kv_ixw_valid(r[i].word, kv_ixw_gen(r[i].word));
+	ret = kv__ix_analyse(r, nr, ix->g.n, v->gen, true, &out->a);
 	if (ret != 0)
 		return ret;
 	out->in_progress = out->a.verdict != KV_IX_DECIDED;
@@ -248,7 +300,7 @@ kv__ix_word_carries_fp(const struct kv_ix_view *v, unsigned word, unsigned fp)
 	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
 		uint64_t w = v->w[i][word];
 
-		if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+		if (!(v->got >> i & 1) || !kv_ixw_valid(w, v->gen))
 			continue;
 		if (kv_ixw_tag(w) != KV_IXW_P && kv_ixw_fp(w) == fp)
 			return true;
@@ -271,7 +323,7 @@ kv__ix_observed(const struct kv_ix_view *v, unsigned word, unsigned stage, uint6
 	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
 		uint64_t w = v->w[i][word];
 
-		if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN) || kv_ixw_stage(w) != stage)
+		if (!(v->got >> i & 1) || !kv_ixw_valid(w, v->gen) || kv_ixw_stage(w) != stage)
 			continue;
 		if (kv_ixw_tag(w) == KV_IXW_F)
 			return w & KV_IXW_BODY_MASK;
@@ -289,7 +341,7 @@ kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t 
 	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
 		struct kv_ix_reply r = { v->w[i][word], false, 0, 0 };
 
-		if (!(v->got >> i & 1) || !kv_ixw_valid(r.word, KV_IX_GEN))
+		if (!(v->got >> i & 1) || !kv_ixw_valid(r.word, v->gen))
 			continue;
 		if (kv_ixw_tag(r.word) == KV_IXW_P && v->rec_known[i][word])
 			r = v->rep[i][word];
@@ -303,12 +355,12 @@ kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t 
  * @cur[i] (background: completes while the client goes on; kv/DESIGN.md,
  * "Commit"). Only a client that knows the value is chosen calls it. */
 static void
-ix_commit(struct kv_index *ix, uint64_t idx, unsigned word, unsigned mask,
+ix_commit(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, unsigned mask,
 	const uint64_t *cur, uint64_t body)
 {
 	struct kv_ix_group *g = &ix->g;
-	uint64_t off = word_off(ix, idx, word);
-	uint64_t c = kv_ixw_make(KV_IXW_C, KV_IX_GEN, body);
+	uint64_t off = word_off(ix, v->idx, word);
+	uint64_t c = kv_ixw_make(KV_IXW_C, v->gen, body);
 
 #ifdef KV_IX_TESTING
 	if (ix->test_no_commit)
@@ -337,14 +389,14 @@ kv__ix_commit_decided(struct kv_index *ix, const struct kv_ix_view *v, unsigned 
 	for (unsigned i = 0; i < ix->g.n; i++) {
 		uint64_t w = v->w[i][word];
 
-		if ((v->got >> i & 1) && kv_ixw_valid(w, KV_IX_GEN) &&
+		if ((v->got >> i & 1) && kv_ixw_valid(w, v->gen) &&
 			kv_ixw_stage(w) == sl->a.stage && kv_ixw_tag(w) != KV_IXW_C) {
 			cur[i] = w;
 			mask |= 1u << i;
 		}
 	}
 	if (mask != 0)
-		ix_commit(ix, v->idx, word, mask, cur, sl->a.body);
+		ix_commit(ix, v, word, mask, cur, sl->a.body);
 }
 
 int
@@ -354,7 +406,7 @@ kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint
 	struct kv_ix_group *g = &ix->g;
 	uint64_t off = word_off(ix, v->idx, word);
 	uint64_t expect = v->w[0][word];
-	uint64_t f = kv_ixw_make(KV_IXW_F, KV_IX_GEN, body);
+	uint64_t f = kv_ixw_make(KV_IXW_F, v->gen, body);
 	uint64_t cur[KV_IX_MAX_N];
 	unsigned all = (1u << g->n) - 1, mask, ok;
 
@@ -379,6 +431,16 @@ kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint
 	ix->st.fast++;
 	ok = kv__ix_round_run(g, all, g->n, ix->deadline);
 	ix->st.rounds++;
+	if (body == ix->offer) {
+		/* Choosable later only if fast-accepted by as many as
+		 * kv__ix_choose needs of a smallest promise quorum (a reply
+		 * not seen may be an acceptance). */
+		unsigned acc = 0;
+
+		for (unsigned i = 0; i < g->n; i++)
+			acc += !(ok >> i & 1) || g->m[i].old[0] == expect;
+		ix->offered |= acc + g->f >= kv__ix_fast_quorum(g->n);
+	}
 	if (ok != all)
 		return 0;
 	for (unsigned i = 0; i < g->n; i++) {
@@ -388,7 +450,7 @@ kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint
 	}
 	*won = true;
 	ix->st.fast_won++;
-	ix_commit(ix, v->idx, word, all, cur, body);
+	ix_commit(ix, v, word, all, cur, body);
 	return 0;
 }
 
@@ -442,8 +504,8 @@ ix_batch_publish(struct kv_index *ix, struct kv_ix_member *m, unsigned k, uint32
  * stage) unless the value rule (paxos.h) forces another; then commit it.
  * @v: the last read of the bucket; re-read between attempts.
  * Return: 0 with *@decided the stage's value; 1 if the stage is decided but
- * its value was not learnt (a later stage exists; re-read the bucket);
- * KV_E_UNAVAILABLE at the deadline.
+ * its value was not learnt (a later stage exists, or the bucket was
+ * compacted: re-read it); KV_E_UNAVAILABLE at the deadline.
  */
 int
 kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigned stage,
@@ -451,7 +513,7 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 {
 	struct kv_ix_group *g = &ix->g;
 	uint64_t off = word_off(ix, v->idx, word);
-	uint32_t round = 0;
+	uint32_t round = 0, epoch = v->epoch;
 	int ret;
 
 	if (kv_ixw_stage(dflt) != stage || !kv_ixw_body_valid(dflt))
@@ -472,12 +534,17 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 			ret = kv__ix_view_read(ix, v->idx, v);
 			if (ret != 0)
 				return ret;
+			/* Compacted meanwhile: the stage belongs to an
+			 * incarnation that is over (its decision is in the
+			 * new one's words); the caller scans again. */
+			if (v->epoch != epoch)
+				return 1;
 		}
 		/* What the replies already say about the stage. */
 		for (unsigned i = 0; i < g->n; i++) {
 			uint64_t w = v->w[i][word];
 
-			if (!(v->got >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+			if (!(v->got >> i & 1) || !kv_ixw_valid(w, v->gen))
 				continue;
 			if (kv_ixw_stage(w) > stage) {
 				if (kv_ixw_stage(w) == stage + 1 && kv_ixw_implied(w, decided))
@@ -532,9 +599,9 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 			uint64_t acc_body = 0;
 			struct kv_ix_rec r;
 
-			if (!(mask >> i & 1) || !kv_ixw_valid(w, KV_IX_GEN))
+			if (!(mask >> i & 1) || !kv_ixw_valid(w, v->gen))
 				continue;
-			c_prev = kv_ixw_make(KV_IXW_C, KV_IX_GEN, prev);
+			c_prev = kv_ixw_make(KV_IXW_C, v->gen, prev);
 			expect[i] = w;
 			if (kv_ixw_stage(w) == stage && kv_ixw_tag(w) == KV_IXW_F) {
 				acc = KV_IX_ACC_FAST;
@@ -558,7 +625,7 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 				continue;
 			}
 			rec = ix_rec_take(ix);
-			p[i] = kv_ixw_make_p(KV_IX_GEN, stage, round, ix->cid, rec);
+			p[i] = kv_ixw_make_p(v->gen, stage, round, ix->cid, rec);
 			kv__ix_rec_seal(&r, off, p[i], acc, acc_body);
 			if (ix_batch_publish(ix, m, 0, rec, &r, off, expect[i], p[i]) != 0)
 				continue;
@@ -597,7 +664,7 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 			if (!(mask >> i & 1))
 				continue;
 			rec = ix_rec_take(ix);
-			p2 = kv_ixw_make_p(KV_IX_GEN, stage, round, ix->cid, rec);
+			p2 = kv_ixw_make_p(v->gen, stage, round, ix->cid, rec);
 			kv__ix_rec_seal(&r, off, p2, kv_ixw_ballot(p[i]) + 2, val);
 			if (ix_batch_publish(ix, &g->m[i], 0, rec, &r, off, p[i], p2) != 0)
 				continue;
@@ -606,12 +673,16 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 		}
 		ok = kv__ix_round_run(g, used, g->f + 1, ix->deadline);
 		ix->st.rounds++;
-		for (unsigned i = 0; i < g->n; i++)
+		for (unsigned i = 0; i < g->n; i++) {
 			if ((ok >> i & 1) && (used >> i & 1) && g->m[i].old[0] == p[i])
 				accepted |= 1u << i;
+			/* an acceptance, or a reply not seen */
+			if ((used >> i & 1) && (!(ok >> i & 1) || g->m[i].old[0] == p[i]))
+				ix->offered |= val == ix->offer;
+		}
 		if ((unsigned)__builtin_popcount(accepted) >= g->f + 1) {
 			*decided = val;
-			ix_commit(ix, v->idx, word, accepted, expect, val);
+			ix_commit(ix, v, word, accepted, expect, val);
 			return 0;
 		}
 	}

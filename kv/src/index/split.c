@@ -39,7 +39,7 @@ kv__ix_flip(struct kv_index *ix, uint64_t idx)
 			for (uint64_t c = 2 * idx; c <= 2 * idx + 1; c++) {
 				uint64_t off = kv_ixb_off(&g->super, c, KV_IXB_H0);
 
-				rdma_batch_cas(b, g->region, off, kv_ixb_h0_pending(c), kv_ixb_h0(c),
+				rdma_batch_cas(b, g->region, off, kv_ixb_h0_pending(c), kv_ixb_h0(c, 0),
 					NULL);
 				rdma_batch_persist(b, g->region, off, 8);
 			}
@@ -81,11 +81,13 @@ kv__ix_forward_help(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
 	return kv__ix_flip(ix, idx);
 }
 
-/* Freeze every slot of bucket @idx; *@v ends as a read in which all are
- * decided frozen. Return: 0, 1 if the forward is already proposed (the
- * freeze was finished by someone), or an error. */
+/* Freeze every slot of incarnation @epoch of bucket @idx; *@v ends as a
+ * read in which all are decided frozen. Return: 0; 1 if the forward is
+ * already proposed (the freeze was finished by someone); 2 if the bucket
+ * is at another incarnation (someone compacted it); 3 if a compaction is
+ * halfway installed (finish it); an error. */
 static int
-ix_freeze(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
+ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *v)
 {
 	struct kv_ix_group *g = &ix->g;
 
@@ -102,8 +104,20 @@ ix_freeze(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
 		ret = kv__ix_view_read(ix, idx, v);
 		if (ret != 0)
 			return ret;
+		if ((unsigned)__builtin_popcount(v->got) < g->f + 1 && v->got != 0 &&
+			v->behind != 0) {
+			/* The next incarnation is being installed. */
+			ret = kv__ix_repair(ix, v, v->lack);
+			if (ret != 0)
+				return ret;
+			continue;
+		}
+		if (v->got != 0 && v->epoch != epoch)
+			return 2;
 		if ((unsigned)__builtin_popcount(v->got) < g->f + 1)
 			continue;
+		if (kv__ix_converting(v))
+			return 3; /* frozen and decided: compacting */
 		ret = kv__ix_slot(ix, v, KV_IXB_H1, &fw);
 		if (ret != 0)
 			return ret;
@@ -137,7 +151,7 @@ ix_freeze(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
 					return ret;
 				break; /* re-read */
 			}
-			x = kv_ixw_make(KV_IXW_C, KV_IX_GEN, sl.cur);
+			x = kv_ixw_make(KV_IXW_C, v->gen, sl.cur);
 			if (v->got == all) {
 				bool same = true;
 
@@ -170,7 +184,7 @@ ix_freeze(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v)
 
 					if (fast_from[w] == 0)
 						continue;
-					to = kv_ixw_make(KV_IXW_F, KV_IX_GEN,
+					to = kv_ixw_make(KV_IXW_F, v->gen,
 						kv_ix_body_frozen(fast_from[w] & KV_IXW_BODY_MASK));
 					rdma_batch_cas(&g->m[i].batch, g->region,
 						kv_ixb_off(&g->super, idx, w), fast_from[w], to,
@@ -226,7 +240,7 @@ ix_child_words(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v,
 				"kv_index: the key at location %llu does not belong in bucket %llu",
 				(unsigned long long)kv_ixw_loc(sl.cur), (unsigned long long)idx);
 		c = (unsigned)(h >> d) & 1;
-		live = kv_ixw_make(KV_IXW_C, KV_IX_GEN,
+		live = kv_ixw_make(KV_IXW_C, kv_ix_epoch_gen(0),
 			kv_ixw_body(1, false, fp, kv_ixw_loc(sl.cur)));
 		for (unsigned k = 0; k < KV_IXB_SLOTS; k++) {
 			unsigned cw = KV_IXB_SLOT0 + (fp + k) % KV_IXB_SLOTS;
@@ -279,9 +293,11 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 			ix->st.rounds++;
 			for (unsigned i = 0; i < g->n; i++) {
 				uint64_t h0 = g->m[i].old[0];
+				uint32_t epoch;
+				bool pending;
 
-				if ((ok >> i & 1) && (h0 == 0 || h0 == kv_ixb_h0_pending(child) ||
-					h0 == kv_ixb_h0(child)))
+				if ((ok >> i & 1) &&
+					(h0 == 0 || kv_ixb_h0_parse(h0, child, &epoch, &pending)))
 					holders |= 1u << i;
 			}
 			/* Once a member answered, a CAS from 0 cannot change it
@@ -302,23 +318,156 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 	return 0;
 }
 
+/* Whether bucket @idx's frozen content in @v calls for a compaction rather
+ * than a split: enough removed entries to make room (or no room for
+ * children). Every helper decides the same from the same decided content.
+ * *@dead: the removed entries. */
+static int
+ix_compacts(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v, bool *compact,
+	unsigned *dead)
+{
+	*dead = 0;
+	for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+		struct kv_ix_slot sl;
+		int ret = kv__ix_slot(ix, v, w, &sl);
+
+		if (ret != 0)
+			return ret;
+		if (sl.a.verdict != KV_IX_DECIDED)
+			return -EAGAIN;
+		*dead += kv_ix_body_dead(sl.cur);
+	}
+	*compact = *dead >= KV_IX_COMPACT_DEAD || 2 * idx + 1 >= ix->g.super.nbuckets;
+#ifdef KV_IX_TESTING
+	if (ix->test_no_compaction)
+		*compact = false;
+#endif
+	return 0;
+}
+
+bool
+kv__ix_converted(const struct kv_ix_view *v, unsigned word, uint64_t *out)
+{
+	unsigned next = kv_ix_epoch_gen((v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK);
+
+	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
+		uint64_t w = v->w[i][word];
+
+		if ((v->got >> i & 1) && kv_ixw_valid(w, next) && kv_ixw_tag(w) == KV_IXW_C) {
+			*out = w;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+kv__ix_converting(const struct kv_ix_view *v)
+{
+	uint64_t w;
+
+	for (unsigned word = KV_IXB_H1; word < KV_IXB_WORDS; word++)
+		if (kv__ix_converted(v, word, &w))
+			return true;
+	return false;
+}
+
+/* Install the next incarnation of bucket @v->idx over its frozen one (all
+ * slots of @v decided frozen): each entry stays in its slot, as LIVE;
+ * removed and empty slots become EMPTY, keeping the fingerprint and
+ * location of what was removed (word.h); h1 NONE; h0 last. A function of the
+ * decided frozen content only, so every helper installs the same words;
+ * by CAS from what each member held when read, so a late helper cannot
+ * undo a member that has moved on. Members already at a later epoch are
+ * left alone; any left behind are brought up by whoever meets them
+ * (kv__ix_repair from one member: the new words are all decided). */
+static int
+ix_compact(struct kv_index *ix, const struct kv_ix_view *v)
+{
+	uint32_t next = (v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK;
+	unsigned gen = kv_ix_epoch_gen(next);
+	uint64_t inst[KV_IXB_WORDS];
+	bool known[KV_IXB_WORDS];
+	int ret;
+
+	for (unsigned w = KV_IXB_H1; w < KV_IXB_WORDS; w++) {
+		struct kv_ix_slot sl;
+		uint64_t body = kv_ixw_body(0, false, 0, 0);
+
+		known[w] = true;
+		if (kv__ix_converted(v, w, &inst[w]))
+			continue; /* a helper that stopped halfway installed it */
+		if (w >= KV_IXB_SLOT0) {
+			ret = kv__ix_slot(ix, v, w, &sl);
+			if (ret != 0)
+				return ret;
+			if (sl.a.verdict != KV_IX_DECIDED || !kv_ixw_frz(sl.cur))
+				return -EAGAIN;
+			if (kv_ix_body_maps(sl.cur))
+				body = kv_ixw_body(1, false, kv_ixw_fp(sl.cur), kv_ixw_loc(sl.cur));
+			else /* what was removed there, for an insert in flight */
+				body = kv_ixw_body(0, false, kv_ixw_fp(sl.cur), kv_ixw_loc(sl.cur));
+		}
+		inst[w] = kv_ixw_make(KV_IXW_C, gen, body);
+	}
+	inst[KV_IXB_H0] = kv_ixb_h0(v->idx, next);
+	ix->st.compactions++;
+	ret = kv__ix_install(ix, v, inst, known, v->got | v->lack, v->got | v->lack, NULL);
+	return ret < 0 ? ret : 0;
+}
+
 int
-kv__ix_split(struct kv_index *ix, uint64_t idx)
+kv__ix_split(struct kv_index *ix, uint64_t idx, uint32_t epoch)
 {
 	uint64_t words[2][KV_IXB_WORDS];
 	struct kv_ix_view v;
+	bool fits = 2 * idx + 1 < ix->g.super.nbuckets, compact = false;
+	unsigned dead = 0;
 	int ret;
 
-	if (2 * idx + 1 >= ix->g.super.nbuckets)
-		return pm_error_set(-ENOSPC, "kv_index: bucket %llu is full and the region has no"
-			" room for its children", (unsigned long long)idx);
-	ix->st.splits++;
+	if (!fits) {
+		/* Only a compaction can make room: not worth a freeze
+		 * without a removed entry (none comes back to EMPTY). */
+		ret = kv__ix_view_read(ix, idx, &v);
+		if (ret != 0)
+			return ret;
+		ret = ix_compacts(ix, idx, &v, &compact, &dead);
+		if (ret == 0 && !compact)
+			dead = 0; /* kv__ix_test_no_compaction */
+		if (ret == 0 && dead == 0)
+			return pm_error_set(-ENOSPC, "kv_index: bucket %llu is full, holds no removed"
+				" entry and the region has no room for its children",
+				(unsigned long long)idx);
+	}
 	for (;;) {
-		ret = ix_freeze(ix, idx, &v);
+		ret = ix_freeze(ix, idx, epoch, &v);
 		if (ret < 0)
 			return ret;
+		if (ret == 2)
+			return 0; /* compacted by someone: re-read */
 		if (ret == 1)
 			break; /* forward proposed: children installed */
+		if (ret == 3) {
+			ret = ix_compact(ix, &v);
+			if (ret == -EAGAIN)
+				continue;
+			return ret;
+		}
+		ret = ix_compacts(ix, idx, &v, &compact, &dead);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret != 0)
+			return ret;
+		if (compact) {
+			ret = ix_compact(ix, &v);
+			if (ret == -EAGAIN)
+				continue;
+			return ret;
+		}
+		if (!fits) /* kv__ix_test_no_compaction */
+			return pm_error_set(-ENOSPC, "kv_index: bucket %llu is full and the region"
+				" has no room for its children", (unsigned long long)idx);
+		ix->st.splits++;
 		ret = ix_child_words(ix, idx, &v, words);
 		if (ret == -EAGAIN)
 			continue;

@@ -79,6 +79,16 @@ int kv__ix_test_format_blank(void *region, const void *other, unsigned member);
 void kv__ix_test_no_commit(struct kv_index *ix, bool on);
 
 /**
+ * kv__ix_test_no_compaction -- with @on, the handle never compacts a
+ * bucket in place: a full bucket splits, or fails with -ENOSPC where its
+ * children would not fit (the index before compaction, for the test that
+ * shows what compaction bounds). Buckets it meets halfway compacted are
+ * still finished.
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv__ix_test_no_compaction(struct kv_index *ix, bool on);
+
+/**
  * kv__ix_test_offline -- what a client reading every member would conclude
  * about the mapping (@key -> @loc), computed from the raw index regions of
  * the @n members at @regions (a crash image): walk from the root through

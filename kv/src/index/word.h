@@ -30,10 +30,16 @@
  * word implies the decided value of stage s-1 (kv_ixw_implied()):
  *
  *   stage  frz=0              frz=1                implied stage s-1 value
- *   0      EMPTY (fp=loc=0)   invalid              -
+ *   0      EMPTY (fp, loc)    invalid              -
  *   1      LIVE(fp, loc)      FROZEN-EMPTY         EMPTY
  *   2      DEAD(fp, loc)      FROZEN-LIVE(fp,loc)  LIVE(fp, loc)
  *   3      invalid            FROZEN-DEAD(fp,loc)  DEAD(fp, loc)
+ *
+ * An EMPTY made by a compaction keeps the fingerprint and location of the
+ * entry removed there before (kv/src/index/split.c), 0 otherwise: it still
+ * reads as EMPTY, and tells an insert whose outcome the compaction hid
+ * that its entry was chosen and removed. A word of stage 1 implies EMPTY
+ * without them.
  *
  * Words of one gen only ever move up in the order
  *   C(s-1) < F(s) < P(s, ballot increasing) < C(s) < F(s+1) < ...
@@ -164,7 +170,7 @@ kv_ixw_body_valid(uint64_t body)
 	bool frz = kv_ixw_frz(body);
 
 	if (stage == 0)
-		return !frz && (body & KV_IXW_MASK(KV_IXW_FRZ_SHIFT)) == 0;
+		return !frz;
 	if (stage == 3)
 		return frz;
 	return true;

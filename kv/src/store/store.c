@@ -1225,6 +1225,16 @@ status_read(struct rdma_conn *conn, uint32_t region, uint64_t off, void *buf, ui
 	return 0;
 }
 
+/* Whether @h0 is a live header of bucket @idx (any incarnation). */
+static bool
+ix_bucket_live(uint64_t h0, uint64_t idx)
+{
+	uint32_t epoch;
+	bool pending;
+
+	return kv_ixb_h0_parse(h0, idx, &epoch, &pending) && !pending;
+}
+
 /* The index part of kv_node_status: its superblock and bucket headers. */
 static int
 status_index(struct rdma_conn *conn, const struct kv_config *cfg, unsigned node,
@@ -1256,7 +1266,7 @@ status_index(struct rdma_conn *conn, const struct kv_config *cfg, unsigned node,
 		ret = status_read(conn, cfg->index_region, kv_ixb_off(ix, idx, 0), chunk,
 			n * KV_IXB_SIZE);
 		for (uint64_t k = 0; ret == 0 && k < n; k++, idx++)
-			if (chunk[k * KV_IXB_WORDS] == kv_ixb_h0(idx)) {
+			if (ix_bucket_live(chunk[k * KV_IXB_WORDS], idx)) {
 				out->index_buckets++;
 				if (kv_ixb_depth(idx) > out->index_depth)
 					out->index_depth = kv_ixb_depth(idx);
