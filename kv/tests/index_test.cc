@@ -761,6 +761,10 @@ TEST(IndexTcp, ConcurrentClientsTimingOutAreLinearizable)
 	{
 		KeyStore keys(group.Uris());
 		IndexConfig cfg(group.TcpUris(), &keys, 1);
+		// As the clients' opens below: three libfabric connections
+		// under TSan on a loaded CI machine once took past the
+		// default wait (the create needs every node).
+		cfg.cfg.timeout_ms = 60000;
 		kv_index *ix = nullptr;
 		ASSERT_EQ(kv_index_create(&ix, &cfg.cfg), 0) << pm_errormsg();
 		kv_index_close(&ix);
