@@ -198,7 +198,11 @@ expect 0 "$DMKV" --config "$T" get gamma
 expect 0 "$DMKV" --config "$T" --quiet load --records 500
 kill -9 "$(cat "$T.d/node2.pid")"
 rm "$T.d/node2.pool"
-expect 0 "$DMKV" --config "$T" cluster up # node 2 on an empty pool
+expect 0 "$DMKV" --config "$T" cluster up # node 2 on an empty pool, sized as its peers
+expect_in "$ERR" "node 2: new pool"
+expect_in "$ERR" "as its peers"
+[ "$(stat -c %s "$T.d/node2.pool")" = "$(stat -c %s "$T.d/node0.pool")" ] ||
+	fail "the new pool of node 2 is not sized like node 0's"
 expect 64 "$DMKV" --config "$T" node rebuild 1
 expect_in "$ERR" "only a node whose pool was lost"
 expect 64 "$DMKV" --config "$T" node rebuild 3

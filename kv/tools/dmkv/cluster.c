@@ -280,7 +280,7 @@ daemon_start(struct dmkv_cluster *cl, unsigned i, bool create, const uint64_t re
 	return 0;
 }
 
-/* Create the local pool of node @i unless it exists. */
+/* Create the local pool of node @i. */
 static int
 local_create(const struct dmkv_cluster *cl, unsigned i, const uint64_t regions[2])
 {
@@ -290,8 +290,6 @@ local_create(const struct dmkv_cluster *cl, unsigned i, const uint64_t regions[2
 	int ret;
 
 	pool_path(cl, i, pool, sizeof(pool));
-	if (access(pool, F_OK) == 0)
-		return 0;
 	rdma_node_config_init(&nc);
 	nc.pool_path = pool;
 	nc.flags = RDMA_NODE_CREATE;
@@ -309,10 +307,33 @@ local_create(const struct dmkv_cluster *cl, unsigned i, const uint64_t regions[2
 	return ret == 0 ? 0 : dmkv_fail("closing the new node", ret);
 }
 
+/* Whether node @i's pool file exists. */
+static bool
+pool_exists(const struct dmkv_cluster *cl, unsigned i)
+{
+	char pool[PATH_MAX];
+
+	pool_path(cl, i, pool, sizeof(pool));
+	return access(pool, F_OK) == 0;
+}
+
+/* Bring up node @i if its pool exists (@create false) or is missing
+ * (@create true, made with @regions); a daemon already running is left. */
+static int
+node_up(struct dmkv_cluster *cl, unsigned i, bool create, const uint64_t regions[2])
+{
+	if (pool_exists(cl, i) == create)
+		return 0;
+	if (dmkv_node_is_local(cl, i))
+		return create ? local_create(cl, i, regions) : 0;
+	return daemon_pid(cl, i) == 0 ? daemon_start(cl, i, create, regions) : 0;
+}
+
 int
 dmkv_cluster_up(struct dmkv_cluster *cl, uint64_t keys, size_t value_size)
 {
-	uint64_t regions[2];
+	uint64_t regions[2], peer[2] = { 0, 0 };
+	bool missing = false;
 	int ret;
 
 	if (cl->cfg.index_region != 0 || cl->cfg.store_region != 1) {
@@ -328,16 +349,34 @@ dmkv_cluster_up(struct dmkv_cluster *cl, uint64_t keys, size_t value_size)
 		dmkv_err("cannot create %s: %s", cl->dir, strerror(errno));
 		return DMKV_EXIT_IO;
 	}
+	/* First the nodes that have their pools, then the new ones: a pool
+	 * that replaces a lost one is sized like those of the nodes that
+	 * hold the store (it is rebuilt from them: smaller could not hold
+	 * what they hold, larger only costs the time and disk to make it). */
 	for (unsigned i = 0; i < cl->cfg.nnodes; i++) {
-		char pool[PATH_MAX];
+		missing |= !pool_exists(cl, i);
+		if ((ret = node_up(cl, i, false, regions)) != 0)
+			return ret;
+	}
+	for (unsigned i = 0; missing && i < cl->cfg.nnodes; i++) {
+		struct kv_node_status ns;
 
-		if (dmkv_node_is_local(cl, i)) {
-			ret = local_create(cl, i, regions);
-		} else if (daemon_pid(cl, i) == 0) {
-			pool_path(cl, i, pool, sizeof(pool));
-			ret = daemon_start(cl, i, access(pool, F_OK) != 0, regions);
+		if (pool_exists(cl, i) && kv_node_status_read(&cl->cfg, i, &ns) == 0 &&
+			ns.formatted) {
+			peer[0] = ns.index_bytes > peer[0] ? ns.index_bytes : peer[0];
+			peer[1] = ns.store_bytes > peer[1] ? ns.store_bytes : peer[1];
 		}
-		if (ret != 0)
+	}
+	if (peer[0] != 0 && peer[1] != 0) {
+		regions[0] = peer[0];
+		regions[1] = peer[1];
+	}
+	for (unsigned i = 0; missing && i < cl->cfg.nnodes; i++) {
+		if (!pool_exists(cl, i) && !dmkv_quiet)
+			fprintf(stderr, "dmkv: node %u: new pool, %.1f MiB index and %.1f MiB "
+				"values (%s)\n", i, regions[0] / 1048576.0, regions[1] / 1048576.0,
+				peer[0] != 0 ? "as its peers" : "from --records and --value-size");
+		if ((ret = node_up(cl, i, true, regions)) != 0)
 			return ret;
 	}
 	/* Nodes that came back from their pools hold the store already
