@@ -87,6 +87,76 @@ TEST_F(IndexTest, InsertLookupRemove)
 	EXPECT_EQ(got, loc2);
 }
 
+// An insert whose client died in its fast round, after reaching one, all
+// or two of the three members: another client settles it with
+// kv_index_abandon, whose verdict every lookup then agrees with for good
+// (a new insert of the key finds the mapping, or takes the key). Reached
+// by one member it can never have been chosen (-ENOENT, the bucket
+// compacted in place); by all, it was (0, nothing moved); by two, either,
+// as the freeze's promise quorum finds it.
+TEST_F(IndexTest, AbandonedInsertIsSettled)
+{
+	std::map<std::string, uint64_t> model;
+	for (unsigned i = 0; i < 6; i++) {
+		uint64_t loc;
+		ASSERT_EQ(Insert(Key(i), &loc), 0) << pm_errormsg();
+		model[Key(i)] = loc;
+	}
+	IndexConfig cfg2(group_->Uris(), keys_.get(), 2);
+	kv_index *other = nullptr;
+	ASSERT_EQ(kv_index_open(&other, &cfg2.cfg), 0) << pm_errormsg();
+	const struct {
+		unsigned members;
+		int want; // 1: either verdict
+	} cases[] = { { 0x1, -ENOENT }, { 0x7, 0 }, { 0x3, 1 } };
+	for (const auto &c : cases) {
+		const std::string k = "abandoned-" + std::to_string(c.members);
+		const uint64_t loc = KeyStore::Loc(1, next_++);
+		uint64_t got = 0, existing = 0, loc2;
+		kv_index_stats before, after;
+
+		ASSERT_TRUE(keys_->Put(loc, k));
+		kv__ix_test_stop_in_fast(ix_, c.members);
+		ASSERT_EQ(kv_index_insert(ix_, k.data(), k.size(), loc, nullptr), KV_E_UNAVAILABLE);
+		kv_index_stats_read(other, &before);
+		const int v = kv_index_abandon(other, k.data(), k.size(), loc);
+		kv_index_stats_read(other, &after);
+		if (c.want != 1) {
+			ASSERT_EQ(v, c.want) << c.members << " " << pm_errormsg();
+		} else {
+			ASSERT_TRUE(v == 0 || v == -ENOENT) << v << " " << pm_errormsg();
+		}
+		// A conversion only where the location was not mapped, and a
+		// compaction in place (the root has room), not a split.
+		EXPECT_EQ(after.abandoned - before.abandoned, v == 0 ? 0u : 1u) << c.members;
+		EXPECT_EQ(after.compactions - before.compactions, v == 0 ? 0u : 1u) << c.members;
+		EXPECT_EQ(after.splits, before.splits) << c.members;
+		for (kv_index *ix : { ix_, other }) {
+			ASSERT_EQ(kv_index_lookup(ix, k.data(), k.size(), &got), v == 0 ? 0 : -ENOENT)
+				<< c.members;
+			if (v == 0) {
+				EXPECT_EQ(got, loc);
+			}
+		}
+		if (v == 0) {
+			EXPECT_EQ(Insert(k, &loc2, &existing), KV_E_EXISTS);
+			EXPECT_EQ(existing, loc);
+			model[k] = loc;
+		} else {
+			ASSERT_EQ(Insert(k, &loc2), 0) << pm_errormsg();
+			model[k] = loc2;
+		}
+		// Asked again, the same verdict.
+		EXPECT_EQ(kv_index_abandon(other, k.data(), k.size(), loc), v) << c.members;
+	}
+	for (const auto &[k, l] : model) {
+		uint64_t got = 0;
+		ASSERT_EQ(kv_index_lookup(other, k.data(), k.size(), &got), 0) << k;
+		EXPECT_EQ(got, l) << k;
+	}
+	EXPECT_EQ(kv_index_close(&other), 0);
+}
+
 TEST_F(IndexTest, SequentialAgainstMapWithSplits)
 {
 	std::map<std::string, uint64_t> model;

@@ -199,6 +199,25 @@ int kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t l
 int kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc);
 
 /**
+ * kv_index_abandon -- an insert of @key at @loc has stopped for good (its
+ * client died, or the call returned KV_E_UNAVAILABLE and will not be
+ * retried): settle whether it took effect. If @key maps to @loc, nothing
+ * changes; otherwise the key's bucket is moved on to its next incarnation
+ * (a compaction in place, or a split), which decides every slot of it, so
+ * no slot can choose @loc afterwards and the caller may reuse what lies
+ * there (kv/DESIGN.md, "Abandoned inserts"). Meant for rare use: each call
+ * that finds @loc unmapped costs a freeze and an install.
+ * Persistence: on return the verdict is durable on a majority.
+ * Return: 0 if @key maps to @loc (the insert took effect); -ENOENT if @loc
+ * is not mapped and never will be; -EINVAL; -ENOSPC (the bucket is full of
+ * live entries and cannot split); KV_E_UNAVAILABLE (nothing settled: call
+ * again later); errors of key_at.
+ * Thread-safety: the handle's thread.
+ * Ordering: as kv_index_insert(); the verdict holds for ever once given.
+ */
+int kv_index_abandon(struct kv_index *ix, const void *key, size_t len, uint64_t loc);
+
+/**
  * kv_index_rebuild -- restore node @node of the group from the others after
  * its pool was lost (a new, zero pool at the same URI): wait one operation
  * timeout (cfg->timeout_ms) for client rounds begun before the loss to end,
@@ -239,6 +258,8 @@ struct kv_index_stats {
 	                         * entries' slots made EMPTY again) */
 	uint64_t unsure;        /* inserts that returned KV_E_UNAVAILABLE because
 	                         * a compaction hid their outcome */
+	uint64_t abandoned;     /* kv_index_abandon calls that found the
+	                         * location unmapped and moved the bucket on */
 	uint64_t key_reads;     /* key_at calls */
 	uint64_t forwards;      /* buckets left through a forward word */
 	uint64_t unavailable;   /* operations that returned KV_E_UNAVAILABLE */

@@ -665,6 +665,42 @@ kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 	}
 }
 
+/*
+ * An insert that stopped left at most undecided proposals of @loc in the
+ * incarnation of the key's bucket that was live when it ran; a slot
+ * decided otherwise never chooses @loc, and its client posts nothing more
+ * (a late CAS of it expects a word of that incarnation). So once the live
+ * incarnation is over -- frozen slot by slot, every slot decided, then
+ * compacted or split, as any helper would finish a full bucket -- @loc is
+ * mapped only if a slot chose it before the freeze, which the lookup after
+ * shows (the new words come from the decided content alone).
+ */
+int
+kv_index_abandon(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
+{
+	struct kv_ix_view v;
+	uint64_t cur;
+	int ret;
+
+	ret = kv_index_lookup(ix, key, len, &cur);
+	if (ret == 0 && cur == loc)
+		return 0;
+	if (ret != 0 && ret != -ENOENT)
+		return ret;
+	ix_op_begin(ix);
+	ret = ix_locate(ix, kv__ix_hash(key, len), &v, false);
+	if (ret == 0)
+		ret = kv__ix_split(ix, v.idx, v.epoch);
+	ret = ix_op_end(ix, ret);
+	if (ret != 0)
+		return ret;
+	ix->st.abandoned++;
+	ret = kv_index_lookup(ix, key, len, &cur);
+	if (ret == 0)
+		return cur == loc ? 0 : -ENOENT;
+	return ret;
+}
+
 /* Check an entry's key and location and start an operation on it; *@h is
  * the key's hash. */
 static int
@@ -1062,6 +1098,12 @@ void
 kv__ix_test_no_compaction(struct kv_index *ix, bool on)
 {
 	ix->test_no_compaction = on;
+}
+
+void
+kv__ix_test_stop_in_fast(struct kv_index *ix, unsigned members)
+{
+	ix->test_stop_fast = members;
 }
 
 void

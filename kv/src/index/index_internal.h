@@ -18,10 +18,11 @@
 #include "kv/src/index/layout.h"
 #include "kv/src/index/paxos.h"
 
-/* A full bucket with this many removed entries is compacted in place
+/* A frozen bucket with this many slots that map nothing (removed entries,
+ * or EMPTY slots of a bucket frozen before it filled) is compacted in place
  * rather than split (split.c): each compaction then makes room for at
  * least this many inserts. */
-#define KV_IX_COMPACT_DEAD 4u
+#define KV_IX_COMPACT_ROOM 4u
 
 /* Records are reserved from the nodes' marks this many at a time. */
 #define KV_IX_REC_CHUNK 256u
@@ -75,6 +76,7 @@ struct kv_index {
 #ifdef KV_IX_TESTING
 	bool test_no_commit;     /* kv__ix_test_no_commit() */
 	bool test_no_compaction; /* kv__ix_test_no_compaction() */
+	unsigned test_stop_fast; /* kv__ix_test_stop_in_fast(): members, or 0 */
 #endif
 };
 
@@ -120,13 +122,6 @@ static inline bool
 kv_ix_body_maps(uint64_t b)
 {
 	return (kv_ixw_stage(b) == 1 && !kv_ixw_frz(b)) || (kv_ixw_stage(b) == 2 && kv_ixw_frz(b));
-}
-
-/* DEAD or FROZEN-DEAD: a removed entry */
-static inline bool
-kv_ix_body_dead(uint64_t b)
-{
-	return (kv_ixw_stage(b) == 2 && !kv_ixw_frz(b)) || (kv_ixw_stage(b) == 3 && kv_ixw_frz(b));
 }
 
 /* The frozen body that stage s+1 proposes over the decided body @b. */

@@ -429,6 +429,19 @@ kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, uint
 			rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
 			return -EINVAL;
 	ix->st.fast++;
+#ifdef KV_IX_TESTING
+	if (ix->test_stop_fast != 0) {
+		/* kv__ix_test_stop_in_fast: the client dies once its round
+		 * reached these members; the others' batches are never sent. */
+		mask = ix->test_stop_fast & all;
+		ix->test_stop_fast = 0;
+		for (unsigned i = 0; i < g->n; i++)
+			if (!(mask >> i & 1))
+				rdma_batch_init(&g->m[i].batch);
+		(void)kv__ix_round_run(g, mask, (unsigned)__builtin_popcount(mask), ix->deadline);
+		return pm_error_set(KV_E_UNAVAILABLE, "kv_index: stopped in a fast round (test)");
+	}
+#endif
 	ok = kv__ix_round_run(g, all, g->n, ix->deadline);
 	ix->st.rounds++;
 	if (body == ix->offer) {

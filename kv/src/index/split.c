@@ -319,14 +319,15 @@ ix_install(struct kv_index *ix, uint64_t idx, uint64_t words[2][KV_IXB_WORDS])
 }
 
 /* Whether bucket @idx's frozen content in @v calls for a compaction rather
- * than a split: enough removed entries to make room (or no room for
- * children). Every helper decides the same from the same decided content.
- * *@dead: the removed entries. */
+ * than a split: enough slots to free (removed entries, and the EMPTY slots
+ * of a bucket frozen before it filled: kv_index_abandon), or no room for
+ * children. Every helper decides the same from the same decided content.
+ * *@room: the slots that map nothing. */
 static int
 ix_compacts(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v, bool *compact,
-	unsigned *dead)
+	unsigned *room)
 {
-	*dead = 0;
+	*room = 0;
 	for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
 		struct kv_ix_slot sl;
 		int ret = kv__ix_slot(ix, v, w, &sl);
@@ -335,9 +336,9 @@ ix_compacts(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v, bool 
 			return ret;
 		if (sl.a.verdict != KV_IX_DECIDED)
 			return -EAGAIN;
-		*dead += kv_ix_body_dead(sl.cur);
+		*room += !kv_ix_body_maps(sl.cur);
 	}
-	*compact = *dead >= KV_IX_COMPACT_DEAD || 2 * idx + 1 >= ix->g.super.nbuckets;
+	*compact = *room >= KV_IX_COMPACT_ROOM || 2 * idx + 1 >= ix->g.super.nbuckets;
 #ifdef KV_IX_TESTING
 	if (ix->test_no_compaction)
 		*compact = false;
@@ -422,19 +423,19 @@ kv__ix_split(struct kv_index *ix, uint64_t idx, uint32_t epoch)
 	uint64_t words[2][KV_IXB_WORDS];
 	struct kv_ix_view v;
 	bool fits = 2 * idx + 1 < ix->g.super.nbuckets, compact = false;
-	unsigned dead = 0;
+	unsigned room = 0;
 	int ret;
 
 	if (!fits) {
 		/* Only a compaction can make room: not worth a freeze
-		 * without a removed entry (none comes back to EMPTY). */
+		 * without a slot it would free. */
 		ret = kv__ix_view_read(ix, idx, &v);
 		if (ret != 0)
 			return ret;
-		ret = ix_compacts(ix, idx, &v, &compact, &dead);
+		ret = ix_compacts(ix, idx, &v, &compact, &room);
 		if (ret == 0 && !compact)
-			dead = 0; /* kv__ix_test_no_compaction */
-		if (ret == 0 && dead == 0)
+			room = 0; /* kv__ix_test_no_compaction */
+		if (ret == 0 && room == 0)
 			return pm_error_set(-ENOSPC, "kv_index: bucket %llu is full, holds no removed"
 				" entry and the region has no room for its children",
 				(unsigned long long)idx);
@@ -453,7 +454,7 @@ kv__ix_split(struct kv_index *ix, uint64_t idx, uint32_t epoch)
 				continue;
 			return ret;
 		}
-		ret = ix_compacts(ix, idx, &v, &compact, &dead);
+		ret = ix_compacts(ix, idx, &v, &compact, &room);
 		if (ret == -EAGAIN)
 			continue;
 		if (ret != 0)

@@ -79,6 +79,16 @@ int kv__ix_test_format_blank(void *region, const void *other, unsigned member);
 void kv__ix_test_no_commit(struct kv_index *ix, bool on);
 
 /**
+ * kv__ix_test_stop_in_fast -- the handle's next fast round reaches only the
+ * members in the bit mask @members (their CAS and persist run; the others
+ * get nothing) and its operation then returns KV_E_UNAVAILABLE, leaving
+ * what a client that died in that round would leave (kv_index_abandon).
+ * Return: nothing (void).
+ * Thread-safety: the handle's thread.
+ */
+void kv__ix_test_stop_in_fast(struct kv_index *ix, unsigned members);
+
+/**
  * kv__ix_test_no_compaction -- with @on, the handle never compacts a
  * bucket in place: a full bucket splits, or fails with -ENOSPC where its
  * children would not fit (the index before compaction, for the test that
