@@ -22,6 +22,7 @@
 #include <pm/error.h>
 #include <rdma/rdma.h>
 
+#include "kv/src/index/testing.h"
 #include "kv/src/store/testing.h"
 #include "kv/tests/node_group.h"
 #include "kv/tests/store_config.h"
@@ -170,6 +171,50 @@ TEST_F(KvObjectsTest, DeletedKeysObjectsAreReused)
 		Get(a_, Key("r", i), &ret);
 		EXPECT_EQ(ret, -ENOENT) << Key("r", i);
 	}
+}
+
+// An insert cut short in its index round (its fast round reached one node
+// of three, and it returned KV_E_UNAVAILABLE) leaves an object that the
+// index may still choose. The client settles it at its next allocation
+// (kv_index_abandon: not mapped, so dead for good) and reuses it after the
+// grace. The same as a life's last insert, then the client closes: the
+// insert record names it, and the id's next holder settles it.
+TEST_F(KvObjectsTest, UnsureInsertsAreSettled)
+{
+	const std::string k = Key("u", 0), k2 = Key("u", 1);
+	int ret;
+
+	kv__ix_test_stop_in_fast(kv__st_test_index(a_), 0x1);
+	ASSERT_EQ(Insert(a_, k, Value(k, 0)), KV_E_UNAVAILABLE);
+	ASSERT_EQ(Insert(a_, Key("v", 0), Value(k, 0)), 0) << pm_errormsg();
+	EXPECT_EQ(Stats(a_).objects_abandoned, 1u);
+	EXPECT_EQ(Stats(a_).objects_dead, 1u);
+	Get(a_, k, &ret);
+	EXPECT_EQ(ret, -ENOENT);
+	PassGrace(a_);
+	ASSERT_EQ(Insert(a_, Key("v", 1), Value(k, 1)), 0) << pm_errormsg();
+	EXPECT_EQ(Stats(a_).objects_reused, 1u);
+	ASSERT_EQ(Insert(a_, k, Value(k, 2)), 0) << pm_errormsg();
+	EXPECT_EQ(Get(a_, k, &ret), Value(k, 2));
+
+	kv__ix_test_stop_in_fast(kv__st_test_index(a_), 0x1);
+	ASSERT_EQ(Insert(a_, k2, Value(k2, 0)), KV_E_UNAVAILABLE);
+	EXPECT_EQ(kv_close(&a_), 0) << pm_errormsg();
+	std::vector<kv_client *> cs(3, nullptr); // one of them holds a's id
+	uint64_t abandoned = 0, settled = 0;
+	for (auto &c : cs) {
+		ASSERT_EQ(kv_open(&c, &cfg_), 0) << pm_errormsg();
+		ASSERT_EQ(Insert(c, Key("w", abandoned + settled++), Value(k2, 0)), 0) << pm_errormsg();
+		abandoned += Stats(c).objects_abandoned;
+	}
+	EXPECT_EQ(abandoned, 1u);
+	Get(cs[0], k2, &ret);
+	EXPECT_EQ(ret, -ENOENT);
+	ASSERT_EQ(Insert(cs[1], k2, Value(k2, 1)), 0) << pm_errormsg();
+	EXPECT_EQ(Get(cs[2], k2, &ret), Value(k2, 1));
+	for (auto &c : cs)
+		EXPECT_EQ(kv_close(&c), 0) << pm_errormsg();
+	ASSERT_EQ(kv_open(&a_, &cfg_), 0) << pm_errormsg();
 }
 
 // Another client deletes a's keys, and a closes with its own deletes not

@@ -307,7 +307,7 @@ TEST_F(KvTest, OpenNamesAnOlderStoreLayout)
 		std::memcpy(&h, sb, sizeof(h));
 		const pm_area_type older = { "kv store superblock", h.magic, 2, h.hdr_size };
 		pm_area_seal(reinterpret_cast<pm_area_hdr *>(sb), &older, h.area_size);
-	}, "kv store superblock layout version 2, expected 4");
+	}, "kv store superblock layout version 2, expected 5");
 }
 
 TEST_F(KvTest, ClientIdsAreClaimedAndReturned)

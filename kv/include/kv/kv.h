@@ -528,6 +528,14 @@ struct kv_stats {
 	uint64_t objects_zero_failed; /* reuses put off: an object could not
 	                         * be zeroed on every node (one was away) */
 	uint64_t objects_reused; /* inserts that took a dead object */
+	uint64_t inserts_settled; /* inserts of unknown outcome (this life's
+	                         * that failed undecided, or the last one of
+	                         * the id's earlier life) found to have
+	                         * taken effect (kv_index_abandon) ... */
+	uint64_t objects_abandoned; /* ... or found never to take effect: their
+	                         * objects queued for reuse */
+	uint64_t objects_unsure_dropped; /* inserts of unknown outcome not
+	                         * kept (KV_OBJ_UNSURE were waiting) */
 	uint64_t log_used;      /* a level, not a count: bytes of its value log
 	                         * handed out so far (by this life and earlier
 	                         * ones of its id), what its log takes of each

@@ -16,6 +16,9 @@
  *                client is writing back into (kv_st_hz(); below)
  *   chunk_off    object-chunk claim words, one per chunk: a random value per
  *                claim << 8 | (owner id + 1)
+ *   ins_off      per-client insert records: the location of the object its
+ *                last insert created, written with the object (a hint for
+ *                the id's next life: objects.c, kv_index_abandon)
  *   obj_off      object chunks, chunk_bytes each
  *   log_off      one log of log_bytes per client id: out-of-place buffers
  *
@@ -81,8 +84,9 @@
 #include <pm/area.h>
 
 #define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
-#define KV_ST_SUPER_VERSION 4 /* 2: the first delete word; 3: hazard words;
-                               * 4: leases (claim words with beats) */
+#define KV_ST_SUPER_VERSION 5 /* 2: the first delete word; 3: hazard words;
+                               * 4: leases (claim words with beats);
+                               * 5: insert records */
 #define KV_ST_SUPER_SIZE 4096u
 /* Counters of repairs, in the superblock's last line (outside its
  * checksum): each an 8-byte word that clients add to on every node they
@@ -199,6 +203,7 @@ struct kv_st_super {
 	uint64_t hz_off;
 	uint64_t chunk_off;
 	uint64_t nchunks;
+	uint64_t ins_off;
 	uint64_t chunk_bytes;
 	uint64_t obj_off;
 	uint64_t log_off;

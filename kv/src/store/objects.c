@@ -296,6 +296,24 @@ obj_window(struct kv_client *c, unsigned answered, uint64_t base, uint64_t u, ui
 	return u + at;
 }
 
+/* The id's chunks, loaded at the first sweep or settle (not in kv_open: a
+ * client that never inserts never needs them). Return: 0 (c->o_loaded
+ * says whether they are known; a failed read is tried again later);
+ * -ENOMEM. */
+static int
+obj_chunks_ready(struct kv_client *c)
+{
+	int ret;
+
+	if (c->o_loaded)
+		return 0;
+	ret = kv__st_obj_chunks_load(c);
+	if (ret == -ENOMEM)
+		return ret;
+	c->o_loaded = ret == 0;
+	return 0;
+}
+
 int
 kv__st_obj_sweep(struct kv_client *c)
 {
@@ -305,15 +323,10 @@ kv__st_obj_sweep(struct kv_client *c)
 
 	if (!c->recycle || c->sb.repl == KV_REPL_RAW || ++c->o_carved % KV_OBJ_SWEEP_EVERY != 0)
 		return 0;
-	/* The id's chunks, at the first sweep (not in kv_open: a client that
-	 * never inserts never needs them). */
-	if (!c->o_loaded) {
-		ret = kv__st_obj_chunks_load(c);
-		if (ret == -ENOMEM) {
-			c->o_carved--; /* again at the next allocation */
-			return ret;
-		}
-		c->o_loaded = ret == 0;
+	ret = obj_chunks_ready(c);
+	if (ret != 0) {
+		c->o_carved--; /* again at the next allocation */
+		return ret;
 	}
 	if (!c->o_loaded || c->o_nchunks == 0)
 		return 0;
@@ -356,6 +369,99 @@ kv__st_obj_sweep(struct kv_client *c)
 	return 0;
 }
 
+/*
+ * Inserts of unknown outcome. An insert that returned without a verdict
+ * (KV_E_UNAVAILABLE, a timeout) or whose client died left an object that
+ * the index may or may not map: a slot may still choose its location when
+ * some client meets the proposal. kv_index_abandon settles that for good
+ * (the key's bucket moved on past every such proposal), so the object is
+ * either a live key's or dead like a lost insert's. A live client keeps
+ * its own in memory; for a client that died, the insert record (one word
+ * per id, written in the creation batch) names its last insert -- the only
+ * one that can be undecided, as a client runs one operation at a time --
+ * and the id's next life reads it at registration. Settling calls
+ * kv_index_abandon with the key the object's header holds; it is safe for
+ * any object of an insert that has stopped, so a record that names an
+ * older, decided insert, or an object reused since for another key of
+ * this id, costs a lookup (or a compaction, if it was deleted) and decides
+ * nothing wrong.
+ */
+void
+kv__st_obj_unsure(struct kv_client *c, uint64_t loc)
+{
+	if (!c->recycle || c->sb.repl == KV_REPL_RAW)
+		return;
+	for (unsigned j = 0; j < c->o_unsure_n; j++)
+		if (c->o_unsure[j] == loc)
+			return;
+	if (c->o_unsure_n == KV_OBJ_UNSURE) {
+		c->st.objects_unsure_dropped++;
+		return;
+	}
+	c->o_unsure[c->o_unsure_n++] = loc;
+}
+
+int
+kv__st_obj_unsure_load(struct kv_client *c)
+{
+	const uint64_t off = c->sb.ins_off + 8u * c->cid;
+	unsigned mask = kv__ix_round_begin(&c->g), ok;
+
+	for (unsigned i = 0; i < c->g.n; i++)
+		if ((mask >> i & 1) &&
+			rdma_batch_read(&c->g.m[i].batch, c->region, off, c->g.m[i].buf, 8) != 0)
+			mask &= ~(1u << i);
+	ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
+	c->st.rounds++;
+	if ((unsigned)__builtin_popcount(ok) < c->g.f + 1)
+		return KV_E_UNAVAILABLE;
+	/* A creation batch cut short leaves the new record on some members
+	 * and the one before on others: every value read is a candidate. */
+	for (unsigned i = 0; i < c->g.n; i++) {
+		uint64_t loc;
+
+		memcpy(&loc, c->g.m[i].buf, 8);
+		if ((ok >> i & 1) && loc != 0)
+			kv__st_obj_unsure(c, loc);
+	}
+	return 0;
+}
+
+void
+kv__st_obj_settle(struct kv_client *c)
+{
+	unsigned char key[KV_KEY_MAX];
+	size_t klen = 0;
+	uint64_t loc;
+	int ret;
+
+	if (c->o_unsure_n == 0 || obj_chunks_ready(c) != 0 || !c->o_loaded ||
+		kv__st_obj_reserve(c) != 0)
+		return;
+	loc = c->o_unsure[0];
+	ret = kv__sw_key_read(c, loc, key, sizeof(key), &klen);
+	if (ret == 0)
+		ret = kv_index_abandon(c->ix, key, klen, loc);
+	if (ret == 0) {
+		c->st.inserts_settled++;
+	} else if (ret == -ENOENT && klen != 0) {
+		kv__st_unmapped(c, loc);
+		kv__st_obj_dead(c, loc, (uint32_t)klen);
+		c->st.objects_abandoned++;
+	} else if (ret == -ENOENT) {
+		/* No intact header on f+1 members: the index cannot have
+		 * learnt the location (an insert proposes only once its
+		 * object is on f+1), and without its key length the object's
+		 * extent is unknown; it stays unused. */
+		c->st.objects_unsure_dropped++;
+	} else if (ret == KV_E_UNAVAILABLE || ret == -ETIMEDOUT) {
+		return; /* later */
+	} else {
+		c->st.objects_unsure_dropped++; /* -ENOSPC: the bucket cannot move on */
+	}
+	c->o_unsure[0] = c->o_unsure[--c->o_unsure_n];
+}
+
 int
 kv__st_obj_init(struct kv_client *c)
 {
@@ -383,6 +489,7 @@ kv__st_obj_forget(struct kv_client *c)
 	c->o_sealed.n = 0;
 	c->o_sweep_chunk = c->o_sweep_at = 0;
 	c->o_cand_n = 0;
+	c->o_unsure_n = 0; /* the id's insert record names the last one */
 }
 
 void

@@ -158,14 +158,15 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	s->log_bytes = cfg->log_bytes;
 	s->repl = cfg->repl;
 	s->lease_ms = cfg->lease_ms;
-	fixed = s->chunk_off + 2 * 4096 + C * cfg->log_bytes;
+	fixed = s->chunk_off + 8 * C + 2 * 4096 + C * cfg->log_bytes;
 	if (len <= fixed)
 		return -ENOSPC;
 	nchunks = (len - fixed) / (cfg->chunk_bytes + 8);
 	if (nchunks == 0)
 		return -ENOSPC;
 	s->nchunks = nchunks;
-	s->obj_off = align_up(s->chunk_off + 8 * nchunks, 4096);
+	s->ins_off = s->chunk_off + 8 * nchunks;
+	s->obj_off = align_up(s->ins_off + 8 * C, 4096);
 	s->log_off = s->obj_off + nchunks * cfg->chunk_bytes;
 	/* Object locations are 31-bit numbers of 64-byte units. */
 	if (s->log_off / KV_ST_UNIT >= (UINT64_C(1) << 31))
@@ -196,7 +197,8 @@ kv__st_super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const 
 		s->lmark_off != s->omark_off + 8u * s->max_clients ||
 		s->hz_off != s->lmark_off + 8u * s->max_clients ||
 		s->chunk_off != s->hz_off + 8u * KV_ST_HZ * s->max_clients ||
-		s->obj_off < s->chunk_off + 8 * s->nchunks ||
+		s->ins_off != s->chunk_off + 8 * s->nchunks ||
+		s->obj_off < s->ins_off + 8u * s->max_clients ||
 		s->log_off != s->obj_off + s->nchunks * s->chunk_bytes ||
 		s->area.area_size != s->log_off + s->max_clients * s->log_bytes)
 		return pm_error_set(KV_E_GROUP, "kv: store superblock geometry is inconsistent");
@@ -468,6 +470,8 @@ st_register(struct kv_client *c, const struct kv_config *cfg)
 	if (ret != 0)
 		return ret;
 	ret = marks_load(c);
+	if (ret == 0 && c->recycle && c->sb.repl != KV_REPL_RAW)
+		ret = kv__st_obj_unsure_load(c);
 	if (ret == 0) {
 		st_earlier_life(c);
 		kv__st_index_cfg(&icfg, cfg, c, c->cid);
@@ -894,6 +898,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 	if (units > chunk_units)
 		return pm_error_set(-E2BIG, "kv: an object of %llu bytes exceeds a chunk",
 			(unsigned long long)(units * KV_ST_UNIT));
+	kv__st_obj_settle(c);
 	ret = kv__st_obj_take(c, units, off);
 	if (ret != 0)
 		return ret < 0 ? ret : 0;
@@ -1381,8 +1386,10 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 	 * the index waits for them (st_publish) before anyone can learn the
 	 * location, since key_at() must then find the key there. */
 	ret = kv__sw_create_start(c, &geo, &e, key, val, (uint32_t)vlen);
-	if (ret != 0)
+	if (ret != 0) {
+		kv__st_obj_dead(c, geo.loc, (uint32_t)klen); /* nothing was written */
 		return ret;
+	}
 	for (;;) {
 		struct kv_st_cent old;
 		char none;
@@ -1398,8 +1405,10 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 			cache_put(c, &e);
 			return 0;
 		}
-		if (ret != KV_E_EXISTS)
+		if (ret != KV_E_EXISTS) {
+			kv__st_obj_unsure(c, geo.loc); /* may have taken effect */
 			return ret;
+		}
 		/* A mapping to a deleted object is overwritten (sect. 5.3.1):
 		 * unmap it and try again. */
 		memset(&old, 0, sizeof(old));

@@ -59,6 +59,7 @@ struct kv_st_create {
 	uint64_t word, boff;
 	struct kv_st_ohdr oh;
 	struct kv_st_vhdr h;
+	uint64_t ins;              /* the insert record: geo.loc */
 	unsigned held;             /* members holding the word */
 };
 
@@ -83,6 +84,8 @@ struct kv_st_ocand {
 
 /* Candidates per sweep window, at most. */
 #define KV_OBJ_CANDS 8u
+/* Inserts of unknown outcome a client keeps to settle (objects.c). */
+#define KV_OBJ_UNSURE 16u
 
 struct kv_client {
 	struct kv_ix_group g;      /* value connections (index region anchors membership) */
@@ -144,6 +147,10 @@ struct kv_client {
 	uint64_t o_window;         /* bytes a sweep window reads */
 	struct kv_st_ocand o_cand[KV_OBJ_CANDS];
 	unsigned o_cand_n;
+	uint64_t o_unsure[KV_OBJ_UNSURE]; /* locations of inserts that stopped
+	                            * undecided (this life's, and the one an
+	                            * earlier life's insert record names) */
+	unsigned o_unsure_n;
 	void *zeros;               /* zeros the size of the largest object */
 	struct kv_stats st;
 #ifdef KV_ST_TESTING
@@ -363,6 +370,22 @@ int kv__st_obj_chunks_load(struct kv_client *c);
  * of this client's id and is not queued yet. Never fails (out of memory:
  * it stays unused; a later sweep may find it). */
 void kv__st_obj_dead(struct kv_client *c, uint64_t loc, uint32_t klen);
+
+/* kv__st_obj_unsure -- the insert that created the object at @loc stopped
+ * with its outcome unknown (KV_E_UNAVAILABLE and the like): settle it later
+ * (kv__st_obj_settle). Forgotten if KV_OBJ_UNSURE are waiting already
+ * (kv_stats.objects_unsure_dropped). */
+void kv__st_obj_unsure(struct kv_client *c, uint64_t loc);
+
+/* kv__st_obj_unsure_load -- at registration: the insert record(s) an
+ * earlier life of this id left on f+1 members join the unsure list.
+ * Return: 0; KV_E_UNAVAILABLE; transport errors. */
+int kv__st_obj_unsure_load(struct kv_client *c);
+
+/* kv__st_obj_settle -- settle one unsure insert, if any: mapped, or dead
+ * for good (kv_index_abandon) and queued for reuse; kept on any error.
+ * Return: nothing (an error leaves it for a later call). */
+void kv__st_obj_settle(struct kv_client *c);
 
 /* kv__st_obj_take -- an object of exactly @units 64-byte units for an
  * insert into *@off: a dead one whose grace is over, zeroed now on every

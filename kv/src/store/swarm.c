@@ -1142,7 +1142,8 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 }
 
 /* Post the creation batch of c->cr to every member of @mask: header, key
- * and in-place copy, the buffer, each persisted, then the word. */
+ * and in-place copy, the buffer, each persisted, then the word and the
+ * insert record. */
 static void
 sw_create_post(struct kv_client *c, unsigned mask)
 {
@@ -1173,6 +1174,10 @@ sw_create_post(struct kv_client *c, unsigned mask)
 		r |= rdma_batch_persist(b, c->region, cr->boff, (uint32_t)sizeof(cr->h) + cr->h.vlen);
 		r |= rdma_batch_cas(b, c->region, sw_meta_off(geo, c->cid), 0, cr->word, &m->old[0]);
 		r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, c->cid), 8);
+		/* The insert record: which object an insert of this id may
+		 * have left undecided, for its next life (objects.c). */
+		r |= rdma_batch_write(b, c->region, c->sb.ins_off + 8u * c->cid, &cr->ins, 8);
+		r |= rdma_batch_persist(b, c->region, c->sb.ins_off + 8u * c->cid, 8);
 		if (r != 0)
 			mask &= ~(1u << i);
 	}
@@ -1216,6 +1221,7 @@ kv__sw_create_start(struct kv_client *c, const struct kv_st_geo *geo, struct kv_
 	cr->key = key;
 	cr->val = val;
 	cr->held = 0;
+	cr->ins = geo->loc;
 	cr->word = kv_st_meta(ts, ptr, 1);
 	kv__sw_vhdr(&cr->h, cr->word, c->cid, geo->loc, val, vlen);
 	cr->oh = (struct kv_st_ohdr){ KV_ST_OBJ_MAGIC, geo->klen, geo->ip_cap, geo->loc, 0 };
