@@ -217,6 +217,46 @@ TEST_F(KvObjectsTest, UnsureInsertsAreSettled)
 	ASSERT_EQ(kv_open(&a_, &cfg_), 0) << pm_errormsg();
 }
 
+// A client that dies right after winning a chunk, before raising its
+// object mark (its fault point falls right after the claim): the id's
+// next holder takes that chunk as its current one at
+// kv_open (claims are numbered, and the chunk's number is above the
+// mark's), instead of leaving it taken and unused for good.
+TEST_F(KvObjectsTest, ChunkWonAndNeverMarkedIsTaken)
+{
+	kv_client *b = nullptr;
+	const uint64_t before = ChunksUsed();
+
+	ASSERT_EQ(kv_open(&b, &cfg_), 0) << pm_errormsg();
+	kv__st_test_crash_at_claim(b);
+	const std::string k = Key("c", 0);
+	EXPECT_NE(Insert(b, k, Value(k, 0)), 0);
+	kv__st_test_abandon(&b);
+	EXPECT_EQ(ChunksUsed(), before + 1);
+	ASSERT_TRUE(WorkUntil(a_, [&] { return Stats(a_).ids_freed >= 1; })) << "b's id not freed";
+	std::vector<kv_client *> cs(2, nullptr); // one takes b's id, one a fresh one
+	uint64_t taken = 0;
+	for (unsigned i = 0; i < cs.size(); i++) {
+		ASSERT_EQ(kv_open(&cs[i], &cfg_), 0) << pm_errormsg();
+		taken += Stats(cs[i]).chunks_taken_unmarked;
+		for (unsigned j = 0; j < 20; j++) {
+			const std::string kj = Key(i ? "e" : "d", j);
+			ASSERT_EQ(Insert(cs[i], kj, Value(kj, 0)), 0) << pm_errormsg();
+		}
+	}
+	EXPECT_EQ(taken, 1u);
+	EXPECT_EQ(ChunksUsed(), before + 2) << "b's chunk was left unused";
+	for (unsigned i = 0; i < cs.size(); i++) {
+		for (unsigned j = 0; j < 20; j++) {
+			const std::string kj = Key(i ? "e" : "d", j);
+			int ret;
+			EXPECT_EQ(Get(a_, kj, &ret), Value(kj, 0)) << kj;
+		}
+	}
+	for (auto &c : cs)
+		EXPECT_EQ(kv_close(&c), 0) << pm_errormsg();
+}
+
 // Another client deletes a's keys, and a closes with its own deletes not
 // yet reused: the next holder of a's id finds all of them by sweeping the
 // id's chunks as it allocates, and reuses them after the grace. (Which id

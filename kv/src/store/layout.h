@@ -10,12 +10,13 @@
  *                64 bytes count repairs: KV_ST_COUNT_OFF)
  *   id_off       client-id claim words, one per client id: 0 (free), or
  *                the owner's tag << 32 | its lease beat (kv_st_claim())
- *   omark_off    per-client object marks: (chunk + 1) << 32 | units used
+ *   omark_off    per-client object marks: the number of the claim of the
+ *                current chunk << 32 | units used
  *   lmark_off    per-client log marks: bytes of the client's log reserved
  *   hz_off       per-client hazard words, KV_ST_HZ each: the buffers the
  *                client is writing back into (kv_st_hz(); below)
- *   chunk_off    object-chunk claim words, one per chunk: a random value per
- *                claim << 8 | (owner id + 1)
+ *   chunk_off    object-chunk claim words, one per chunk: the claim's number
+ *                (rising per client id, from 1) << 8 | (owner id + 1)
  *   ins_off      per-client insert records: the location of the object its
  *                last insert created, written with the object (a hint for
  *                the id's next life: objects.c, kv_index_abandon)

@@ -296,40 +296,15 @@ obj_window(struct kv_client *c, unsigned answered, uint64_t base, uint64_t u, ui
 	return u + at;
 }
 
-/* The id's chunks, loaded at the first sweep or settle (not in kv_open: a
- * client that never inserts never needs them). Return: 0 (c->o_loaded
- * says whether they are known; a failed read is tried again later);
- * -ENOMEM. */
-static int
-obj_chunks_ready(struct kv_client *c)
-{
-	int ret;
-
-	if (c->o_loaded)
-		return 0;
-	ret = kv__st_obj_chunks_load(c);
-	if (ret == -ENOMEM)
-		return ret;
-	c->o_loaded = ret == 0;
-	return 0;
-}
-
-int
+void
 kv__st_obj_sweep(struct kv_client *c)
 {
 	uint64_t base, end, len;
 	unsigned mask, ok, answered = 0;
-	int ret;
 
-	if (!c->recycle || c->sb.repl == KV_REPL_RAW || ++c->o_carved % KV_OBJ_SWEEP_EVERY != 0)
-		return 0;
-	ret = obj_chunks_ready(c);
-	if (ret != 0) {
-		c->o_carved--; /* again at the next allocation */
-		return ret;
-	}
-	if (!c->o_loaded || c->o_nchunks == 0)
-		return 0;
+	if (!c->recycle || c->sb.repl == KV_REPL_RAW || ++c->o_carved % KV_OBJ_SWEEP_EVERY != 0 ||
+		c->o_nchunks == 0)
+		return;
 	/* The next chunk of this id from the cursor. */
 	for (uint64_t k = 0; k < c->sb.nchunks && c->o_chunks[c->o_sweep_chunk] == NULL; k++) {
 		c->o_sweep_chunk = (c->o_sweep_chunk + 1) % c->sb.nchunks;
@@ -349,7 +324,7 @@ kv__st_obj_sweep(struct kv_client *c)
 		c->st.rounds++;
 		answered = ok;
 		if ((unsigned)__builtin_popcount(answered) < c->g.f + 1)
-			return 0; /* later */
+			return; /* later */
 		c->o_sweep_at = obj_window(c, answered, base, c->o_sweep_at, len, end);
 	}
 	if (len < c->o_window) { /* the chunk's end: the next one */
@@ -366,7 +341,6 @@ kv__st_obj_sweep(struct kv_client *c)
 			kv__st_obj_dead(c, k->loc, k->klen);
 	}
 	c->o_cand_n = 0;
-	return 0;
 }
 
 /*
@@ -435,8 +409,7 @@ kv__st_obj_settle(struct kv_client *c)
 	uint64_t loc;
 	int ret;
 
-	if (c->o_unsure_n == 0 || obj_chunks_ready(c) != 0 || !c->o_loaded ||
-		kv__st_obj_reserve(c) != 0)
+	if (c->o_unsure_n == 0 || kv__st_obj_reserve(c) != 0)
 		return;
 	loc = c->o_unsure[0];
 	ret = kv__sw_key_read(c, loc, key, sizeof(key), &klen);
@@ -484,7 +457,6 @@ kv__st_obj_forget(struct kv_client *c)
 		c->o_chunks[k] = NULL;
 	}
 	c->o_nchunks = 0;
-	c->o_loaded = false;
 	c->o_dead.head = c->o_dead.n = 0;
 	c->o_sealed.n = 0;
 	c->o_sweep_chunk = c->o_sweep_at = 0;
@@ -512,10 +484,12 @@ int
 kv__st_obj_chunks_load(struct kv_client *c)
 {
 	const uint64_t per = RDMA_BATCH_MAX_BYTES / 8;
+	uint64_t seen = 0, top = 0, top_idx = 0;
+	bool marked = false;
 	int ret = 0;
 
 	/* A chunk is the id's when f+1 nodes hold one claim word naming it
-	 * (obj_alloc's owner: a random number << 8 | id + 1). */
+	 * (obj_alloc's owner: the claim's number << 8 | id + 1). */
 	for (uint64_t first = 0; first < c->sb.nchunks && ret == 0; first += per) {
 		uint64_t n = c->sb.nchunks - first < per ? c->sb.nchunks - first : per;
 		unsigned mask = kv__ix_round_begin(&c->g), ok;
@@ -538,19 +512,46 @@ kv__st_obj_chunks_load(struct kv_client *c)
 				memcpy(&w, c->g.m[i].buf + 8 * k, 8);
 				if (w == 0 || (w & 0xff) != c->cid + 1u)
 					continue;
+				/* Every number this id used, won or not. */
+				seen = w >> 8 > seen ? w >> 8 : seen;
 				for (unsigned j = 0; j < c->g.n; j++) {
 					uint64_t v;
 
 					memcpy(&v, c->g.m[j].buf + 8 * k, 8);
 					same += (ok >> j & 1) && v == w;
 				}
-				if (same >= c->g.f + 1) {
-					ret = kv__st_obj_chunk_spare(c);
-					kv__st_obj_chunk_mine(c, first + k);
-					break;
+				if (same < c->g.f + 1)
+					continue;
+				ret = kv__st_obj_chunk_spare(c);
+				kv__st_obj_chunk_mine(c, first + k);
+				if (w >> 8 == c->chunk_seq) {
+					c->chunk = first + k + 1;
+					marked = true;
 				}
+				if (w >> 8 > top) {
+					top = w >> 8;
+					top_idx = first + k;
+				}
+				break;
 			}
 		}
 	}
-	return ret;
+	if (ret != 0)
+		return ret;
+	c->seq_next = seen + 1;
+	if (!marked) { /* no chunk yet (or its claim word damaged: claim anew) */
+		c->chunk = c->chunk_seq = 0;
+		c->obj_used = c->obj_mark = 0;
+	}
+	/* Claims are numbered in the order made and the mark is raised on f+1
+	 * before anything is carved in a new chunk, so a chunk won with a
+	 * number above the mark's was never carved in: the earlier life died
+	 * between the claim and the mark. It is the current chunk now. */
+	if (top > c->chunk_seq) {
+		c->chunk = top_idx + 1;
+		c->chunk_seq = top;
+		c->obj_used = c->obj_mark = 0;
+		c->st.chunks_taken_unmarked++;
+	}
+	return 0;
 }

@@ -413,7 +413,7 @@ marks_load(struct kv_client *c)
 			&lmark);
 	if (ret != 0)
 		return ret;
-	c->chunk = omark >> 32;
+	c->chunk_seq = omark >> 32; /* its chunk: kv__st_obj_chunks_load */
 	c->obj_used = c->obj_mark = omark & UINT32_MAX;
 	c->log_used = c->log_mark = c->log_mark_open = lmark;
 	return 0;
@@ -470,6 +470,8 @@ st_register(struct kv_client *c, const struct kv_config *cfg)
 	if (ret != 0)
 		return ret;
 	ret = marks_load(c);
+	if (ret == 0)
+		ret = kv__st_obj_chunks_load(c);
 	if (ret == 0 && c->recycle && c->sb.repl != KV_REPL_RAW)
 		ret = kv__st_obj_unsure_load(c);
 	if (ret == 0) {
@@ -625,7 +627,7 @@ kv_close(struct kv_client **cp)
 		(void)kv__ix_word_store(&c->g, c->region, c->sb.lmark_off + 8u * c->cid,
 			c->log_used, c->deadline);
 		(void)kv__ix_word_store(&c->g, c->region, c->sb.omark_off + 8u * c->cid,
-			c->chunk << 32 | c->obj_used, c->deadline);
+			c->chunk_seq << 32 | c->obj_used, c->deadline);
 		/* Hazards left up (a write-back whose batches had not settled)
 		 * would keep other clients' buffers from reuse: clear each once
 		 * its batches settled; one that does not settle in time stays. */
@@ -727,6 +729,13 @@ kv__st_test_crash_after(struct kv_client *c, uint64_t posts)
 {
 	c->test_crash_left = posts;
 	kv__ix_crash_after(&c->g, c->ix, &c->test_crash_left);
+}
+
+void
+kv__st_test_crash_at_claim(struct kv_client *c)
+{
+	kv__st_test_crash_after(c, UINT64_MAX);
+	c->test_crash_at_claim = true;
 }
 
 uint64_t
@@ -902,9 +911,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 	ret = kv__st_obj_take(c, units, off);
 	if (ret != 0)
 		return ret < 0 ? ret : 0;
-	ret = kv__st_obj_sweep(c);
-	if (ret != 0)
-		return ret;
+	kv__st_obj_sweep(c);
 	if (c->chunk == 0 || c->obj_used + units > chunk_units) {
 		uint64_t first = c->chunk != 0 ? c->chunk : (uint64_t)c->cid * 7919u;
 		bool won = false;
@@ -914,22 +921,30 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 			return ret;
 		for (uint64_t k = 0; k < c->sb.nchunks && !won; k++) {
 			uint64_t idx = (first + k) % c->sb.nchunks;
-			uint64_t woff = c->sb.chunk_off + 8u * idx, owner;
+			uint64_t woff = c->sb.chunk_off + 8u * idx, seq = c->seq_next++, owner;
 
-			/* A fresh owner value per claim: a chunk this client
-			 * filled before holds an older one, so claiming it
-			 * again does not "win" it (kv__ix_claim counts a word
-			 * that already holds the owner as won). Low byte: the
-			 * client id + 1, for the repair of issue 18. */
-			if (getrandom(&owner, sizeof(owner), 0) != (ssize_t)sizeof(owner))
-				return pm_error_set(-errno, "kv: getrandom failed");
-			owner = owner << 8 | (c->cid + 1u);
+			/* A new number per claim, above every one this id
+			 * used: a chunk it filled before holds an older one,
+			 * so claiming it again does not "win" it (kv__ix_claim
+			 * counts a word that already holds the owner as won),
+			 * and the id's next life knows a chunk won after the
+			 * last mark (kv__st_obj_chunks_load). Low byte: the
+			 * client id + 1. */
+			if (seq > UINT32_MAX)
+				return pm_error_set(-ENOSPC, "kv: client id %u made 2^32 chunk claims",
+					c->cid);
+			owner = seq << 8 | (c->cid + 1u);
 			ret = kv__ix_claim(&c->g, c->region, woff, owner, c->deadline, &won);
 			c->st.rounds++;
 			if (ret != 0)
 				return ret;
 			if (won) {
+#ifdef KV_ST_TESTING
+				if (c->test_crash_at_claim)
+					c->test_crash_left = 0; /* nothing more is posted */
+#endif
 				c->chunk = idx + 1;
+				c->chunk_seq = seq;
 				c->obj_used = c->obj_mark = 0;
 				kv__st_obj_chunk_mine(c, idx);
 			} else {
@@ -941,7 +956,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 		if (!won)
 			return pm_error_set(-ENOSPC, "kv: every object chunk is taken");
 	}
-	ret = mark_take(c, c->sb.omark_off + 8u * c->cid, c->chunk << 32, &c->obj_used,
+	ret = mark_take(c, c->sb.omark_off + 8u * c->cid, c->chunk_seq << 32, &c->obj_used,
 		&c->obj_mark, units, KV_ST_OBJ_STEP, chunk_units, &start);
 	if (ret != 0)
 		return ret;

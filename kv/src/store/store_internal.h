@@ -109,6 +109,8 @@ struct kv_client {
 	uint64_t deadline;         /* current operation's, CLOCK_MONOTONIC ns */
 	/* allocation */
 	uint64_t chunk;            /* current object chunk + 1, 0 = none */
+	uint64_t chunk_seq;        /* its claim's number (0 = none) */
+	uint64_t seq_next;         /* the number of this id's next chunk claim */
 	uint64_t obj_used, obj_mark; /* units of the chunk used, reserved */
 	uint64_t log_used, log_mark; /* bytes of the client's log used, reserved */
 	bool recycle;              /* kv_config.recycle */
@@ -137,7 +139,6 @@ struct kv_client {
 	                            * a bit per 64-byte unit: queued dead */
 	uint64_t *o_spare;         /* the bitmap of the next chunk won */
 	uint64_t o_nchunks;        /* this id's chunks */
-	bool o_loaded;             /* the earlier lives' chunks are in it */
 	struct kv_st_objs o_dead;  /* learnt dead, in the order learnt */
 	struct kv_st_objs o_sealed; /* zeroed on every node, until the batches
 	                            * posted by then (o_posted) settle */
@@ -161,6 +162,7 @@ struct kv_client {
 	bool test_wb_unsafe;
 	bool test_skip_renewal;    /* kv__st_test_skip_renewal() */
 	uint64_t test_crash_left;  /* kv__st_test_crash_after() */
+	bool test_crash_at_claim;  /* kv__st_test_crash_at_claim() */
 #endif
 };
 
@@ -358,9 +360,13 @@ void kv__st_obj_chunk_mine(struct kv_client *c, uint64_t idx);
  * Return: 0; -ENOMEM. */
 int kv__st_obj_reserve(struct kv_client *c);
 
-/* kv__st_obj_chunks_load -- find the chunks of this client's id (every
- * node that answers within the operation's deadline is read; a chunk
- * missed is not swept by this life). Return: 0; -ENOMEM; KV_E_UNAVAILABLE
+/* kv__st_obj_chunks_load -- at registration, after the object mark
+ * (c->chunk_seq, c->obj_used) is loaded: find the chunks of this client's
+ * id, which of them is the mark's (c->chunk), the number of its next claim
+ * (c->seq_next), and take a chunk an earlier life won and never marked as
+ * the current one (kv/DESIGN.md, "Allocation without a coordinator").
+ * Every node that answers within the operation's deadline is read; a chunk
+ * missed is not swept by this life. Return: 0; -ENOMEM; KV_E_UNAVAILABLE
  * (fewer than f+1 answered). */
 int kv__st_obj_chunks_load(struct kv_client *c);
 
@@ -397,9 +403,9 @@ int kv__st_obj_take(struct kv_client *c, uint64_t units, uint64_t *off);
  * allocation), read the next window of this id's chunks from f+1 nodes
  * and queue the objects tombstoned on f+1 that the index no longer maps
  * (unmapping those it still does): the deletes of other clients, and the
- * dead objects an earlier life of the id left. Return: 0 (a node away:
- * later); -ENOMEM before anything changed. */
-int kv__st_obj_sweep(struct kv_client *c);
+ * dead objects an earlier life of the id left. Return: nothing (a node
+ * away: later). */
+void kv__st_obj_sweep(struct kv_client *c);
 
 /* kv__st_unmapped_check -- whether the index no longer maps @key to @loc,
  * after unmapping it if it did. Return: 0 if so; errors. */

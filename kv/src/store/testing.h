@@ -100,6 +100,14 @@ void kv__st_test_abandon(struct kv_client **cp);
 void kv__st_test_skip_renewal(struct kv_client *c, bool on);
 
 /**
+ * kv__st_test_crash_at_claim -- fault point: as kv__st_test_crash_after,
+ * falling right after the client's next chunk claim wins (its object mark
+ * is never raised for that chunk).
+ * Thread-safety: the handle's thread.
+ */
+void kv__st_test_crash_at_claim(struct kv_client *c);
+
+/**
  * kv__st_test_crash_after -- fault point: the client posts @posts more
  * batches (on its value and index connections; one per member of a
  * round), then nothing ever again, silently: the nodes hold what a client
