@@ -85,7 +85,29 @@
    scanning at its target), MUT_COPYF (a laggard gets an F word's own
    value as decided; caught by (3) only, see README), MUT_MIXREAD (a
    reader counts members of different epochs in one quorum and answers
-   from the e content). */
+   from the e content).
+
+   -DSETTLE: the settle of an insert that stopped (index.c
+   kv_index_abandon: lookup; if the key does not map to L, freeze and
+   compact the incarnation found; lookup again; "dead" lets the store
+   reuse L). Slot 1 starts EMPTY at e and k absent; the inserter of k at L
+   (EK1) is the victim: at e it proposes LIVE(k, L) at stage 1 of the
+   first EMPTY slot; it stops at any step (the settler's first step sets
+   vstop and the victim's body is left by `unless`), and its last post (an
+   e proposal, an e+1 consensus step) lands at any later time. The Settler
+   runs lookup, help_compact, lookup. Checks: "mapped" only while L is
+   chosen; at "dead" L is not chosen and no e slot or e+1 word (C or F)
+   carries LIVE(k, L); after "dead" no write brings LIVE(k, L) back
+   (putw, ppropose, cstep); a lookup returns L only while it is chosen.
+   A settle whose first lookup finds e+1 would move the bucket on to e+2,
+   beyond the bound: no verdict (VOUT). That is exactly when the victim
+   read e+1, so the victim stops at such a read (-DVICTIM_E1: it goes
+   on). -DNOCOMPACTOR / -DNORMX drop the compactor / the remover of x.
+   -DSETTLE_HELP: the settle goes on from e+1 with help_compact (a no-op)
+   and the second lookup -- "help the compaction" instead of "move on the
+   incarnation found" (README: a finding). Mutants: MUT_SKIPCONV ("dead"
+   from the first lookup alone); MUT_EARLYCONV also breaks the settle.
+   -DREACH=1..3: reachability asserts at the verdict. */
 #define N   3
 #define F1  2           /* f+1 */
 #define E   2
@@ -94,6 +116,9 @@
 #endif
 #ifndef TMO
 #define TMO 0
+#endif
+#ifndef REACH
+#define REACH 0
 #endif
 
 #define EP0 1           /* h0 = live(e) */
@@ -150,6 +175,27 @@ bool oact[5];
 byte okey[5];
 byte omask[5];
 
+#ifdef SETTLE
+/* the settle of a stopped insert (-DSETTLE): the victim inserts k at L =
+   EK1 and stops at any step (vstop, set by the settler as its first step:
+   the settle begins once the insert stopped); its last posted proposal
+   (vpk 1: e stage-1 proposal, 2: e+1 consensus step; slot vpt, stage vps,
+   value vpw) may land after the stop, at any time, or never. lch: L is
+   chosen (LIVE(k, L) decided in some slot; no remover of L, so it stays
+   mapped once chosen). verd: the settler's verdict. */
+#define LENT EK1
+#define VMAPPED 1
+#define VDEAD 2
+#define VOUT 3          /* the bucket was at e+1 at the settler's lookup: beyond the bound */
+byte vpid = 255;
+bool vstop;
+byte vpk; byte vpt; byte vps; byte vpw;
+bool lch;
+bool lpend1;            /* lookup 1 found L unmapped */
+byte verd;
+#define WLIVEL(x) ((x) != 0 && STG(x) == 1 && WENT(x) == LENT)
+#endif
+
 inline obsupd(i, k) {
   if :: oact[i] && okey[i] == k -> omask[i] = omask[i] | (1 << abs[k]) :: else -> skip fi
 }
@@ -178,6 +224,9 @@ inline putw(m, j, nw) {
   assert(w[(m)*E+(j)] == 0 || w[(m)*E+(j)] == (nw) || RANK(nw) > RANK(w[(m)*E+(j)]));  /* never down */
   assert(!ISC(nw) || dec[(j)*3+STG(nw)] == (nw));                                       /* C = decided */
 #endif
+#ifdef SETTLE
+  assert(!(verd == VDEAD && WLIVEL(nw)));        /* after "dead", no word of the bucket carries LIVE(k, L) */
+#endif
   w[(m)*E+(j)] = nw
 }
 
@@ -191,7 +240,14 @@ inline ppropose(j, s, v, won) {
     :: pst[j] == (s) - 1 && EQ(j) >= F1 ->
        pst[j] = (s); pval[j] = (v); won = true;
        if :: KIND(v) == DEAD && !ISFRZ(v) -> setabs(KEYOF(PENT(v)), 0)
+#ifdef SETTLE
+          :: KIND(v) == LIVE && !ISFRZ(v) -> assert(abs[KEYOF(PENT(v))] == 0);   /* OK only when absent */
+             setabs(KEYOF(PENT(v)), 1)
+#endif
           :: else -> skip fi;
+#ifdef SETTLE
+       if :: KIND(v) == LIVE && PENT(v) == LENT -> assert(verd != VDEAD); lch = true :: else -> skip fi;
+#endif
        chkuniq()
     :: else -> won = false
     fi
@@ -230,6 +286,9 @@ inline cstep(j, s, nw, res) {
 #endif
           dec[(j)*3+(s)] = nw; cdec[j] = nw;
           putw(q1, j, nw); putw(q2, j, nw); res = nw;
+#ifdef SETTLE
+          if :: (s) == 1 && WENT(nw) == LENT -> lch = true :: else -> skip fi;
+#endif
           if
           :: (s) == 1 -> assert(abs[KEYOF(WENT(nw))] == 0);   /* OK only when absent */
              setabs(KEYOF(WENT(nw)), 1)
@@ -478,11 +537,26 @@ done:
   oact[oi] = false
 }
 
-/* inserter of k at its own location ent (order(k) = slot 0, slot 1) */
+#ifdef SETTLE
+/* the victim's post: what may land after it stopped (one at a time) */
+inline vpost(k, pt, ps, pw) {
+  if :: _pid == vpid -> atomic { vpk = k; vpt = pt; vps = ps; vpw = pw } :: else -> skip fi
+}
+inline vclr() {
+  if :: _pid == vpid -> vpk = 0; vpt = 0; vps = 0; vpw = 0 :: else -> skip fi
+}
+#endif
+
+/* inserter of k at its own location ent (order(k) = slot 0, slot 1);
+   -DSETTLE: the one run with pid vpid is the victim (stops at any step) */
 proctype Inserter(byte ent; byte oi) {
   HC_LOCALS; RD_LOCALS; byte r; byte t; byte u; byte r2;
   obsbegin(oi, KK);
+#ifdef SETTLE
+again: {                       /* the victim's body, left at any step (unless) */
+#else
 again:
+#endif
   uread();
   if
   :: ep == 0 -> help(); goto again
@@ -490,9 +564,27 @@ again:
      if
      :: KIND(pv[0]) == LIVE && KEYOF(PENT(pv[0])) == KK || KIND(pv[1]) == LIVE && KEYOF(PENT(pv[1])) == KK ->
         assert(WITNESS(oi, 1)); goto done                                /* EXISTS */
+#ifdef SETTLE
+     /* the bucket has an EMPTY slot at e (no slot frozen): propose LIVE(k,
+        ent) at stage 1 of the first one in order(k) (slot 0 is never EMPTY
+        at e here, so the slots before it are decided) */
+     :: !ISFRZ(pv[0]) && !ISFRZ(pv[1]) && (KIND(pv[0]) == EMPTY || KIND(pv[1]) == EMPTY) ->
+        t = (KIND(pv[0]) == EMPTY -> 0 : 1);
+        rdclear();
+        vpost(1, t, 1, PV(LIVE, 0, ent));
+        atomic { ppropose(t, 1, PV(LIVE, 0, ent), won); vclr() };
+        t = 0;
+        if :: won -> won = false; goto done :: else -> goto again fi   /* OK (asserted absent) / rescan */
+#endif
      :: else -> rdclear(); help_compact(); goto again                   /* full (or frozen): compact */
      fi
   :: ep == EP1 ->
+#if defined(SETTLE) && !defined(SETTLE_HELP) && !defined(VICTIM_E1)
+     /* a victim that read e+1 stops here: a settle after it finds e+1 and
+        is beyond the bound (VOUT) whatever it does next (-DVICTIM_E1: it
+        goes on) */
+     if :: _pid == vpid -> rdclear(); goto done :: else -> skip fi;
+#endif
      /* the target: first decided EMPTY in order(k) */
      t = (STG(hc[0]) == 0 -> 0 : (STG(hc[1]) == 0 -> 1 : 9));
 #ifndef MUT_NOSCAN
@@ -513,13 +605,23 @@ again:
      if
      :: t >= 10 ->
         t = t - 10; u = STG(fw[t]); r = W(1, u, WENT(fw[t])); rdclear();
+#ifdef SETTLE
+        vpost(2, t, u, r);
+        atomic { cstep(t, u, r, r2); vclr() };        /* complete the stage in progress */
+#else
         cstep(t, u, r, r2);                           /* complete the stage in progress */
+#endif
         r = 0; r2 = 0; u = 0; t = 0; goto again
      :: t == 9 -> goto done                                              /* FULL (no 2nd compaction) */
      :: else ->
         strayf(t, C0, W(0, 1, ent));
         rdclear();
+#ifdef SETTLE
+        vpost(2, t, 1, W(1, 1, ent));
+        atomic { cstep(t, 1, W(1, 1, ent), r); vclr() };
+#else
         cstep(t, 1, W(1, 1, ent), r);
+#endif
         if
         :: r == W(1, 1, ent) -> goto done                                /* OK (asserted absent) */
         :: r != 0 && WLIVEK(r) -> assert(WITNESS(oi, 1)); goto done      /* k inserted by another */
@@ -529,6 +631,26 @@ again:
   fi;
 done:
   oact[oi] = false
+#ifdef SETTLE
+  } unless {
+    /* the victim stopped: it takes no step of its own any more; its last
+       post lands at any later time, or never */
+    atomic {
+      _pid == vpid && vstop;
+      rdclear();
+      d_step { j = 0; s = 0; x = 0; won = false; vw[0] = 0; vw[1] = 0; i0 = 0; i1 = 0;
+               cr = 0; c0 = 0; c1 = 0; mm = 0; tmo = 0; q1 = 0; q2 = 0; r = 0; t = 0; u = 0; r2 = 0 }
+    };
+    /* (a landing after every other step stands for "never": no check
+       depends on the end) */
+    if
+    :: vpk == 1 -> ppropose(vpt, 1, vpw, won)
+    :: vpk == 2 -> cstep(vpt, vps, vpw, r)
+    :: vpk == 0 -> skip
+    fi;
+    d_step { vpk = 0; vpt = 0; vps = 0; vpw = 0; won = false; r = 0 }
+  }
+#endif
 }
 
 proctype Lookup() {
@@ -546,8 +668,91 @@ again:
             (hc[1] != 0 && ISC(hc[1]) && STG(hc[1]) == 1 && KEYOF(WENT(hc[1])) == k)
   fi;
   assert(WITNESS(0, pres));                         /* linearizable */
+#ifdef SETTLE
+  /* a lookup returns L only while L is chosen (never after "dead") */
+  assert(!(pres && k == KK &&
+           (ep == EP0 && (KIND(pv[0]) == LIVE && PENT(pv[0]) == LENT || KIND(pv[1]) == LIVE && PENT(pv[1]) == LENT) ||
+            ep == EP1 && (ISC(hc[0]) && WLIVEL(hc[0]) || ISC(hc[1]) && WLIVEL(hc[1]))) &&
+           (!lch || verd == VDEAD)));
+#endif
   oact[0] = false
 }
+
+#ifdef SETTLE
+/* L mapped by the settler's last read */
+inline lmapped() {
+  if
+  :: ep == EP0 -> pres = (KIND(pv[0]) == LIVE && PENT(pv[0]) == LENT) || (KIND(pv[1]) == LIVE && PENT(pv[1]) == LENT)
+  :: else -> pres = (ISC(hc[0]) && WLIVEL(hc[0])) || (ISC(hc[1]) && WLIVEL(hc[1]))
+  fi
+}
+/* the verdict "dead": L is not chosen and no word of the bucket carries
+   LIVE(k, L) (at e: no slot decided LIVE or FROZEN-LIVE(k, L); at e+1: no
+   C or F word of it on any member); every later write asserts the same */
+inline chkdead() {
+  assert(!lch);
+  assert(!(KIND(pval[0]) == LIVE && PENT(pval[0]) == LENT) && !(KIND(pval[1]) == LIVE && PENT(pval[1]) == LENT));
+#ifndef SETTLE_HELP
+  assert(!WLIVEL(w[0]) && !WLIVEL(w[1]) && !WLIVEL(w[2]) && !WLIVEL(w[3]) && !WLIVEL(w[4]) && !WLIVEL(w[5]))
+#else
+  /* C words only: the trail then goes on to a choice of L */
+  assert(!(ISC(w[0]) && WLIVEL(w[0])) && !(ISC(w[1]) && WLIVEL(w[1])) && !(ISC(w[2]) && WLIVEL(w[2])) &&
+         !(ISC(w[3]) && WLIVEL(w[3])) && !(ISC(w[4]) && WLIVEL(w[4])) && !(ISC(w[5]) && WLIVEL(w[5])))
+#endif
+}
+
+/* the settle of the victim's insert of k at L, run once it stopped:
+   (1) lookup k: L -> "mapped"; (2) else freeze every slot and compact the
+   incarnation found (help_compact); (3) lookup again: L -> "mapped", else
+   "dead". The model has one compaction (e -> e+1): a settle whose lookup
+   (1) finds e+1 would move the bucket on to e+2, beyond the bound; it
+   ends there without a verdict (VOUT). -DSETTLE_HELP: it goes on with
+   help_compact (a no-op, e is over) and the second lookup, the settle as
+   "help the compaction" rather than "move the incarnation found on". */
+proctype Settler() {
+  HC_LOCALS; RD_LOCALS; bool pres;
+  vstop = true;                                    /* the insert has stopped */
+s1:
+  qread(false);
+  if :: ep == 0 -> help(); goto s1 :: else -> skip fi;
+  lmapped();
+  if
+  :: pres -> atomic { assert(lch); verd = VMAPPED }; goto sdone
+  :: else -> lpend1 = true
+  fi;
+#ifndef SETTLE_HELP
+  if :: ep == EP1 -> verd = VOUT; goto sdone :: else -> skip fi;
+#endif
+  rdclear();
+#ifndef MUT_SKIPCONV
+  help_compact();
+#if TMO == 0
+  assert((h0[0] == EP1) + (h0[1] == EP1) + (h0[2] == EP1) >= F1);   /* the conversion completed */
+#endif
+s2:
+  qread(false);
+  if :: ep == 0 -> help(); goto s2 :: else -> skip fi;
+  lmapped();
+#endif
+  atomic {
+    if
+    :: pres -> assert(lch); verd = VMAPPED
+    :: else -> chkdead(); verd = VDEAD
+    fi;
+#if REACH == 1
+    assert(!(verd == VMAPPED && lpend1));          /* reach: L chosen after lookup 1 missed it */
+#elif REACH == 2
+    assert(!(verd == VDEAD && vpk == 1));          /* reach: "dead" with the victim's e proposal still in flight */
+#elif REACH == 3
+    assert(!(verd == VDEAD && vpk == 2));          /* reach: "dead" with an e+1 step of the victim in flight */
+#endif
+    skip
+  };
+sdone:
+  rdclear();
+  pres = false
+}
+#endif
 
 #ifdef LAG
 proctype Up() {
@@ -558,7 +763,11 @@ proctype Up() {
 init {
   atomic {
     pst[0] = 1; pval[0] = PV(LIVE, 0, EX);       /* slot 0: LIVE(x) */
+#ifndef SETTLE
     pst[1] = 1; pval[1] = PV(LIVE, 0, EK0);      /* slot 1: LIVE(k) */
+#else
+    pst[1] = 0; pval[1] = PV(EMPTY, 0, 0);       /* slot 1: EMPTY (k absent) */
+#endif
     h0[0] = EP0; h0[1] = EP0; h0[2] = EP0;
     up[0] = true; up[1] = true;
 #ifndef LAG
@@ -566,10 +775,22 @@ init {
 #else
     run Up();
 #endif
+#ifndef SETTLE
     abs[KX] = 1; abs[KK] = 1;
     run Compactor(); run Remover(EX, 0, 3);
 #ifndef NOINS
     run Inserter(EK1, 1);
+#endif
+#else
+    abs[KX] = 1; abs[KK] = 0;
+#ifndef NOCOMPACTOR
+    run Compactor();
+#endif
+#ifndef NORMX
+    run Remover(EX, 0, 3);
+#endif
+    vpid = run Inserter(EK1, 1);                 /* the victim: k at L */
+    run Settler();
 #endif
 #ifndef NOLOOK
     run Lookup();

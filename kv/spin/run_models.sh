@@ -247,6 +247,24 @@ CHECKS=(
 "full|m14_mut_copyf_direct|m14.pml|-DNOINS -DLAG -DMUT_COPYF|exh||60|fail|-m400000 -w24|mutant MUT_COPYF, ghost assert (a laggard's C word not decided)"
 "full|m14_rmk_bit|m14.pml|-DNOLOOK -DRMK|bit:33||600|pass|-m400000|compactor, removers of x and k, inserter of k (over 43 M states)"
 "full|m14_all_bit|m14.pml||bit:33||600|pass|-m400000|compactor, remover of x, inserter of k, 1 lookup (over 50 M states)"
+# M14 -DSETTLE: the settle of a stopped insert (index.c kv_index_abandon): slot 1 EMPTY at e, k absent; the victim
+# inserts k at L, stops at any step, its last post landing later or never; the settler (lookup, help_compact of the
+# incarnation found, lookup) gives 'mapped' or 'dead'. -DNOCOMPACTOR / -DNORMX drop the compactor / the remover of x;
+# a settle that finds e+1 at its first lookup is beyond the bound (no verdict); -DSETTLE_HELP goes on (help only).
+"ci|m14_settle|m14.pml|-DSETTLE -DNOLOOK -DNORMX|exh||60|pass|-m400000 -w24|compactor, victim (k at L, stops anywhere, late landing), settler: 'dead' -> L never LIVE in any word after, 'mapped' -> L chosen (0.65 M states)"
+"ci|m14_settle_rmx|m14.pml|-DSETTLE -DNOLOOK -DNOCOMPACTOR|exh||60|pass|-m400000 -w24|as m14_settle with the remover of x instead of the compactor (3.3 M states)"
+"ci|m14_settle_mut_skipconv|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DMUT_SKIPCONV|exh||60|fail|-m400000 -w24|mutant: 'dead' from the first lookup alone (the victim's proposal lands after it)"
+"ci|m14_settle_mut_earlyconv|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DNODIRECT -DMUT_EARLYCONV|exh||60|fail|-m400000 -w24|mutant: the settle's conversion from its own freeze proposals (L chosen, the image EMPTY)"
+"ci|m14_settle_help|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DSETTLE_HELP|exh||60|finding|-m400000 -w24|the settle as 'help the compaction': a conversion completed before the victim's e+1 post does not stop it (L chosen after 'dead')"
+"full|m14_settle_lag|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DLAG|exh||120|pass|-m400000 -w25|as m14_settle, member 2 down until any time, a laggard (2.2 M states)"
+"full|m14_settle_tmo|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DTMO=1|exh||120|pass|-m400000 -w25|as m14_settle + one skipped member per helper (2.5 M states)"
+"full|m14_settle_ins2|m14.pml|-DSETTLE -DNOLOOK -DNOCOMPACTOR -DNORMX -DINS2|exh||120|pass|-m400000 -w24|victim, a second inserter of k (another location), settler (0.70 M states)"
+"full|m14_settle_look|m14.pml|-DSETTLE -DNOCOMPACTOR -DNORMX|exh||120|pass|-m400000 -w24|victim, 1 lookup of x or k, settler (0.74 M states)"
+"full|m14_settle_e1|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DVICTIM_E1|exh||120|pass|-m400000 -w24|as m14_settle, the victim going on at e+1 (0.91 M states)"
+"full|m14_settle_all_bit|m14.pml|-DSETTLE -DNOLOOK|bit:33||600|pass|-m400000|compactor, remover of x, victim, settler (122.5 M states; exhaustive by hand: 5.7 GB)"
+"full|m14_settle_reach_late|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DREACH=1|exh||60|fail|-m400000 -w24|reachability: 'mapped' after the first lookup missed L (the victim's proposal landed in between)"
+"full|m14_settle_reach_inflight|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DREACH=2|exh||60|fail|-m400000 -w24|reachability: 'dead' with the victim's e proposal still in flight"
+"full|m14_settle_reach_e1|m14.pml|-DSETTLE -DNOLOOK -DNORMX -DVICTIM_E1 -DREACH=3|exh||60|pass|-m400000 -w24|never 'dead' with an e+1 step of the victim in flight (it read e+1, so the settle finds e+1: no verdict)"
 )
 
 usage() {
