@@ -528,6 +528,9 @@ struct kv_stats {
 	uint64_t objects_zero_failed; /* reuses put off: an object could not
 	                         * be zeroed on every node (one was away) */
 	uint64_t objects_reused; /* inserts that took a dead object */
+	uint64_t objects_free_found; /* objects an earlier life of the id
+	                         * zeroed for reuse and did not take, found
+	                         * by the sweep and queued again */
 	uint64_t chunks_taken_unmarked; /* chunks an earlier life of the id won
 	                         * and died before using, taken at kv_open */
 	uint64_t inserts_settled; /* inserts of unknown outcome (this life's

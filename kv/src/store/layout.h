@@ -38,6 +38,13 @@
  * [0, tsl_off) (SWARM, seed 000 sect. 4.4: "both can be read in a single
  * operation"), and the other replicas' meta arrays with a READ of 8C bytes.
  *
+ * A dead object zeroed for reuse (objects.c) is zeros but for a free
+ * header at 8C + 8: a struct kv_st_ohdr with magic KV_ST_FREE_MAGIC, klen
+ * 0, ip_cap its size in KV_ST_UNITs, loc (offset / 64) << 4 and the
+ * checksum of those fields. Readers take it as no header, as they take
+ * zeros; it tells a later life of the client id the extent of an object
+ * nobody maps, which zeros would not.
+ *
  * First delete word (one per object and node; not in the paper): 0, then
  * kv_st_del() of the first tombstone that reached this node, set once by
  * CAS(0 -> del) in the batch that writes a tombstone into a slot -- the
@@ -137,6 +144,8 @@ static inline uint64_t kv_st_hz(unsigned w, uint64_t ptr)
 }
 
 #define KV_ST_OBJ_MAGIC UINT64_C(0x4a424f564b4d4401)
+/* The free header's magic (a struct kv_st_ohdr; "Object" above). */
+#define KV_ST_FREE_MAGIC UINT64_C(0x45455246564b4d44) /* "DMKVFREE" */
 /* In-place classes: 0 = none, c = 32 << c bytes (64 B .. 64 KiB). */
 #define KV_ST_IP_CLASSES 12u
 

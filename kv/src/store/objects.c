@@ -19,19 +19,24 @@
  *  2. it zeroes the object on *every* node, in a batch that also reads the
  *     node's superblock (a node that is not admitted -- being rebuilt --
  *     fails the attempt): a node that misses the new incarnation's insert
- *     must hold the empty register there, not the old tombstone;
+ *     must hold the empty register there, not the old tombstone. The
+ *     zeroing leaves a free header (layout.h) where the header was;
  *  3. once every batch it had posted by then has settled (kv__ix_settled:
  *     no late zeroing, no late write of its own, lands after the reuse),
  *     the insert takes it.
- * Until step 2 the object keeps its header and tombstone, so the id's next
- * life finds it again by the sweep if this one ends first.
+ * Until step 2 the object keeps its header and tombstone, and after it the
+ * free header, so the id's next life finds it again by the sweep if this
+ * one ends before the insert that takes it has created anything there.
  * Spin: kv/spin/m13.pml.
  *
  * Thread-safety: a client's lists belong to its thread.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <xxhash.h>
 
 #include <pm/error.h>
 
@@ -133,37 +138,77 @@ kv__st_obj_reserve(struct kv_client *c)
 	return 0;
 }
 
+/* Queue the dead object at @off (@units long) for reuse after the grace,
+ * unless it is queued (or zeroed and waiting to be taken) already.
+ * Return: whether it was queued now. */
+static bool
+obj_queue(struct kv_client *c, uint64_t off, uint64_t units)
+{
+	struct kv_st_objs *l = &c->o_dead;
+
+	if (!c->recycle || c->sb.repl == KV_REPL_RAW || obj_bits(c, off) == NULL ||
+		obj_queued(c, off))
+		return false;
+	if (l->n == l->cap)
+		return false; /* no room reserved: a later sweep finds it */
+	l->v[l->n++] = (struct kv_st_obj){ off, units, kv__ix_now_ns() };
+	obj_mark(c, off, true);
+	c->st.objects_dead++;
+	return true;
+}
+
 void
 kv__st_obj_dead(struct kv_client *c, uint64_t loc, uint32_t klen)
 {
 	struct kv_st_geo geo = kv_st_geo_make(loc, klen, c->C);
-	struct kv_st_objs *l = &c->o_dead;
 
-	if (!c->recycle || c->sb.repl == KV_REPL_RAW || obj_bits(c, geo.off) == NULL ||
-		obj_queued(c, geo.off))
-		return;
-	if (l->n == l->cap)
-		return; /* no room reserved: a later sweep finds it */
-	l->v[l->n++] = (struct kv_st_obj){ geo.off, geo.size / KV_ST_UNIT, kv__ix_now_ns() };
-	obj_mark(c, geo.off, true);
-	c->st.objects_dead++;
+	(void)obj_queue(c, geo.off, geo.size / KV_ST_UNIT);
 }
 
-/* Zero @o on every node, each answering as an admitted member: one round
- * trip. Return: whether it did. */
+/* The free header of a zeroed object at @off, @units long, into *@oh. */
+static void
+obj_free_make(uint64_t off, uint64_t units, struct kv_st_ohdr *oh)
+{
+	*oh = (struct kv_st_ohdr){ KV_ST_FREE_MAGIC, 0, (uint32_t)units, off / KV_ST_UNIT << 4, 0 };
+	oh->sum = XXH3_64bits(oh, offsetof(struct kv_st_ohdr, sum));
+}
+
+/* Whether @p (@rest bytes readable) holds the intact free header of an
+ * object at @off; its length in units into *@units. */
+static bool
+obj_free_check(const unsigned char *p, uint64_t rest, uint64_t off, uint64_t *units)
+{
+	struct kv_st_ohdr oh;
+
+	if (rest < sizeof(oh))
+		return false;
+	memcpy(&oh, p, sizeof(oh));
+	if (oh.magic != KV_ST_FREE_MAGIC || oh.klen != 0 || oh.ip_cap == 0 ||
+		oh.loc != off / KV_ST_UNIT << 4 ||
+		oh.sum != XXH3_64bits(&oh, offsetof(struct kv_st_ohdr, sum)))
+		return false;
+	*units = oh.ip_cap;
+	return true;
+}
+
+/* Zero @o on every node, each answering as an admitted member, and leave
+ * its free header: one round trip. Return: whether it did. */
 static bool
 obj_zero(struct kv_client *c, const struct kv_st_obj *o)
 {
 	const unsigned all = (1u << c->g.n) - 1;
+	const uint64_t hoff = o->off + kv_st_ohdr_off(c->C);
 	unsigned ok;
 
 	if (kv__ix_round_begin(&c->g) != all)
 		return false;
+	obj_free_make(o->off, o->units, &c->o_free);
 	for (unsigned i = 0; i < c->g.n; i++) {
 		struct rdma_batch *b = &c->g.m[i].batch;
 
 		rdma_batch_read(b, c->region, 0, c->g.m[i].buf, sizeof(struct kv_st_super));
 		rdma_batch_write(b, c->region, o->off, c->zeros, (uint32_t)(o->units * KV_ST_UNIT));
+		rdma_batch_write(b, c->region, hoff, &c->o_free, sizeof(c->o_free));
 		rdma_batch_persist(b, c->region, o->off, (uint32_t)(o->units * KV_ST_UNIT));
 		/* dmkv status counts them (an attempt that fails counts too) */
 		rdma_batch_faa(b, c->region, KV_ST_COUNT_OFF + 8u * KV_ST_COUNT_OBJECTS, 1, NULL);
@@ -198,6 +243,7 @@ kv__st_obj_take(struct kv_client *c, uint64_t units, uint64_t *off)
 		for (size_t j = 0; j < c->o_sealed.n; j++)
 			if (c->o_sealed.v[j].units == units) {
 				*off = c->o_sealed.v[j].off;
+				obj_mark(c, *off, false);
 				c->o_sealed.v[j] = c->o_sealed.v[--c->o_sealed.n];
 				c->st.objects_reused++;
 				return 1;
@@ -224,17 +270,20 @@ kv__st_obj_take(struct kv_client *c, uint64_t units, uint64_t *off)
 			c->st.objects_zero_failed++;
 			return 0; /* a node is away: later */
 		}
+		kv__st_test_point(c, KV_ST_TEST_AT_ZERO);
 		/* Out of the list (the oldest takes its place: the prefix
 		 * whose grace is over stays one). */
 		l->v[j] = l->v[l->head++];
-		obj_mark(c, o.off, false);
 		kv__ix_posted(&c->g, &p);
 		if (kv__ix_settled(&c->g, NULL, &p)) {
+			obj_mark(c, o.off, false);
 			*off = o.off;
 			c->st.objects_reused++;
 			return 1;
 		}
-		/* A batch of this client may still land: the object waits. */
+		/* A batch of this client may still land: the object waits,
+		 * still marked, so the sweep does not queue it again by its
+		 * free header. */
 		c->o_sealed.v[c->o_sealed.n++] = o;
 		c->o_posted = p;
 		return 0;
@@ -242,10 +291,40 @@ kv__st_obj_take(struct kv_client *c, uint64_t units, uint64_t *off)
 	return 0;
 }
 
+/* Whether f+1 of the members in @answered hold the free header of one
+ * object at @off, @at bytes into their scratch (@len bytes read); its
+ * length in units into *@units. A zeroing leaves it on every node, and
+ * the creation that reuses the object replaces it with a header on f+1
+ * before the index can map it, so on f+1 it means nobody maps the object
+ * or can: a creation that landed on fewer, by a life since ended, never
+ * counted. */
+static bool
+obj_free_on_quorum(const struct kv_client *c, unsigned answered, uint64_t at, uint64_t len,
+	uint64_t off, uint64_t *units)
+{
+	const uint32_t hoff = kv_st_ohdr_off(c->C);
+	unsigned frees = 0;
+
+	*units = 0;
+	for (unsigned i = 0; i < c->g.n; i++) {
+		uint64_t u;
+
+		if (!(answered >> i & 1) || len - at <= hoff ||
+			!obj_free_check(c->g.m[i].buf + at + hoff, len - at - hoff, off, &u))
+			continue;
+		if (*units != 0 && u != *units)
+			return false; /* two sizes at one offset: trust neither */
+		*units = u;
+		frees++;
+	}
+	return frees >= c->g.f + 1;
+}
+
 /* Walk the window @p (@len bytes, read from member @from; the other
  * members' copies in their scratch, those in @answered) of the chunk at
  * @base from @u: note each object whose tombstone is on f+1 members as a
- * candidate. Return: where the next window starts. */
+ * candidate, and queue each one an earlier life zeroed and did not take.
+ * Return: where the next window starts. */
 static uint64_t
 obj_window(struct kv_client *c, unsigned answered, uint64_t base, uint64_t u, uint64_t len,
 	uint64_t end)
@@ -258,7 +337,16 @@ obj_window(struct kv_client *c, unsigned answered, uint64_t base, uint64_t u, ui
 		struct kv_st_ohdr oh;
 		unsigned from = KV_MAX_NODES, tombs = 0;
 		struct kv_st_geo geo;
+		uint64_t units;
 
+		if (obj_free_on_quorum(c, answered, at, len, off, &units)) {
+			if (at + units * KV_ST_UNIT > len)
+				break; /* the next window starts with it */
+			if (obj_queue(c, off, units))
+				c->st.objects_free_found++;
+			at += units * KV_ST_UNIT;
+			continue;
+		}
 		for (unsigned i = 0; i < c->g.n && from == KV_MAX_NODES; i++)
 			if ((answered >> i & 1) && len - at > hoff &&
 				kv__st_ohdr_check(c->g.m[i].buf + at + hoff, len - at - hoff, off, &oh))

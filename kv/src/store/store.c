@@ -732,10 +732,10 @@ kv__st_test_crash_after(struct kv_client *c, uint64_t posts)
 }
 
 void
-kv__st_test_crash_at_claim(struct kv_client *c)
+kv__st_test_crash_at(struct kv_client *c, enum kv_st_test_point at)
 {
 	kv__st_test_crash_after(c, UINT64_MAX);
-	c->test_crash_at_claim = true;
+	c->test_crash_at = at;
 }
 
 uint64_t
@@ -939,10 +939,7 @@ obj_alloc(struct kv_client *c, uint64_t units, uint64_t *off)
 			if (ret != 0)
 				return ret;
 			if (won) {
-#ifdef KV_ST_TESTING
-				if (c->test_crash_at_claim)
-					c->test_crash_left = 0; /* nothing more is posted */
-#endif
+				kv__st_test_point(c, KV_ST_TEST_AT_CLAIM);
 				c->chunk = idx + 1;
 				c->chunk_seq = seq;
 				c->obj_used = c->obj_mark = 0;

@@ -17,6 +17,9 @@
 #include "kv/src/index/group.h"
 #include "kv/src/store/layout.h"
 #include "kv/src/store/recycle.h"
+#ifdef KV_ST_TESTING
+#include "kv/src/store/testing.h"
+#endif
 
 /* Scratch per member: a buffer, an in-place copy, a key and meta words. */
 #define KV_ST_SCRATCH (KV_VALUE_MAX + KV_ST_IP_MAX + KV_KEY_MAX + (8u << 10))
@@ -136,7 +139,8 @@ struct kv_client {
 	struct kv_st_create cr;
 	/* objects of deleted keys in this id's chunks (objects.c) */
 	uint64_t **o_chunks;       /* per chunk: NULL if not this id's, else
-	                            * a bit per 64-byte unit: queued dead */
+	                            * a bit per 64-byte unit: queued dead, or
+	                            * zeroed and not taken yet */
 	uint64_t *o_spare;         /* the bitmap of the next chunk won */
 	uint64_t o_nchunks;        /* this id's chunks */
 	struct kv_st_objs o_dead;  /* learnt dead, in the order learnt */
@@ -153,6 +157,7 @@ struct kv_client {
 	                            * earlier life's insert record names) */
 	unsigned o_unsure_n;
 	void *zeros;               /* zeros the size of the largest object */
+	struct kv_st_ohdr o_free;  /* the free header obj_zero() writes */
 	struct kv_stats st;
 #ifdef KV_ST_TESTING
 	bool test_cache_forever;   /* kv__st_test_cache_forever() */
@@ -162,9 +167,22 @@ struct kv_client {
 	bool test_wb_unsafe;
 	bool test_skip_renewal;    /* kv__st_test_skip_renewal() */
 	uint64_t test_crash_left;  /* kv__st_test_crash_after() */
-	bool test_crash_at_claim;  /* kv__st_test_crash_at_claim() */
+	int test_crash_at;         /* kv__st_test_crash_at() */
 #endif
 };
+
+/* kv__st_test_point -- the client passes fault point @at: with
+ * kv__st_test_crash_at(@at), it posts nothing more (testing.h). */
+#ifdef KV_ST_TESTING
+static inline void
+kv__st_test_point(struct kv_client *c, enum kv_st_test_point at)
+{
+	if (c->test_crash_at == (int)at)
+		c->test_crash_left = 0;
+}
+#else
+#define kv__st_test_point(c, at) ((void)(c))
+#endif
 
 /* The outcome of a register write (kv__sw_write). */
 enum kv_sw_result {

@@ -99,13 +99,23 @@ void kv__st_test_abandon(struct kv_client **cp);
  */
 void kv__st_test_skip_renewal(struct kv_client *c, bool on);
 
+/* The fault points of kv__st_test_crash_at(). */
+enum kv_st_test_point {
+	/* right after the client's next chunk claim wins (its object mark is
+	 * never raised for that chunk) */
+	KV_ST_TEST_AT_CLAIM = 1,
+	/* right after it zeroed a dead object for an insert that takes it,
+	 * before the insert creates anything there (the object is left
+	 * zeroed and untaken) */
+	KV_ST_TEST_AT_ZERO,
+};
+
 /**
- * kv__st_test_crash_at_claim -- fault point: as kv__st_test_crash_after,
- * falling right after the client's next chunk claim wins (its object mark
- * is never raised for that chunk).
+ * kv__st_test_crash_at -- fault point: as kv__st_test_crash_after,
+ * falling right after step @at of the client, the next time it runs.
  * Thread-safety: the handle's thread.
  */
-void kv__st_test_crash_at_claim(struct kv_client *c);
+void kv__st_test_crash_at(struct kv_client *c, enum kv_st_test_point at);
 
 /**
  * kv__st_test_crash_after -- fault point: the client posts @posts more
