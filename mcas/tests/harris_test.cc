@@ -4,18 +4,13 @@
 // helping and RDCSS scenarios forced by freezing threads on page faults.
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -24,15 +19,8 @@
 #include <mcas/mcas.h>
 #include <pm/cost.h>
 
+#include "mcas/tests/mcas_freeze.h"
 #include "mcas/tests/mcas_test_util.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define HARRIS_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HARRIS_TEST_TSAN 1
-#endif
-#endif
 
 namespace {
 
@@ -408,7 +396,7 @@ StressResult Stress(unsigned writers, unsigned readers, unsigned nwords, unsigne
 	return {s.helps, s.mcas, s.succeeded};
 }
 
-#ifdef HARRIS_TEST_TSAN
+#ifdef MCAS_TEST_TSAN
 constexpr unsigned kStressOps = 6000;
 #else
 constexpr unsigned kStressOps = 20000;
@@ -436,70 +424,26 @@ TEST(HarrisConcurrency, YieldingThreadsOnFourWords)
 
 // ---- deterministic interleavings: threads frozen on page faults ----
 //
-// A thread whose CAS (or load) hits a page the test made read-only (or
-// inaccessible) takes SIGSEGV; the handler parks it until the test resumes
-// it, and returning retries the instruction. That stops an operation at an
-// exact step without touching the library. Not under TSan: its runtime
-// performs atomics under internal per-address locks, so a thread parked in
-// one would block every other thread's atomic on that address.
+// mcas/tests/mcas_freeze.h: a thread whose CAS (or load) hits a page the
+// test made read-only (or inaccessible) is parked by the SIGSEGV handler
+// until the test resumes it. Not under TSan (mcastest::kFreezeNoTsan).
 
-struct Freezer {
-	std::atomic<int> frozen{0};
-	std::atomic<int> resumed{0};
-};
-
-thread_local Freezer *tl_freezer = nullptr;
-
-extern "C" void OnSegv(int sig, siginfo_t *, void *)
-{
-	Freezer *f = tl_freezer;
-	if (f == nullptr) { // a real crash: fault again with the default action
-		signal(sig, SIG_DFL);
-		return;
-	}
-	int n = f->frozen.fetch_add(1) + 1;
-	struct timespec ts = {0, 100 * 1000};
-	for (long i = 0; f->resumed.load() < n; i++) {
-		if (i > 200000) { // 20 s: give up, crash rather than hang
-			signal(sig, SIG_DFL);
-			return;
-		}
-		nanosleep(&ts, nullptr);
-	}
-}
-
-bool WaitFor(const std::function<bool()> &cond)
-{
-	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-	while (!cond()) {
-		if (std::chrono::steady_clock::now() > end)
-			return false;
-		std::this_thread::sleep_for(std::chrono::microseconds(200));
-	}
-	return true;
-}
+using mcastest::Freezer;
+using mcastest::tl_freezer;
+using mcastest::WaitFor;
 
 class HarrisFreeze : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-#ifdef HARRIS_TEST_TSAN
-		GTEST_SKIP() << "parks threads inside atomics (see above)";
+#ifdef MCAS_TEST_TSAN
+		GTEST_SKIP() << mcastest::kFreezeNoTsan;
 #endif
-		page_ = (size_t)sysconf(_SC_PAGESIZE);
-		area_ = (char *)mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		ASSERT_NE(area_, MAP_FAILED);
+		ASSERT_EQ(pages_.Map(2), 0);
 		// x on the first page, y on the second: x sorts first.
-		x_ = (uint64_t *)area_;
-		y_ = (uint64_t *)(area_ + page_);
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = OnSegv;
-		sa.sa_flags = SA_SIGINFO;
-		sigemptyset(&sa.sa_mask);
-		ASSERT_EQ(sigaction(SIGSEGV, &sa, &old_sa_), 0);
-		installed_ = true;
+		x_ = pages_.Word(0);
+		y_ = pages_.Word(1);
+		ASSERT_EQ(handler_.Install(), 0);
 		// Records of a slot span whole pages (64 * 576 B) and the array
 		// is big enough to be a mapping of its own.
 		m_ = NewHarris(8, 64);
@@ -507,32 +451,25 @@ protected:
 
 	void TearDown() override
 	{
-		if (installed_)
-			sigaction(SIGSEGV, &old_sa_, nullptr);
-		if (area_ != nullptr && area_ != MAP_FAILED)
-			munmap(area_, 2 * page_);
+		handler_.Uninstall();
 		if (m_ != nullptr) {
 			EXPECT_EQ(mcas_close(&m_), 0);
 		}
 	}
 
-	void ProtectY(int prot) { ASSERT_EQ(mprotect(y_, page_, prot), 0); }
+	void ProtectY(int prot) { ASSERT_EQ(mcastest::ProtectPages(y_, 8, prot), 0); }
 
 	// The pages holding the record that @ref (an MCAS reference) names.
 	void ProtectRecord(uint64_t ref, int prot)
 	{
-		uintptr_t rec = (uintptr_t)(ref & ~3ull);
-		uintptr_t lo = rec & ~(uintptr_t)(page_ - 1);
-		uintptr_t hi = (rec + 576 + page_ - 1) & ~(uintptr_t)(page_ - 1);
-		ASSERT_EQ(mprotect((void *)lo, hi - lo, prot), 0);
+		ASSERT_EQ(mcastest::ProtectPages((const void *)(uintptr_t)(ref & ~3ull), 576, prot),
+			0);
 	}
 
-	size_t page_ = 0;
-	char *area_ = nullptr;
+	mcastest::Pages pages_;
+	mcastest::FreezeHandler handler_;
 	uint64_t *x_ = nullptr, *y_ = nullptr;
 	mcas *m_ = nullptr;
-	struct sigaction old_sa_;
-	bool installed_ = false;
 };
 
 // The owner stops right before acquiring its second word; a reader of the

@@ -29,7 +29,10 @@ struct PmemInstance {
 	pm_pool *pool = nullptr;
 	mcas *m = nullptr;
 	mcas_config cfg;
-	uint64_t *words = nullptr; // kWords target words, zeroed at creation
+	// Target words before the area; set before Create() for more than
+	// kWords (the freeze tests want whole pages of them).
+	size_t nwords = kWords;
+	uint64_t *words = nullptr; // nwords target words, zeroed at creation
 	uint64_t area_off = 0;
 	size_t area_size = 0;
 
@@ -48,7 +51,7 @@ struct PmemInstance {
 		if (ret != 0)
 			return ret;
 		words = static_cast<uint64_t *>(pm_pool_root(pool));
-		area_off = pm_pool_off(pool, words + kWords);
+		area_off = pm_pool_off(pool, words + nwords);
 		return mcas_pmem_create(&m, pool, area_off, &cfg);
 	}
 
@@ -64,7 +67,7 @@ struct PmemInstance {
 	pm_pool_config PoolConfig(pm_durability durability) const
 	{
 		pm_pool_config pc = pmtest::PoolConfig(path, "mcas-test",
-			kWords * sizeof(uint64_t) + area_size);
+			nwords * sizeof(uint64_t) + area_size);
 		pc.durability = durability;
 		return pc;
 	}
