@@ -4,7 +4,7 @@
 # when a *client* is SIGKILLed under load (issue 18): three dmkv-node
 # daemons over ofi+tcp on this machine (`dmkv cluster up`), a short client
 # lease (lease_ms = 2000, timeout_ms = 1000: the others free a silent
-# client's id after D = 2L + L/8 = 4.25 s), 1000 records loaded, then two
+# client's id after D = (L + T) + (L + T)/16 = 3.19 s), 1000 records loaded, then two
 # `dmkv bench` processes, YCSB-A, one client thread each, on the same
 # records: the measured one for 40 s, and a victim (another seed, its
 # output discarded) that this script SIGKILLs 10 s into the measured run.
@@ -82,11 +82,6 @@ base=$((20000 + RANDOM % 20000))
 # to a majority within it fails to open (exit 69).
 printf '[cluster]\nnodes = ofi+tcp://127.0.0.1:%d, ofi+tcp://127.0.0.1:%d, ofi+tcp://127.0.0.1:%d\ntimeout_ms = %d\nconnect_timeout_ms = 5000\n[create]\nmax_clients = 8\nlog_bytes = 8M\nlease_ms = %d\n' \
 	"$base" $((base + 1)) $((base + 2)) "$timeout_ms" "$lease_ms" >"$conf"
-# The poller's own file: its short-lived client gets the whole lease as
-# its operation timeout (timeout_ms <= lease_ms), so that a slow poll on a
-# loaded machine rarely leaves a claim word behind (watchers free it after
-# D, and it would count in ids_freed).
-sed "s/^timeout_ms = .*/timeout_ms = $lease_ms/" "$conf" >"$dir/poll.conf"
 "$dmkv" --config "$conf" cluster up --records 20000 --value-size 100 >&2
 # One loader: four miss the 1 s operation timeout on a loaded machine.
 "$dmkv" --config "$conf" --quiet load --records 1000 --loaders 1 >&2
@@ -99,7 +94,7 @@ poll() {
 	while [ ! -e "$dir/stop" ]; do
 		t0=$(now)
 		rc=0
-		out="$("$dmkv" --config "$dir/poll.conf" --json status 2>>"$dir/polls.err")" || rc=$?
+		out="$("$dmkv" --config "$conf" --json status 2>>"$dir/polls.err")" || rc=$?
 		[ -n "$out" ] || out='{}'
 		echo "$t0 $(now) $rc $out" >>"$dir/polls"
 		sleep 0.25
@@ -174,7 +169,7 @@ with open(json_path, encoding="utf-8") as f:
 k = killed - start
 iv = doc["config"]["interval_ms"] / 1e3
 out = {"context": context, "lease_ms": lease_ms, "timeout_ms": timeout_ms,
-       "suspicion_s": 2 * lease_ms / 1e3 + lease_ms / 8e3, "kill_t_s": round(k, 3)}
+       "suspicion_s": (lease_ms + timeout_ms) * 17 / 16e3, "kill_t_s": round(k, 3)}
 
 # The survivor's timeline.
 tl = [p for p in doc.get("timeline", []) if "ids_freed" in p]
@@ -243,7 +238,7 @@ c, polls = ck["context"], ck["polls"]
 print("\n%s, commit %s, %d CPUs, load average %s at the start, %s at the end" % (
     c["date"], c["git_commit"], c["num_cpus"], c["load_avg_start"],
     [round(x, 2) for x in c["load_avg_end"]]))
-print("L = %.2f s (lease_ms), D = 2L + L/8 = %.2f s, operation timeout %.2f s" % (
+print("L = %.2f s (lease_ms), D = (L + T) + (L + T)/16 = %.2f s, operation timeout T %.2f s" % (
     L, D, ck["timeout_ms"] / 1e3))
 fr = ck.get("freed")
 if fr:

@@ -163,7 +163,7 @@ grep -q "final check: 3000 records read back: 1 lost, 3 wrong, 0 unreadable" "$O
 L="$L_MAIN"
 expect 0 "$DMKV" --config "$L" status
 expect_in "$OUT" "3 of 3 nodes up"
-grep -q "store: [0-9]* MiB region, swarm, client lease 10000 ms, 0 of 16 client ids registered (0 freed after their clients' leases ran out, 0 hazard words cleared), [1-9][0-9]* of" "$OUT" ||
+grep -q "store: [0-9]* MiB region, swarm, client lease 10000 ms (operation timeouts up to 5000 ms), 0 of 16 client ids registered (0 freed after their clients' leases ran out, 0 hazard words cleared), [1-9][0-9]* of" "$OUT" ||
 	fail "no store line"
 grep -q "index: [0-9]* MiB region, [1-9][0-9]* buckets, depth [1-9]" "$OUT" || fail "no index line"
 expect 0 "$DMKV" --config "$L" --json status

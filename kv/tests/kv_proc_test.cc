@@ -527,8 +527,8 @@ TEST_F(KvProcTest, LocalClientsWithSkewedClocksAreLinearizable)
 	EXPECT_EQ(Losses(Check(), 9), 0u);
 }
 
-// The lease of the liveness tests: 2 s (2L + L/8 = 4.25 s of silence
-// frees an id; watchers renew every L - timeout = 1 s); a stop lasts past
+// The lease of the liveness tests: 2 s (with T = L, (L + T) + (L + T)/16
+// = 4.25 s of silence frees an id; watchers renew every L - timeout = 1 s); a stop lasts past
 // both. Shorter leases left opens on a loaded machine no time to connect.
 constexpr unsigned kLeaseMs = 2000;
 constexpr useconds_t kStopUs = 8000 * 1000;

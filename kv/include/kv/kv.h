@@ -26,8 +26,9 @@
  *
  * Client liveness. Each handle holds its client id under a lease that its
  * operations renew through the nodes (kv_config.lease_ms). A client that
- * stops without kv_close (killed, or silent for 2 lease_ms + lease_ms/8)
- * has its id freed by the others, and a handle whose id was freed posts
+ * stops without kv_close (killed, or silent) has its id freed by the others
+ * within D = (L + T) + (L + T)/16 of its last renewal (L = lease_ms, T =
+ * timeout_ms at kv_create: 15.9 s by default), and a handle whose id was freed posts
  * nothing more under it: its next operation takes a new id. This rests on
  * clock rates within 3 % of real time and on batches reaching a node
  * within an operation's timeout of being sent (kv/DESIGN.md, "Client
@@ -85,7 +86,10 @@ struct kv_config {
 	unsigned nnodes;          /* 2f+1: 1, 3, 5 or 7 */
 	uint32_t index_region;    /* region of the key index on every node; 0 */
 	uint32_t store_region;    /* region of the values on every node; 1 */
-	unsigned timeout_ms;      /* an operation's limit; default 5000 */
+	unsigned timeout_ms;      /* an operation's limit; default 5000. At
+	                           * kv_create: the cluster's longest (every
+	                           * kv_open must stay at or below it), at
+	                           * most lease_ms */
 	struct rdma_conn_config conn; /* token, connection timeout */
 	unsigned cache_entries;   /* location cache entries; default 65536 */
 	int64_t clock_skew_us;    /* added to this client's clock (tests) */
@@ -104,9 +108,9 @@ struct kv_config {
 	                           * renews it on f+1 nodes whenever it would
 	                           * not cover its next operation, and posts
 	                           * nothing once it ran out; one silent for
-	                           * 2L + L/8 is taken for dead and its id
-	                           * freed by the others. timeout_ms of every
-	                           * client must be at most L (kv_open) */
+	                           * D = (L + T) + (L + T)/16 (T: timeout_ms
+	                           * at kv_create) is taken for dead and its
+	                           * id freed by the others */
 	enum kv_replication repl; /* default KV_REPL_SWARM */
 };
 
@@ -222,6 +226,8 @@ struct kv_node_status {
 	unsigned index_depth;     /* depth of the deepest (the root is 0) */
 	enum kv_replication repl;
 	unsigned lease_ms;        /* the clients' lease (kv_config.lease_ms) */
+	unsigned timeout_ms;      /* their longest operation timeout
+	                           * (kv_config.timeout_ms at kv_create) */
 	unsigned max_clients;     /* client ids ... */
 	unsigned clients;         /* ... registered now (open, or stopped
 	                           * and not yet found out) */
@@ -257,14 +263,15 @@ struct kv_client;
  * kv_open -- connect to the cluster and take a free client id (claimed on
  * a majority of the nodes, no coordinator) with a lease that its
  * operations renew (kv_config.lease_ms; a handle left idle longer than
- * 2 lease_ms + lease_ms/8 is taken for dead and registers again under a
- * new id at its next operation). An id used before is taken
+ * the suspicion time D of kv_config.lease_ms is taken for dead and
+ * registers again under a new id at its next operation). An id used before is taken
  * with what its last holder left in its value log: the open reads the
  * used part of that log on every node (one round trip per 90 KiB) to
  * reuse the buffers that no longer hold a value (kv/DESIGN.md,
  * "Recycling of value buffers").
  * @out: receives the handle; owned by the caller, kv_close().
- * Return: 0; KV_E_CONFIG (also timeout_ms above the cluster's lease_ms);
+ * Return: 0; KV_E_CONFIG (also timeout_ms above the cluster's: the one
+ * kv_create was given);
  * KV_E_UNAVAILABLE (no majority, or every client id is taken); transport
  * errors; -ENOMEM; -EAGAIN as kv_index_open() (kv/index.h).
  * Thread-safety: any thread.

@@ -92,9 +92,9 @@
 #include <pm/area.h>
 
 #define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
-#define KV_ST_SUPER_VERSION 5 /* 2: the first delete word; 3: hazard words;
+#define KV_ST_SUPER_VERSION 6 /* 2: the first delete word; 3: hazard words;
                                * 4: leases (claim words with beats);
-                               * 5: insert records */
+                               * 5: insert records; 6: timeout_ms */
 #define KV_ST_SUPER_SIZE 4096u
 /* Counters of repairs, in the superblock's last line (outside its
  * checksum): each an 8-byte word that clients add to on every node they
@@ -220,6 +220,10 @@ struct kv_st_super {
 	uint64_t log_bytes;      /* per client */
 	uint32_t repl;           /* enum kv_replication */
 	uint32_t lease_ms;       /* client lease: kv_config.lease_ms */
+	uint32_t timeout_ms;     /* the clients' longest operation timeout:
+	                          * kv_config.timeout_ms at kv_create, at most
+	                          * lease_ms (the bound on a batch in flight
+	                          * that the suspicion time rests on) */
 };
 
 /* The geometry of one object, from its location, key length and C. */

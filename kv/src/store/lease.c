@@ -12,8 +12,9 @@
  * (kv__ix_fence): it renews first, or finds its id gone (fenced) and
  * takes a new one. Others watch every claim word in the same renewal
  * rounds, per node, with their own clock: a word unchanged on a node for
- * the suspicion time D = 2L + L/8 (the lease, the in-flight bound of a
- * batch -- an operation's timeout, at most L -- and an eighth for clock
+ * the suspicion time D = (L + T) + (L + T)/16 (the lease, the in-flight
+ * bound T of a batch -- the cluster's operation timeout, kv_st_super.
+ * timeout_ms, which no client's exceeds -- and a sixteenth for clock
  * rates) is zeroed there. An id whose word is 0 on f+1 nodes at once was
  * given up: no lease can be valid then (a valid lease has its beat on
  * f+1 nodes, each changed less than D ago), and none can become valid
@@ -44,7 +45,7 @@ claim_off(const struct kv_client *c, unsigned id)
 uint64_t
 kv__st_suspect_ns(const struct kv_client *c)
 {
-	return 2 * c->lease_ns + c->lease_ns / 8;
+	return c->lease_ns + c->inflight_ns + (c->lease_ns + c->inflight_ns) / 16;
 }
 
 int

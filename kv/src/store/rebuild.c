@@ -482,7 +482,7 @@ rb_run(struct rb *r)
 	struct timespec grace;
 	int ret;
 
-	r->rep->grace_ms = (uint64_t)sb->lease_ms + r->c->timeout_ms;
+	r->rep->grace_ms = (uint64_t)sb->lease_ms + sb->timeout_ms;
 	grace.tv_sec = (time_t)(r->rep->grace_ms / 1000);
 	grace.tv_nsec = (long)(r->rep->grace_ms % 1000) * 1000000;
 	nanosleep(&grace, NULL);
@@ -503,12 +503,14 @@ rb_run(struct rb *r)
 	 * one other member it reached -- against a decision the lost member
 	 * made with the third (Spin m12_spec: two deletes won; m12_spec_lock:
 	 * a READ and a WRITE lock). Once every operation that began before
-	 * the copy has ended, none can (m12 passes with this wait).
+	 * the copy has ended, none can (m12 passes with this wait). Any
+	 * client's timeout, not this one's: the cluster's (kv_create's) is
+	 * the longest a client may use.
 	 */
-	grace.tv_sec = (time_t)(r->c->timeout_ms / 1000);
-	grace.tv_nsec = (long)(r->c->timeout_ms % 1000) * 1000000;
+	grace.tv_sec = (time_t)(sb->timeout_ms / 1000);
+	grace.tv_nsec = (long)(sb->timeout_ms % 1000) * 1000000;
 	nanosleep(&grace, NULL);
-	r->rep->grace_ms += r->c->timeout_ms;
+	r->rep->grace_ms += sb->timeout_ms;
 	/* The superblock last: from then on clients count the member. */
 	s = *sb;
 	s.member = r->node;

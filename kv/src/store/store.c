@@ -158,6 +158,7 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	s->log_bytes = cfg->log_bytes;
 	s->repl = cfg->repl;
 	s->lease_ms = cfg->lease_ms;
+	s->timeout_ms = cfg->timeout_ms;
 	fixed = s->chunk_off + 8 * C + 2 * 4096 + C * cfg->log_bytes;
 	if (len <= fixed)
 		return -ENOSPC;
@@ -191,7 +192,8 @@ kv__st_super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const 
 	if (s->n != n || memcmp(s->uuid, uuid, 16) != 0)
 		return pm_error_set(KV_E_GROUP, "kv: the store region belongs to another cluster");
 	if (s->area.area_size > len || s->max_clients == 0 || s->max_clients > KV_MAX_CLIENTS ||
-		s->tick_ns == 0 || s->lease_ms == 0 || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
+		s->tick_ns == 0 || s->lease_ms == 0 || s->timeout_ms == 0 ||
+		s->timeout_ms > s->lease_ms || s->repl > KV_REPL_RAW || s->log_bytes == 0 || s->log_bytes > KV_ST_LOG_MAX ||
 		s->chunk_bytes < 4096 || s->nchunks == 0 ||
 		s->omark_off != s->id_off + 8u * s->max_clients ||
 		s->lmark_off != s->omark_off + 8u * s->max_clients ||
@@ -581,13 +583,14 @@ kv__st_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(v
 		ret = st_rc_init(c);
 	if (ret == 0)
 		ret = kv__st_obj_init(c);
-	if (ret == 0 && cfg->timeout_ms > c->sb.lease_ms)
+	if (ret == 0 && cfg->timeout_ms > c->sb.timeout_ms)
 		ret = pm_error_set(KV_E_CONFIG,
-			"kv_open: timeout_ms %u is above the cluster's lease_ms %u", cfg->timeout_ms,
-			c->sb.lease_ms);
+			"kv_open: timeout_ms %u is above the cluster's %u (kv_config.timeout_ms at kv_create)",
+			cfg->timeout_ms, c->sb.timeout_ms);
 	if (ret != 0)
 		goto fail;
 	c->lease_ns = (uint64_t)c->sb.lease_ms * 1000000u;
+	c->inflight_ns = (uint64_t)c->sb.timeout_ms * 1000000u;
 	c->recycle = cfg->recycle != 0;
 	c->skew_ticks = cfg->clock_skew_us * 1000 / (int64_t)c->sb.tick_ns;
 	ret = st_register(c, cfg);
@@ -1329,6 +1332,7 @@ kv_node_status_read(const struct kv_config *cfg, unsigned node, struct kv_node_s
 	out->formatted = true;
 	out->repl = (enum kv_replication)sb.repl;
 	out->lease_ms = sb.lease_ms;
+	out->timeout_ms = sb.timeout_ms;
 	out->max_clients = sb.max_clients;
 	out->chunks = sb.nchunks;
 	out->chunk_bytes = sb.chunk_bytes;

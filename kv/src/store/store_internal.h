@@ -102,6 +102,8 @@ struct kv_client {
 	uint64_t id_word[KV_MAX_NODES]; /* the id's claim word on each member,
 	                            * as last seen */
 	uint64_t lease_ns;         /* L (kv_st_super.lease_ms) */
+	uint64_t inflight_ns;      /* T: the longest a batch of any client is
+	                            * in flight (kv_st_super.timeout_ms) */
 	uint64_t lease_end;        /* nothing is posted from then on (the
 	                            * groups' fence; 0 while claiming) */
 	struct kv_st_seen {        /* another client's claim word on a member: */
@@ -241,7 +243,7 @@ int kv__st_lease_keep(struct kv_client *c);
 int kv__st_lease_release(struct kv_client *c);
 
 /* kv__st_suspect_ns -- how long a claim word must stand still on a node
- * before others zero it there: 2L + L/8. */
+ * before others zero it there: (L + T) + (L + T)/16 (lease.c). */
 uint64_t kv__st_suspect_ns(const struct kv_client *c);
 
 /* kv__st_retry -- between two rounds of one step: KV_E_UNAVAILABLE once

@@ -734,8 +734,7 @@ dmkv_cmd_node(int argc, char **argv, const char *config)
 			fprintf(stderr, "dmkv: rebuilding node %llu: the index, a wait of %u ms (the "
 				"lease and an operation timeout: no operation from before the loss is "
 				"still deciding), the values, and %u ms more before the node counts...\n",
-				(unsigned long long)node, ns.lease_ms + cl.cfg.timeout_ms,
-				cl.cfg.timeout_ms);
+				(unsigned long long)node, ns.lease_ms + ns.timeout_ms, ns.timeout_ms);
 	}
 	start = dmkv_now_ns();
 	ret = kv_rebuild(&cl.cfg, (unsigned)node, &rep);
@@ -821,12 +820,13 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 					(unsigned long long)ns.index_buckets, ns.index_depth,
 					(unsigned long long)ns.store_bytes);
 			if (ns.formatted)
-				printf(",\"repl\":\"%s\",\"lease_ms\":%u,\"clients\":%u,\"max_clients\":%u,"
+				printf(",\"repl\":\"%s\",\"lease_ms\":%u,\"timeout_ms\":%u,\"clients\":%u,\"max_clients\":%u,"
 				       "\"ids_freed\":%llu,\"hazards_cleared\":%llu,\"objects_zeroed\":%llu,"
 				       "\"chunks_used\":%llu,"
 				       "\"chunks\":%llu,\"chunk_bytes\":%llu,\"log_used\":%llu,"
 				       "\"log_bytes_per_client\":%llu",
-					repl_name[ns.repl], ns.lease_ms, ns.clients, ns.max_clients,
+					repl_name[ns.repl], ns.lease_ms, ns.timeout_ms, ns.clients,
+					ns.max_clients,
 					(unsigned long long)ns.ids_freed,
 					(unsigned long long)ns.hazards_cleared,
 					(unsigned long long)ns.objects_zeroed,
@@ -848,12 +848,14 @@ dmkv_cmd_status(int argc, char **argv, const char *config)
 				(unsigned long long)(ns.index_bytes >> 20),
 				(unsigned long long)ns.index_buckets, ns.index_depth);
 		if (ns.formatted)
-			printf("        store: %llu MiB region, %s, client lease %u ms, %u of %u client "
+			printf("        store: %llu MiB region, %s, client lease %u ms (operation "
+			       "timeouts up to %u ms), %u of %u client "
 			       "ids registered (%llu freed after their clients' leases ran out, %llu "
 			       "hazard words cleared), %llu of %llu chunks (%llu MiB) used (%llu objects "
 			       "of deleted keys zeroed for reuse), %.1f MiB of logs reserved\n",
 				(unsigned long long)(ns.store_bytes >> 20), repl_name[ns.repl],
-				ns.lease_ms, ns.clients, ns.max_clients, (unsigned long long)ns.ids_freed,
+				ns.lease_ms, ns.timeout_ms, ns.clients, ns.max_clients,
+				(unsigned long long)ns.ids_freed,
 				(unsigned long long)ns.hazards_cleared, (unsigned long long)ns.chunks_used,
 				(unsigned long long)ns.chunks,
 				(unsigned long long)(ns.chunks_used * ns.chunk_bytes >> 20),
