@@ -25,7 +25,12 @@
  * safety rests on bounded clock rates and on batches landing within an
  * operation timeout of their post, the same assumption the recycling of
  * value buffers makes; a client paused between its fence check and the
- * post it guards (microseconds) for longer than D - L breaks it.
+ * post it guards (microseconds) for longer than D - L minus the batch's
+ * flight breaks it (Spin m10_gap): T + (L + T)/16 for a batch that lands
+ * at once, (L + T)/16 for one that takes its whole T. That tolerance was
+ * larger while D was 2L + L/8 (L - T + L/8 for the slowest batch); the
+ * shorter D is what frees a dead client's id within about the lease and
+ * one operation.
  */
 #include <errno.h>
 #include <string.h>
