@@ -18,7 +18,7 @@
 # - the nodes: from before the benches start to the measured one's end,
 #   `dmkv --json status` in a loop (0.25 s between polls; a poll takes 1-4 s
 #   here, most of it libfabric's setup of its four connections, and opens a
-#   client of its own, with a 2 s operation timeout) for the client ids
+#   client of its own, with the cluster's 1 s operation timeout) for the client ids
 #   registered, ids_freed and hazards_cleared on every node: the first
 #   poll after the kill showing ids_freed risen and an id fewer registered
 #   on a majority brackets the repair (with the poll before), and confirms

@@ -785,7 +785,7 @@ int
 kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 	uint64_t *existing)
 {
-	uint64_t h, mine;
+	uint64_t h = 0, mine; /* set by ix_entry_begin (gcc -O2 cannot tell) */
 	unsigned fp;
 	bool published = false, unsure = false;
 	uint32_t unsure_epoch = 0;
@@ -982,7 +982,7 @@ kv_index_insert(struct kv_index *ix, const void *key, size_t len, uint64_t loc,
 int
 kv_index_remove(struct kv_index *ix, const void *key, size_t len, uint64_t loc)
 {
-	uint64_t h, live, dead;
+	uint64_t h = 0, live, dead; /* h: as in kv_index_insert */
 	unsigned fp;
 	int ret;
 
