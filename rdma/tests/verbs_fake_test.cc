@@ -147,7 +147,7 @@ void DropEvents(Channel *c, Id *id)
 		    (e->ev.listen_id != nullptr && e->ev.listen_id == &id->id)) {
 			it = c->q.erase(it);
 			char b;
-			(void)read(c->ch.fd, &b, 1);
+			EXPECT_EQ(read(c->ch.fd, &b, 1), 1); // one byte per queued event
 			// A request never fetched: its child id dies with it.
 			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.id != &id->id)
 				DestroyIdLocked(reinterpret_cast<Id *>(e->ev.id));

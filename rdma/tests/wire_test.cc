@@ -37,8 +37,10 @@ void PutLE(Bytes &b, uint64_t v, int n)
 
 void SetLE(Bytes &b, size_t at, uint64_t v, int n)
 {
+	// at(): bounds-checked, which also keeps gcc -O2's stringop-overflow
+	// false positive (an inlined store into a vector it thinks empty) away
 	for (int i = 0; i < n; i++)
-		b[at + i] = static_cast<uint8_t>(v >> (8 * i));
+		b.at(at + i) = static_cast<uint8_t>(v >> (8 * i));
 }
 
 // One operation of a BATCH_REQ as the format comment lays it out.
