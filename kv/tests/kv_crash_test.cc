@@ -226,13 +226,13 @@ int Workload(void *arg)
 	auto *r = static_cast<Run *>(arg);
 	if (r->create) {
 		kv_config cfg = Config(*r);
+		// Its deadlines run on the wall clock while crash points are
+		// checked; the cluster's timeout (kv_create's) must allow them.
+		cfg.timeout_ms = 3600u * 1000u;
 		int ret = kv_create(&cfg);
 		if (ret != 0)
 			return ret;
 		r->created = true;
-		// Its deadlines run on the wall clock while crash points are
-		// checked.
-		cfg.timeout_ms = 3600u * 1000u;
 		ret = kv_open(&r->c, &cfg);
 		if (ret != 0)
 			return ret;
@@ -605,10 +605,11 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	if (variant.other_id)
 		r.chunk_bytes = kSmallChunk;
 	kv_config cfg = Config(r);
-	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
 	// The workload's deadlines run on the wall clock while its crash
-	// points are checked, which takes minutes.
+	// points are checked, which takes minutes; the cluster's timeout
+	// (kv_create's) must allow them.
 	cfg.timeout_ms = 3600u * 1000u;
+	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
 	ASSERT_EQ(kv_open(&r.c, &cfg), 0) << pm_errormsg();
 	// With another id checking, the workload must hold id 1, whose first
 	// chunk is 7919 % 3 = 2 (id 0's is chunk 0, on the marks' line). A

@@ -17,9 +17,11 @@
  *                client is writing back into (kv_st_hz(); below)
  *   chunk_off    object-chunk claim words, one per chunk: the claim's number
  *                (rising per client id, from 1) << 8 | (owner id + 1)
- *   ins_off      per-client insert records: the location of the object its
- *                last insert created, written with the object (a hint for
- *                the id's next life: objects.c, kv_index_abandon)
+ *   ins_off      per-client insert records, KV_ST_INS_RECORDS each: the
+ *                locations of the objects its last insert and the inserts
+ *                it has not settled yet created, each written with its
+ *                object (hints for the id's next life: objects.c,
+ *                kv_index_abandon)
  *   obj_off      object chunks, chunk_bytes each
  *   log_off      one log of log_bytes per client id: out-of-place buffers
  *
@@ -94,8 +96,11 @@
 #define KV_ST_SUPER_MAGIC UINT64_C(0x314f5453564b4d44) /* "DMKVSTO1" */
 #define KV_ST_SUPER_VERSION 6 /* 2: the first delete word; 3: hazard words;
                                * 4: leases (claim words with beats);
-                               * 5: insert records; 6: timeout_ms */
+                               * 5: insert records; 6: timeout_ms,
+                               * KV_ST_INS_RECORDS insert records */
 #define KV_ST_SUPER_SIZE 4096u
+/* Insert records per client id (ins_off). */
+#define KV_ST_INS_RECORDS 4u
 /* Counters of repairs, in the superblock's last line (outside its
  * checksum): each an 8-byte word that clients add to on every node they
  * reach (kv_node_status_read reports them). */

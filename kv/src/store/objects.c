@@ -438,10 +438,12 @@ kv__st_obj_sweep(struct kv_client *c)
  * some client meets the proposal. kv_index_abandon settles that for good
  * (the key's bucket moved on past every such proposal), so the object is
  * either a live key's or dead like a lost insert's. A live client keeps
- * its own in memory; for a client that died, the insert record (one word
- * per id, written in the creation batch) names its last insert -- the only
- * one that can be undecided, as a client runs one operation at a time --
- * and the id's next life reads it at registration. Settling calls
+ * its own in memory; for a client that died, its id's insert records
+ * (KV_ST_INS_RECORDS words per id, one written in each creation batch)
+ * name its last insert and those it had not settled yet: a creation
+ * writes the record of the one before, unless that insert is still
+ * unsettled, and then a record no unsettled insert holds. The id's next
+ * life reads them at registration. Settling calls
  * kv_index_abandon with the key the object's header holds; it is safe for
  * any object of an insert that has stopped, so a record that names an
  * older, decided insert, or an object reused since for another key of
@@ -449,7 +451,7 @@ kv__st_obj_sweep(struct kv_client *c)
  * nothing wrong.
  */
 void
-kv__st_obj_unsure(struct kv_client *c, uint64_t loc)
+kv__st_obj_unsure(struct kv_client *c, uint64_t loc, unsigned rec)
 {
 	if (!c->recycle || c->sb.repl == KV_REPL_RAW)
 		return;
@@ -460,32 +462,53 @@ kv__st_obj_unsure(struct kv_client *c, uint64_t loc)
 		c->st.objects_unsure_dropped++;
 		return;
 	}
+	c->o_unsure_rec[c->o_unsure_n] = (uint8_t)rec;
 	c->o_unsure[c->o_unsure_n++] = loc;
+}
+
+unsigned
+kv__st_obj_record(struct kv_client *c)
+{
+	unsigned held = 0;
+
+	for (unsigned j = 0; j < c->o_unsure_n; j++)
+		if (c->o_unsure_rec[j] < KV_ST_INS_RECORDS)
+			held |= 1u << c->o_unsure_rec[j];
+	for (unsigned k = 0; k < KV_ST_INS_RECORDS && (held >> c->o_rec & 1); k++)
+		c->o_rec = (c->o_rec + 1) % KV_ST_INS_RECORDS;
+	/* Every record held (as many unsettled inserts): the one written
+	 * now replaces that insert's, which this life still keeps. */
+	for (unsigned j = 0; j < c->o_unsure_n; j++)
+		if (c->o_unsure_rec[j] == c->o_rec)
+			c->o_unsure_rec[j] = KV_ST_INS_RECORDS;
+	return c->o_rec;
 }
 
 int
 kv__st_obj_unsure_load(struct kv_client *c)
 {
-	const uint64_t off = c->sb.ins_off + 8u * c->cid;
+	const uint64_t off = c->sb.ins_off + 8u * KV_ST_INS_RECORDS * c->cid;
 	unsigned mask = kv__ix_round_begin(&c->g), ok;
 
 	for (unsigned i = 0; i < c->g.n; i++)
-		if ((mask >> i & 1) &&
-			rdma_batch_read(&c->g.m[i].batch, c->region, off, c->g.m[i].buf, 8) != 0)
+		if ((mask >> i & 1) && rdma_batch_read(&c->g.m[i].batch, c->region, off,
+				c->g.m[i].buf, 8u * KV_ST_INS_RECORDS) != 0)
 			mask &= ~(1u << i);
 	ok = kv__ix_round_run(&c->g, mask, c->g.f + 1, c->deadline);
 	c->st.rounds++;
 	if ((unsigned)__builtin_popcount(ok) < c->g.f + 1)
 		return KV_E_UNAVAILABLE;
 	/* A creation batch cut short leaves the new record on some members
-	 * and the one before on others: every value read is a candidate. */
-	for (unsigned i = 0; i < c->g.n; i++) {
-		uint64_t loc;
+	 * and the one before on others: every value read is a candidate,
+	 * and its record is kept until it is settled. */
+	for (unsigned i = 0; i < c->g.n; i++)
+		for (unsigned k = 0; k < KV_ST_INS_RECORDS; k++) {
+			uint64_t loc;
 
-		memcpy(&loc, c->g.m[i].buf, 8);
-		if ((ok >> i & 1) && loc != 0)
-			kv__st_obj_unsure(c, loc);
-	}
+			memcpy(&loc, c->g.m[i].buf + 8u * k, 8);
+			if ((ok >> i & 1) && loc != 0)
+				kv__st_obj_unsure(c, loc, k);
+		}
 	return 0;
 }
 
@@ -499,6 +522,10 @@ kv__st_obj_settle(struct kv_client *c)
 
 	if (c->o_unsure_n == 0 || kv__st_obj_reserve(c) != 0)
 		return;
+#ifdef KV_ST_TESTING
+	if (c->test_hold_unsure)
+		return;
+#endif
 	loc = c->o_unsure[0];
 	ret = kv__sw_key_read(c, loc, key, sizeof(key), &klen);
 	if (ret == 0)
@@ -520,7 +547,9 @@ kv__st_obj_settle(struct kv_client *c)
 	} else {
 		c->st.objects_unsure_dropped++; /* -ENOSPC: the bucket cannot move on */
 	}
-	c->o_unsure[0] = c->o_unsure[--c->o_unsure_n];
+	c->o_unsure_n--;
+	c->o_unsure[0] = c->o_unsure[c->o_unsure_n];
+	c->o_unsure_rec[0] = c->o_unsure_rec[c->o_unsure_n];
 }
 
 int
@@ -549,7 +578,8 @@ kv__st_obj_forget(struct kv_client *c)
 	c->o_sealed.n = 0;
 	c->o_sweep_chunk = c->o_sweep_at = 0;
 	c->o_cand_n = 0;
-	c->o_unsure_n = 0; /* the id's insert record names the last one */
+	c->o_unsure_n = 0; /* the id's insert records name them */
+	c->o_rec = 0;
 }
 
 void

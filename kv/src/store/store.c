@@ -167,7 +167,7 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 		return -ENOSPC;
 	s->nchunks = nchunks;
 	s->ins_off = s->chunk_off + 8 * nchunks;
-	s->obj_off = align_up(s->ins_off + 8 * C, 4096);
+	s->obj_off = align_up(s->ins_off + 8 * KV_ST_INS_RECORDS * C, 4096);
 	s->log_off = s->obj_off + nchunks * cfg->chunk_bytes;
 	/* Object locations are 31-bit numbers of 64-byte units. */
 	if (s->log_off / KV_ST_UNIT >= (UINT64_C(1) << 31))
@@ -200,7 +200,7 @@ kv__st_super_check(const struct kv_st_super *s, uint64_t len, unsigned n, const 
 		s->hz_off != s->lmark_off + 8u * s->max_clients ||
 		s->chunk_off != s->hz_off + 8u * KV_ST_HZ * s->max_clients ||
 		s->ins_off != s->chunk_off + 8 * s->nchunks ||
-		s->obj_off < s->ins_off + 8u * s->max_clients ||
+		s->obj_off < s->ins_off + 8u * KV_ST_INS_RECORDS * s->max_clients ||
 		s->log_off != s->obj_off + s->nchunks * s->chunk_bytes ||
 		s->area.area_size != s->log_off + s->max_clients * s->log_bytes)
 		return pm_error_set(KV_E_GROUP, "kv: store superblock geometry is inconsistent");
@@ -732,6 +732,12 @@ kv__st_test_crash_after(struct kv_client *c, uint64_t posts)
 {
 	c->test_crash_left = posts;
 	kv__ix_crash_after(&c->g, c->ix, &c->test_crash_left);
+}
+
+void
+kv__st_test_hold_unsure(struct kv_client *c, bool on)
+{
+	c->test_hold_unsure = on;
 }
 
 void
@@ -1422,7 +1428,7 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 			return 0;
 		}
 		if (ret != KV_E_EXISTS) {
-			kv__st_obj_unsure(c, geo.loc); /* may have taken effect */
+			kv__st_obj_unsure(c, geo.loc, c->cr.ins_slot); /* may have taken effect */
 			return ret;
 		}
 		/* A mapping to a deleted object is overwritten (sect. 5.3.1):

@@ -63,6 +63,7 @@ struct kv_st_create {
 	struct kv_st_ohdr oh;
 	struct kv_st_vhdr h;
 	uint64_t ins;              /* the insert record: geo.loc */
+	unsigned ins_slot;         /* ... and which of the id's it is */
 	unsigned held;             /* members holding the word */
 };
 
@@ -155,9 +156,12 @@ struct kv_client {
 	struct kv_st_ocand o_cand[KV_OBJ_CANDS];
 	unsigned o_cand_n;
 	uint64_t o_unsure[KV_OBJ_UNSURE]; /* locations of inserts that stopped
-	                            * undecided (this life's, and the one an
-	                            * earlier life's insert record names) */
+	                            * undecided (this life's, and those an
+	                            * earlier life's insert records name) */
+	uint8_t o_unsure_rec[KV_OBJ_UNSURE]; /* the insert record naming each
+	                            * (KV_ST_INS_RECORDS: none) */
 	unsigned o_unsure_n;
+	unsigned o_rec;            /* the record of the last creation */
 	void *zeros;               /* zeros the size of the largest object */
 	struct kv_st_ohdr o_free;  /* the free header obj_zero() writes */
 	struct kv_stats st;
@@ -170,6 +174,7 @@ struct kv_client {
 	bool test_skip_renewal;    /* kv__st_test_skip_renewal() */
 	uint64_t test_crash_left;  /* kv__st_test_crash_after() */
 	int test_crash_at;         /* kv__st_test_crash_at() */
+	bool test_hold_unsure;     /* kv__st_test_hold_unsure() */
 #endif
 };
 
@@ -399,9 +404,14 @@ void kv__st_obj_dead(struct kv_client *c, uint64_t loc, uint32_t klen);
 
 /* kv__st_obj_unsure -- the insert that created the object at @loc stopped
  * with its outcome unknown (KV_E_UNAVAILABLE and the like): settle it later
- * (kv__st_obj_settle). Forgotten if KV_OBJ_UNSURE are waiting already
- * (kv_stats.objects_unsure_dropped). */
-void kv__st_obj_unsure(struct kv_client *c, uint64_t loc);
+ * (kv__st_obj_settle). @rec: the insert record that names it (kept until
+ * it is settled), KV_ST_INS_RECORDS if none. Forgotten if KV_OBJ_UNSURE
+ * are waiting already (kv_stats.objects_unsure_dropped). */
+void kv__st_obj_unsure(struct kv_client *c, uint64_t loc, unsigned rec);
+
+/* kv__st_obj_record -- the insert record the next creation writes: the
+ * last creation's, unless an insert not settled yet still needs it. */
+unsigned kv__st_obj_record(struct kv_client *c);
 
 /* kv__st_obj_unsure_load -- at registration: the insert record(s) an
  * earlier life of this id left on f+1 members join the unsure list.

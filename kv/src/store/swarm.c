@@ -1150,6 +1150,7 @@ sw_create_post(struct kv_client *c, unsigned mask)
 	struct kv_st_create *cr = &c->cr;
 	const struct kv_st_geo *geo = &cr->geo;
 	uint32_t olen = geo->tsl_off - geo->ohdr_off;
+	const uint64_t rec = c->sb.ins_off + 8u * (KV_ST_INS_RECORDS * c->cid + cr->ins_slot);
 
 	for (unsigned i = 0; i < c->g.n; i++) {
 		struct kv_ix_member *m = &c->g.m[i];
@@ -1176,8 +1177,8 @@ sw_create_post(struct kv_client *c, unsigned mask)
 		r |= rdma_batch_persist(b, c->region, sw_meta_off(geo, c->cid), 8);
 		/* The insert record: which object an insert of this id may
 		 * have left undecided, for its next life (objects.c). */
-		r |= rdma_batch_write(b, c->region, c->sb.ins_off + 8u * c->cid, &cr->ins, 8);
-		r |= rdma_batch_persist(b, c->region, c->sb.ins_off + 8u * c->cid, 8);
+		r |= rdma_batch_write(b, c->region, rec, &cr->ins, 8);
+		r |= rdma_batch_persist(b, c->region, rec, 8);
 		if (r != 0)
 			mask &= ~(1u << i);
 	}
@@ -1222,6 +1223,7 @@ kv__sw_create_start(struct kv_client *c, const struct kv_st_geo *geo, struct kv_
 	cr->val = val;
 	cr->held = 0;
 	cr->ins = geo->loc;
+	cr->ins_slot = kv__st_obj_record(c);
 	cr->word = kv_st_meta(ts, ptr, 1);
 	kv__sw_vhdr(&cr->h, cr->word, c->cid, geo->loc, val, vlen);
 	cr->oh = (struct kv_st_ohdr){ KV_ST_OBJ_MAGIC, geo->klen, geo->ip_cap, geo->loc, 0 };

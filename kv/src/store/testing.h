@@ -118,6 +118,14 @@ enum kv_st_test_point {
 void kv__st_test_crash_at(struct kv_client *c, enum kv_st_test_point at);
 
 /**
+ * kv__st_test_hold_unsure -- with @on, the client settles none of its
+ * inserts of unknown outcome (objects.c), as when the index stays out of
+ * its reach while its values do not: they wait, each keeping its insert
+ * record. Thread-safety: the handle's thread.
+ */
+void kv__st_test_hold_unsure(struct kv_client *c, bool on);
+
+/**
  * kv__st_test_crash_after -- fault point: the client posts @posts more
  * batches (on its value and index connections; one per member of a
  * round), then nothing ever again, silently: the nodes hold what a client
