@@ -116,6 +116,29 @@ lease_observe(struct kv_client *c, unsigned i, const uint64_t *words, uint64_t n
 	}
 }
 
+/*
+ * When the next operation should look at the claim words again although
+ * its lease needs no renewal: when the first word others hold may have
+ * stood still for D. Renewals alone look every L - T or so, which would
+ * add up to that much to the time a dead client's id takes to be freed
+ * (run_kv_kill.sh); looking when a word is due frees it within about an
+ * operation of D. A word that stays due (its id cannot be freed: f+1
+ * members do not answer) is looked at again every L/16 at most, so a
+ * node down costs a round trip per L/16, not one per operation.
+ */
+static uint64_t
+lease_watch_due(const struct kv_client *c)
+{
+	uint64_t due = UINT64_MAX, soonest = kv__ix_now_ns() + c->lease_ns / 16;
+
+	for (unsigned j = 0; j < c->C; j++)
+		for (unsigned i = 0; i < c->g.n; i++)
+			if (j != c->cid && c->seen[j][i].word != 0 &&
+				c->seen[j][i].since + kv__st_suspect_ns(c) < due)
+				due = c->seen[j][i].since + kv__st_suspect_ns(c);
+	return due > soonest ? due : soonest;
+}
+
 /* Run a round that ends with a READ of every claim word (after what the
  * batches of the members in @mask already hold) into their scratch. */
 static unsigned
@@ -281,8 +304,8 @@ kv__st_lease_keep(struct kv_client *c)
 	uint64_t first = 0, want;
 	int ret = 0;
 
-	if (c->lease_end >= c->deadline)
-		return 0; /* the lease covers this operation */
+	if (c->lease_end >= c->deadline && kv__ix_now_ns() < c->watch_due)
+		return 0; /* the lease covers this operation; no word is due */
 	/* A new beat for every attempt: one that gave up may have left its
 	 * beat on a member, and a later renewal that wrote the same word there
 	 * again would not change it: watchers would count its age from the
@@ -372,6 +395,7 @@ kv__st_lease_keep(struct kv_client *c)
 			any |= stale[j] != 0;
 		if (any)
 			lease_take_over(c, stale);
+		c->watch_due = lease_watch_due(c);
 	}
 	return ret;
 }

@@ -111,6 +111,9 @@ struct kv_client {
 		uint64_t word;     /* as last read */
 		uint64_t since;    /* first read so (CLOCK_MONOTONIC ns) */
 	} seen[KV_MAX_CLIENTS][KV_MAX_NODES];
+	uint64_t watch_due;        /* when a word in seen[] may have stood
+	                            * still for D: an operation from then on
+	                            * renews early, to look (lease.c) */
 	unsigned timeout_ms;
 	uint64_t deadline;         /* current operation's, CLOCK_MONOTONIC ns */
 	/* allocation */
