@@ -118,6 +118,14 @@ protected:
 			std::chrono::milliseconds(kLeaseMs * 13 / 4 + 300);
 		WorkUntil(c, [&] { return std::chrono::steady_clock::now() >= until; }, also);
 	}
+	// A counter summed over the handles @cs.
+	static uint64_t Total(const std::vector<kv_client *> &cs, uint64_t kv_stats::*field)
+	{
+		uint64_t n = 0;
+		for (const kv_client *c : cs)
+			n += Stats(c).*field;
+		return n;
+	}
 	uint64_t ChunksUsed()
 	{
 		kv_node_status st;
@@ -218,11 +226,8 @@ TEST_F(KvObjectsTest, UnsureInsertsAreSettled)
 	// KV_E_UNAVAILABLE: inserts until both are settled (bounded).
 	for (unsigned j = 0; abandoned < 2 && j < 60; j++) {
 		ASSERT_EQ(Insert(cs[j % 3], Key("w", j), Value(k2, 0)), 0) << pm_errormsg();
-		abandoned = settled = 0;
-		for (auto *c : cs) {
-			abandoned += Stats(c).objects_abandoned;
-			settled += Stats(c).inserts_settled;
-		}
+		abandoned = Total(cs, &kv_stats::objects_abandoned);
+		settled = Total(cs, &kv_stats::inserts_settled);
 	}
 	EXPECT_EQ(abandoned, 2u);
 	EXPECT_EQ(settled, 0u);
@@ -317,12 +322,7 @@ TEST_F(KvObjectsTest, ObjectZeroedAndNotTakenIsFound)
 	std::vector<kv_client *> cs(2, nullptr); // one of them takes b's id
 	for (auto &c : cs)
 		ASSERT_EQ(kv_open(&c, &cfg_), 0) << pm_errormsg();
-	auto total = [&](uint64_t kv_stats::*field) {
-		uint64_t n = 0;
-		for (auto *c : cs)
-			n += Stats(c).*field;
-		return n;
-	};
+	auto total = [&](uint64_t kv_stats::*field) { return Total(cs, field); };
 	// Fresh allocations until the sweep has walked b's chunk, then the
 	// grace, then inserts of the same size take what it found.
 	unsigned n = 0;
@@ -376,12 +376,7 @@ TEST_F(KvObjectsTest, SweepFindsObjectsOthersAndEarlierLivesDeleted)
 	std::vector<kv_client *> cs(3, nullptr);
 	for (auto &c : cs)
 		ASSERT_EQ(kv_open(&c, &cfg_), 0) << pm_errormsg();
-	auto total = [&](uint64_t kv_stats::*field) {
-		uint64_t n = 0;
-		for (auto *c : cs)
-			n += Stats(c).*field;
-		return n;
-	};
+	auto total = [&](uint64_t kv_stats::*field) { return Total(cs, field); };
 	unsigned n = 0;
 	for (; total(&kv_stats::objects_dead) < kKeys && n < 3000; n++)
 		ASSERT_EQ(Insert(cs[n % 3], Key("s", n), Value(Key("s", n), 0)), 0) << pm_errormsg();
