@@ -24,8 +24,9 @@
 namespace {
 
 constexpr uint64_t kDataRegion = 64u << 20;
-// L = 2 s, T = 1 s: a silent client's id is freed (L + T) + (L + T)/16
-// (3.19 s) after its last renewal, noticed by renewals every L - timeout = 1 s. (Opens need the
+// L = 2 s, T = 1 s: a silent client's id is freed once its word stood
+// still for (L + T) + (L + T)/16 (3.19 s), by the first operation of a
+// watcher after that (renewals look every L - T = 1 s). (Opens need the
 // timeout on a loaded machine: kv_create's connections missed 150 and 500
 // ms beside other tests.)
 constexpr unsigned kLeaseMs = 2000, kTimeoutMs = 1000;
@@ -169,6 +170,39 @@ TEST_F(KvLeaseTest, BusyClientsKeepTheirIds)
 	EXPECT_GE(Stats(c_).lease_renewals, 2u);
 	EXPECT_EQ(Stats(a).ids_freed + Stats(c_).ids_freed, 0u);
 	EXPECT_EQ(Stats(a).reregistrations + Stats(c_).reregistrations, 0u);
+	EXPECT_EQ(kv_close(&a), 0) << pm_errormsg();
+}
+
+// With a node down, the words a client last saw there stand still, yet
+// looking at them cannot zero them: they make no look due. Two clients
+// work through two suspicion times with node 2 down; each renews only
+// when its lease would not cover an operation -- at most once per
+// L - T of the time that passed (a bound from the renewal rule, not a
+// timing: a slow machine only makes the time longer) -- where a word
+// kept due would add a look every L/16.
+TEST_F(KvLeaseTest, NodeDownMakesNoWordDue)
+{
+	kv_client *a = nullptr;
+	ASSERT_EQ(kv_open(&a, &cfg_), 0) << pm_errormsg();
+	ASSERT_EQ(Put(a, "a", "0"), 0) << pm_errormsg();
+	ASSERT_EQ(Put(c_, "c", "0"), 0) << pm_errormsg(); // has seen a's word
+	ASSERT_EQ(rdma_local_fail(group_.Path(2).c_str(), 1), 0);
+	const uint64_t before = Stats(c_).lease_renewals;
+	const auto start = std::chrono::steady_clock::now();
+	const auto work = std::chrono::milliseconds(2 * (kLeaseMs + kTimeoutMs) * 17 / 16);
+	for (unsigned i = 0; std::chrono::steady_clock::now() < start + work; i++) {
+		ASSERT_EQ(Put(a, "a", std::to_string(i)), 0) << pm_errormsg();
+		ASSERT_EQ(Put(c_, "c", std::to_string(i)), 0) << pm_errormsg();
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+		std::chrono::steady_clock::now() - start);
+	const uint64_t renewals = Stats(c_).lease_renewals - before;
+	printf("node 2 down for %lld ms: %llu renewals\n", (long long)took.count(),
+		(unsigned long long)renewals);
+	EXPECT_LE(renewals, (uint64_t)took.count() / (kLeaseMs - kTimeoutMs) + 1);
+	EXPECT_EQ(Stats(a).ids_freed + Stats(c_).ids_freed, 0u);
+	ASSERT_EQ(rdma_local_fail(group_.Path(2).c_str(), 0), 0);
 	EXPECT_EQ(kv_close(&a), 0) << pm_errormsg();
 }
 

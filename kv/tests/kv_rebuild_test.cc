@@ -27,8 +27,8 @@
 namespace {
 
 constexpr uint64_t kDataRegion = 64u << 20;
-// The rebuild waits the lease and a timeout (3 s) after the index's own
-// wait (1 s), and a timeout more before it admits the node.
+// The rebuild waits T in the index (1 s), the suspicion time
+// (L + T)(1 + 1/16) (3.19 s), and T more before it admits the node.
 constexpr unsigned kLeaseMs = 2000, kTimeoutMs = 1000;
 
 using Model = std::map<std::string, std::optional<std::string>>;
@@ -172,8 +172,15 @@ TEST_F(KvRebuild, LostNodeIsRebuiltWhileClientsWriteAndCarriesEveryValue)
 			live[k] = v;
 		}
 	});
+	// A rebuilder whose timeout is above the cluster's is refused, and
+	// one with a shorter timeout still waits the cluster's T (its own
+	// rounds are not the ones that must end).
+	kv_config rcfg = cfg_;
 	kv_rebuild_report rep;
-	int ret = kv_rebuild(&cfg_, 2, &rep);
+	rcfg.timeout_ms = kTimeoutMs + 1;
+	EXPECT_EQ(kv_rebuild(&rcfg, 2, &rep), KV_E_CONFIG);
+	rcfg.timeout_ms = kTimeoutMs / 2;
+	int ret = kv_rebuild(&rcfg, 2, &rep);
 	stop.store(true);
 	writer.join();
 	ASSERT_EQ(ret, 0) << pm_errormsg();
@@ -183,7 +190,9 @@ TEST_F(KvRebuild, LostNodeIsRebuiltWhileClientsWriteAndCarriesEveryValue)
 		(unsigned long long)rep.chunks, (unsigned long long)rep.objects,
 		(unsigned long long)rep.buffers, (unsigned long long)rep.bytes, live.size());
 	EXPECT_TRUE(rep.index_rebuilt);
-	EXPECT_EQ(rep.grace_ms, kLeaseMs + 2 * kTimeoutMs);
+	// T in the index, D = (L + T)(1 + 1/16) before the copy, T after.
+	const uint64_t d_ns = (kLeaseMs + kTimeoutMs) * 1000000ull * 17 / 16;
+	EXPECT_EQ(rep.grace_ms, kTimeoutMs + (d_ns + 999999) / 1000000 + kTimeoutMs);
 	EXPECT_GE(rep.objects, 300u);
 	EXPECT_GE(rep.buffers, 100u);
 	for (const auto &[k, v] : live)

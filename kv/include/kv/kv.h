@@ -26,9 +26,11 @@
  *
  * Client liveness. Each handle holds its client id under a lease that its
  * operations renew through the nodes (kv_config.lease_ms). A client that
- * stops without kv_close (killed, or silent) has its id freed by the others
- * within D = (L + T) + (L + T)/16 of its last renewal (L = lease_ms, T =
- * timeout_ms at kv_create: 15.9 s by default), and a handle whose id was freed posts
+ * stops without kv_close (killed, or silent) is taken for dead once its
+ * claim word has stood still for D = (L + T) + (L + T)/16 (L = lease_ms,
+ * T = timeout_ms at kv_create: 15.9 s by default) -- never sooner -- and
+ * its id is freed by the next operation of another client that looks (one
+ * looks once a word it watches may be due), and a handle whose id was freed posts
  * nothing more under it: its next operation takes a new id. This rests on
  * clock rates within 3 % of real time and on batches reaching a node
  * within an operation's timeout of being sent (kv/DESIGN.md, "Client
@@ -312,8 +314,10 @@ int kv_scrub(struct kv_client *c);
 struct kv_rebuild_report {
 	bool index_rebuilt;  /* the index was rebuilt too (false: an earlier
 	                      * kv_rebuild had done it) */
-	uint64_t grace_ms;   /* waited: the lease and an operation timeout
-	                      * before copying, a timeout before admitting */
+	uint64_t grace_ms;   /* waited, all with the cluster's timeout T:
+	                      * T in the index (if rebuilt), the suspicion
+	                      * time (L + T)(1 + 1/16) before copying, T
+	                      * before admitting */
 	uint64_t chunks;     /* object chunks copied */
 	uint64_t objects;    /* objects found in them */
 	uint64_t buffers;    /* value buffers copied */
@@ -327,21 +331,23 @@ struct kv_rebuild_report {
  * the node counts towards no majority (clients admit a node only once it
  * holds its store superblock, which is written last), so the cluster runs
  * with one fault fewer in hand: every other node must stay up.
- * It rebuilds the index (kv_index_rebuild) unless an earlier call did;
- * waits the lease plus an operation timeout, so that no operation begun
- * before the loss is still deciding and no lease counts on the lost words;
+ * It rebuilds the index (kv_index_rebuild, waiting the cluster's timeout
+ * T) unless an earlier call did; waits the suspicion time (the lease plus
+ * T, and a sixteenth for clock rates), so that no operation begun before
+ * the loss is still deciding and no lease counts on the lost words;
  * then copies the per-client tables (marks as their maximum; claim and
  * hazard words start empty), every claimed object chunk -- per object the
  * header and key, each writer's metadata word and timestamp lock as their
  * maximum over the others, the first delete word, the in-place copy --
  * and the value buffer each metadata word names, before the words that
- * name it; waits another operation timeout; and last writes the
+ * name it; waits another T; and last writes the
  * superblock (kv/DESIGN.md, "Rebuilding a lost node"). Safe to run again
  * after a failure.
  * @out: filled (may be NULL).
  * Return: 0; -EEXIST if the node still holds a store superblock (it was
  * not lost: a restart from its own pool needs no rebuild); KV_E_UNAVAILABLE
- * if another node did not answer (run it again); KV_E_CONFIG, -EINVAL,
+ * if another node did not answer (run it again); KV_E_CONFIG (also for a
+ * @cfg->timeout_ms above the cluster's, as kv_open()), -EINVAL,
  * -ENOMEM, -ENOSPC (the new pool's region is smaller than the cluster's).
  * Thread-safety: one rebuild per node at a time; clients may keep
  * operating. Persistence: each word is persisted before the superblock.

@@ -122,18 +122,21 @@ lease_observe(struct kv_client *c, unsigned i, const uint64_t *words, uint64_t n
  * stood still for D. Renewals alone look every L - T or so, which would
  * add up to that much to the time a dead client's id takes to be freed
  * (run_kv_kill.sh); looking when a word is due frees it within about an
- * operation of D. A word that stays due (its id cannot be freed: f+1
- * members do not answer) is looked at again every L/16 at most, so a
- * node down costs a round trip per L/16, not one per operation.
+ * operation of D. Only the words of the members in @answered (those the
+ * last look read) count: a member that does not answer has words that
+ * stand still for ever, and looking again cannot zero them, so with a
+ * node down the looks stay at one per L - T. A word that stays due
+ * (answered, yet not freed: f+1 members do not answer) is looked at again
+ * every L/16 at most.
  */
 static uint64_t
-lease_watch_due(const struct kv_client *c)
+lease_watch_due(const struct kv_client *c, unsigned answered)
 {
 	uint64_t due = UINT64_MAX, soonest = kv__ix_now_ns() + c->lease_ns / 16;
 
 	for (unsigned j = 0; j < c->C; j++)
 		for (unsigned i = 0; i < c->g.n; i++)
-			if (j != c->cid && c->seen[j][i].word != 0 &&
+			if (j != c->cid && (answered >> i & 1) && c->seen[j][i].word != 0 &&
 				c->seen[j][i].since + kv__st_suspect_ns(c) < due)
 				due = c->seen[j][i].since + kv__st_suspect_ns(c);
 	return due > soonest ? due : soonest;
@@ -300,7 +303,7 @@ lease_take_over(struct kv_client *c, const unsigned *stale)
 int
 kv__st_lease_keep(struct kv_client *c)
 {
-	unsigned holds = 0, lost = 0, stale[KV_MAX_CLIENTS] = { 0 };
+	unsigned holds = 0, lost = 0, answered = 0, stale[KV_MAX_CLIENTS] = { 0 };
 	uint64_t first = 0, want;
 	int ret = 0;
 
@@ -340,6 +343,7 @@ kv__st_lease_keep(struct kv_client *c)
 		if (first == 0)
 			first = kv__ix_now_ns();
 		ok = lease_read_round(c, mask);
+		answered |= ok;
 		for (unsigned i = 0; i < c->g.n; i++) {
 			const uint64_t *words = (const uint64_t *)c->g.m[i].buf;
 			uint64_t now = kv__ix_now_ns();
@@ -395,7 +399,7 @@ kv__st_lease_keep(struct kv_client *c)
 			any |= stale[j] != 0;
 		if (any)
 			lease_take_over(c, stale);
-		c->watch_due = lease_watch_due(c);
+		c->watch_due = lease_watch_due(c, answered);
 	}
 	return ret;
 }

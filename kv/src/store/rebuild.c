@@ -480,11 +480,16 @@ rb_run(struct rb *r)
 	const struct kv_st_super *sb = &r->c->sb;
 	struct kv_st_super s;
 	struct timespec grace;
+	uint64_t grace_ns;
 	int ret;
 
-	r->rep->grace_ms = (uint64_t)sb->lease_ms + sb->timeout_ms;
-	grace.tv_sec = (time_t)(r->rep->grace_ms / 1000);
-	grace.tv_nsec = (long)(r->rep->grace_ms % 1000) * 1000000;
+	/* The suspicion time D = (L + T) + (L + T)/16, not L + T: a lease is
+	 * timed by its holder's clock, which may run slower than this one
+	 * ("Client liveness"). */
+	grace_ns = kv__st_suspect_ns(r->c);
+	r->rep->grace_ms += (grace_ns + 999999u) / 1000000u;
+	grace.tv_sec = (time_t)(grace_ns / 1000000000u);
+	grace.tv_nsec = (long)(grace_ns % 1000000000u);
 	nanosleep(&grace, NULL);
 	ret = rb_test_no_values ? 0 : rb_tables(r);
 	/* The chunks claimed when the tables were read: one claimed later
@@ -535,12 +540,6 @@ kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report 
 	if (node >= cfg->nnodes || cfg->nnodes < 3)
 		return pm_error_set(-EINVAL, "kv_rebuild: node %u of %u (a cluster of 3 or more)",
 			node, cfg->nnodes);
-	kv__st_index_cfg(&icfg, cfg, NULL, 0);
-	ret = kv_index_rebuild(&icfg, node);
-	if (ret != 0 && ret != -EEXIST)
-		return ret;
-	r.rep->index_rebuilt = ret == 0;
-	pm_error_clear();
 	r.c = calloc(1, sizeof(*r.c));
 	if (r.c == NULL)
 		return pm_error_set(-ENOMEM, "kv_rebuild: out of memory");
@@ -564,6 +563,28 @@ kv_rebuild(const struct kv_config *cfg, unsigned node, struct kv_rebuild_report 
 		ret = rb_super(&r);
 	if (ret == 0)
 		ret = rb_target_fits(&r);
+	if (ret == 0 && cfg->timeout_ms > r.c->sb.timeout_ms)
+		ret = pm_error_set(KV_E_CONFIG, "kv_rebuild: timeout_ms %u is above the cluster's %u"
+			" (kv_config.timeout_ms at kv_create)", cfg->timeout_ms, r.c->sb.timeout_ms);
+	/*
+	 * The index first, waiting the cluster's timeout T (the longest any
+	 * client's round may take), not the rebuilder's own: read from the
+	 * store superblock above.
+	 */
+	if (ret == 0) {
+		r.c->lease_ns = (uint64_t)r.c->sb.lease_ms * 1000000u;
+		r.c->inflight_ns = (uint64_t)r.c->sb.timeout_ms * 1000000u;
+		kv__st_index_cfg(&icfg, cfg, NULL, 0);
+		icfg.timeout_ms = r.c->sb.timeout_ms;
+		ret = kv_index_rebuild(&icfg, node);
+		r.rep->index_rebuilt = ret == 0;
+		if (ret == 0)
+			r.rep->grace_ms = r.c->sb.timeout_ms;
+		if (ret == -EEXIST) {
+			ret = 0;
+			pm_error_clear();
+		}
+	}
 	/* Chunks, the tables and a buffer fit in one chunk-sized buffer
 	 * each (and a piece, for the superblock). */
 	for (unsigned i = 0; i < cfg->nnodes && ret == 0; i++) {

@@ -424,8 +424,8 @@ marks_load(struct kv_client *c)
 /*
  * What an earlier life of this client id may have left in flight: on the
  * local backend nothing (a batch runs inside rdma_post), so its log is
- * recovered now; over a network, batches it abandoned may land for one
- * operation timeout, so the recovery waits that long (done at the end of
+ * recovered now; over a network, batches it abandoned may land for the
+ * cluster's timeout T, so the recovery waits that long (done at the end of
  * a later operation), and a hazard slot it left up (f+1 members read) stays
  * taken until then. The hazard words' sequence numbers start at random,
  * so that a late clear of the earlier life matches none of this one's.
@@ -434,7 +434,9 @@ static void
 st_earlier_life(struct kv_client *c)
 {
 	bool local = true;
-	uint64_t later = kv__ix_now_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	/* The earlier life's batches are bounded by the cluster's timeout T,
+	 * not by this life's own (which may be shorter). */
+	uint64_t later = kv__ix_now_ns() + c->inflight_ns;
 
 	for (unsigned i = 0; i < c->g.n; i++)
 		local &= strncmp(c->g.m[i].uri, "local:", 6) == 0;

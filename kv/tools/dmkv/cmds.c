@@ -707,10 +707,11 @@ dmkv_cmd_node(int argc, char **argv, const char *config)
 		       "its pool was lost: start it again on a new, empty pool first (dmkv\n"
 		       "cluster up does, for the nodes it manages), then run this. Clients keep\n"
 		       "running; the node counts towards no majority until the rebuild ends, so\n"
-		       "every other node must stay up meanwhile. It rebuilds the index, waits\n"
-		       "the clients' lease plus an operation timeout, copies every object,\n"
-		       "value and table from the others, and waits a timeout more before the\n"
-		       "node counts (kv_rebuild, kv/kv.h). A node restarted\n"
+		       "every other node must stay up meanwhile. It rebuilds the index\n"
+		       "(waiting the cluster's operation timeout T), waits the suspicion time\n"
+		       "(the clients' lease plus T, and a sixteenth), copies every object,\n"
+		       "value and table from the others, and waits T more before the node\n"
+		       "counts (kv_rebuild, kv/kv.h). A node restarted\n"
 		       "from its own pool needs no rebuild and is refused one (exit 64).\n"
 		       "Exit 0 when rebuilt, 69 if another node did not answer (run it again).\n\n"
 		       DMKV_EXIT_CODES_HELP);
@@ -731,10 +732,13 @@ dmkv_cmd_node(int argc, char **argv, const char *config)
 		unsigned other = node == 0 ? 1 : 0;
 
 		if (kv_node_status_read(&cl.cfg, other, &ns) == 0)
-			fprintf(stderr, "dmkv: rebuilding node %llu: the index, a wait of %u ms (the "
-				"lease and an operation timeout: no operation from before the loss is "
-				"still deciding), the values, and %u ms more before the node counts...\n",
-				(unsigned long long)node, ns.lease_ms + ns.timeout_ms, ns.timeout_ms);
+			fprintf(stderr, "dmkv: rebuilding node %llu: the index (a wait of %u ms), "
+				"a wait of %llu ms (the lease and the operation timeout, and a "
+				"sixteenth: no operation from before the loss is still deciding), "
+				"the values, and %u ms more before the node counts...\n",
+				(unsigned long long)node, ns.timeout_ms,
+				(unsigned long long)(ns.lease_ms + ns.timeout_ms) * 17 / 16,
+				ns.timeout_ms);
 	}
 	start = dmkv_now_ns();
 	ret = kv_rebuild(&cl.cfg, (unsigned)node, &rep);
