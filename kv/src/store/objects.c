@@ -309,8 +309,11 @@ obj_free_on_quorum(const struct kv_client *c, unsigned answered, uint64_t at, ui
 	for (unsigned i = 0; i < c->g.n; i++) {
 		uint64_t u;
 
+		/* Larger than the largest object (a window holds one): not a
+		 * header obj_zero wrote, and the sweep would stall on it. */
 		if (!(answered >> i & 1) || len - at <= hoff ||
-			!obj_free_check(c->g.m[i].buf + at + hoff, len - at - hoff, off, &u))
+			!obj_free_check(c->g.m[i].buf + at + hoff, len - at - hoff, off, &u) ||
+			u * KV_ST_UNIT > c->o_window)
 			continue;
 		if (*units != 0 && u != *units)
 			return false; /* two sizes at one offset: trust neither */
@@ -455,6 +458,7 @@ kv__st_obj_unsure(struct kv_client *c, uint64_t loc, unsigned rec)
 {
 	if (!c->recycle || c->sb.repl == KV_REPL_RAW)
 		return;
+	/* Already kept: its first record, held since, still names it. */
 	for (unsigned j = 0; j < c->o_unsure_n; j++)
 		if (c->o_unsure[j] == loc)
 			return;

@@ -159,7 +159,7 @@ super_make(struct kv_st_super *s, uint64_t len, const struct kv_config *cfg,
 	s->repl = cfg->repl;
 	s->lease_ms = cfg->lease_ms;
 	s->timeout_ms = cfg->timeout_ms;
-	fixed = s->chunk_off + 8 * C + 2 * 4096 + C * cfg->log_bytes;
+	fixed = s->chunk_off + 8 * KV_ST_INS_RECORDS * C + 2 * 4096 + C * cfg->log_bytes;
 	if (len <= fixed)
 		return -ENOSPC;
 	nchunks = (len - fixed) / (cfg->chunk_bytes + 8);
