@@ -2,7 +2,8 @@
 // kv/tests/index_crash_test.cc -- the crash simulator (pm/crashsim.h) over
 // every crash point of small single-client sequences on three local nodes:
 // inserts that fill the root and split it, removes, and inserts again after
-// removes (records and slots reused); and kv_index_create itself followed by
+// removes (records and slots reused); a lookup by a second handle between
+// an insert's CASes and their persists; and kv_index_create itself followed by
 // inserts, on regions that were zero (nothing durable but what create
 // persists). Every node crashes at once (the whole
 // index memory is one crash image); at each image, what a client reading
@@ -380,6 +381,102 @@ TEST(IndexCrash, ScrubAfterMissedSplit)
 	RunEveryPoint("ix-scrub", r.regions, ScrubWorkload, ScrubCheck, &r);
 	EXPECT_TRUE(r.scrubbed);
 	kv_index_close(&r.ix);
+}
+
+// A lookup that runs between an insert's CASes and their persists, as it
+// may over RDMA, where a batch is not atomic: the writer's connections
+// split every batch before its first persist (RDMA_FAULT_SPLIT), and in
+// the writer's wait (its yield hook) a second handle looks the key up.
+// The reader's commits never land (kv__ix_test_no_commit), as over RDMA
+// when the crash comes before its background batch. Once that lookup has
+// returned the location, every crash image must map the key to it, the
+// insert in flight or not: the lookup counted the F words, so it must have
+// persisted them (rule iv, slot.c `view_read`; kv/MUTATION.md, slot.c:153,
+// class B: no single-client test can see a word that is visible and not
+// yet durable). Without that persist: crash point 0, "crash-7 -> 8192 in 0
+// slots after a lookup returned it".
+struct InterleaveRun {
+	std::vector<void *> regions;
+	kv_index *writer = nullptr, *reader = nullptr;
+	unsigned key = 7;
+	uint64_t loc = 0;
+	bool inserted = false; // the writer's insert returned
+	bool seen = false;     // the reader's lookup returned loc
+	unsigned lookups = 0;  // the reader's lookups
+};
+
+void InterleaveYield(void *arg)
+{
+	auto *r = static_cast<InterleaveRun *>(arg);
+	if (r->reader == nullptr || r->seen)
+		return;
+	std::string k = Key(r->key);
+	uint64_t got = 0;
+	r->lookups++;
+	if (kv_index_lookup(r->reader, k.data(), k.size(), &got) == 0 && got == r->loc)
+		r->seen = true;
+}
+
+int InterleaveWorkload(void *arg)
+{
+	auto *r = static_cast<InterleaveRun *>(arg);
+	std::string k = Key(r->key);
+	int ret = kv_index_insert(r->writer, k.data(), k.size(), r->loc, nullptr);
+	if (ret == 0)
+		r->inserted = true;
+	return ret;
+}
+
+int InterleaveCheck(void *arg, char *msg, size_t len)
+{
+	auto *r = static_cast<InterleaveRun *>(arg);
+	std::string k = Key(r->key);
+	unsigned present = 0, maybe = 0;
+	int ret = kv__ix_test_offline(r->regions.data(), 3, k.data(), k.size(), r->loc, &present,
+		&maybe);
+	if (ret != 0) {
+		snprintf(msg, len, "offline read failed: %d", ret);
+		return 1;
+	}
+	if ((r->seen || r->inserted) && present != 1) {
+		snprintf(msg, len, "%s -> %llu in %u slots (%u undecided) after %s returned it",
+			k.c_str(), (unsigned long long)r->loc, present, maybe,
+			r->inserted ? "the insert" : "a lookup");
+		return 1;
+	}
+	return present > 1;
+}
+
+TEST(IndexCrash, LookupBetweenCasAndPersist)
+{
+	LocalGroup group(3, "ix-interleave", kRegion);
+	KeyStore keys(group.Uris());
+	InterleaveRun r;
+	IndexConfig wcfg(group.Uris(), &keys, 1), rcfg(group.Uris(), &keys, 2);
+	wcfg.cfg.yield = InterleaveYield;
+	wcfg.cfg.yield_arg = &r;
+	// Deadlines run on the wall clock while crash points are checked.
+	wcfg.cfg.timeout_ms = rcfg.cfg.timeout_ms = 3600u * 1000u;
+	r.loc = KeyStore::Loc(1, 0);
+	ASSERT_TRUE(keys.Put(r.loc, Key(r.key)));
+	ASSERT_EQ(kv_index_create(&r.writer, &wcfg.cfg), 0) << pm_errormsg();
+	ASSERT_EQ(kv_index_open(&r.reader, &rcfg.cfg), 0) << pm_errormsg();
+	// The reader's commits never land, as over RDMA when the crash
+	// comes before its background batch: its answer rests on its read.
+	kv__ix_test_no_commit(r.reader, true);
+	for (unsigned i = 0; i < 3; i++)
+		group.Close(i);
+	for (unsigned i = 0; i < 3; i++) {
+		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVIDX1"));
+		ASSERT_NE(r.regions.back(), nullptr) << group.Path(i);
+		ASSERT_EQ(kv__ix_test_inject(r.writer, i, RDMA_FAULT_SPLIT, 0), 0);
+	}
+	RunEveryPoint("ix-interleave", r.regions, InterleaveWorkload, InterleaveCheck, &r);
+	EXPECT_TRUE(r.inserted);
+	EXPECT_TRUE(r.seen) << "the reader never ran between the CASes and their persists ("
+			    << r.lookups << " lookups)";
+	kv_index_close(&r.reader);
+	kv_index_close(&r.writer);
 }
 
 // kv_index_rebuild of node 2 after its region was lost (zeroed): the

@@ -100,7 +100,7 @@ static int
 conn_drain(struct rdma_conn *c)
 {
 #ifdef RDMA_TESTING
-	if (c->state == RDMA__DEFERRED)
+	if (c->state == RDMA__DEFERRED || c->state == RDMA__SPLIT)
 		return rdma_wait(c);
 #endif
 	if (c->state == RDMA__INFLIGHT)
@@ -120,6 +120,9 @@ rdma_conn_close(struct rdma_conn **cp)
 	ret = conn_drain(c);
 	if (c->be != NULL)
 		c->backend->close(c);
+#ifdef RDMA_TESTING
+	free(c->split);
+#endif
 	free(c->uri);
 	free(c);
 	*cp = NULL;
@@ -182,8 +185,11 @@ rdma_conn_region(const struct rdma_conn *c, unsigned index,
 int
 rdma_conn_inject(struct rdma_conn *c, enum rdma_fault fault, uint32_t delay_us)
 {
-	if (fault > RDMA_FAULT_DROP_REPLY)
+	if (fault > RDMA_FAULT_SPLIT)
 		return -EINVAL;
+	if (fault == RDMA_FAULT_SPLIT && c->split == NULL &&
+		(c->split = calloc(2, sizeof(*c->split))) == NULL)
+		return -ENOMEM;
 	c->fault = fault;
 	c->delay_us = delay_us;
 	return 0;
@@ -214,6 +220,32 @@ count_posted(const struct rdma_batch *b)
 		pm_cost_add(cost_of[op->type], 1);
 	}
 }
+
+#ifdef RDMA_TESTING
+/* RDMA_FAULT_SPLIT: copy @b's operations before its first PERSIST into
+ * c->split[0] and the rest into c->split[1]. Return: whether both parts
+ * have operations (else @b runs whole). */
+static bool
+conn_split(struct rdma_conn *c, const struct rdma_batch *b)
+{
+	unsigned k = 0;
+
+	while (k < b->n && b->ops[k].type != RDMA_OP_PERSIST)
+		k++;
+	if (k == 0 || k == b->n)
+		return false;
+	rdma_batch_init(&c->split[0]);
+	rdma_batch_init(&c->split[1]);
+	for (unsigned i = 0; i < b->n; i++) {
+		struct rdma_batch *part = &c->split[i >= k];
+
+		part->ops[part->n++] = b->ops[i];
+		if (b->ops[i].type != RDMA_OP_PERSIST) /* as batch_add counts */
+			part->bytes += b->ops[i].len;
+	}
+	return true;
+}
+#endif
 
 /* The batch in flight failed: the connection is broken until reconnected. */
 static int
@@ -258,8 +290,16 @@ rdma_post(struct rdma_conn *c, struct rdma_batch *b)
 		c->state = RDMA__DEFERRED;
 		return 0;
 	}
-#endif
+	if (c->fault == RDMA_FAULT_SPLIT && conn_split(c, b)) {
+		c->state = RDMA__SPLIT;
+		c->split_polls = 0;
+		b = &c->split[0];
+	} else {
+		c->state = RDMA__INFLIGHT;
+	}
+#else
 	c->state = RDMA__INFLIGHT;
+#endif
 	ret = c->backend->post(c, b);
 	if (ret != 0)
 		return pm_error_set(conn_fail(c, ret), "rdma_post: %s backend: %s",
@@ -294,6 +334,24 @@ rdma_poll(struct rdma_conn *c)
 			return -EINPROGRESS;
 		c->state = RDMA__INFLIGHT;
 		ret = c->backend->post(c, c->batch);
+		if (ret != 0)
+			return conn_fail(c, ret);
+		break;
+	case RDMA__SPLIT:
+		/* The first part done, one poll answers "in progress" before
+		 * the rest is handed over: the caller's chance to let another
+		 * client run in between. */
+		if (c->split_polls == 0) {
+			ret = c->backend->poll(c);
+			if (ret == -EINPROGRESS)
+				return ret;
+			if (ret != 0)
+				return conn_fail(c, ret);
+			c->split_polls = 1;
+			return -EINPROGRESS;
+		}
+		c->state = RDMA__INFLIGHT;
+		ret = c->backend->post(c, &c->split[1]);
 		if (ret != 0)
 			return conn_fail(c, ret);
 		break;

@@ -59,6 +59,8 @@ enum rdma__conn_state {
 	RDMA__DEFERRED,  /* posted under RDMA_FAULT_DELAY, not yet handed over */
 	RDMA__LOST,      /* posted under RDMA_FAULT_PARTITION or _DROP_REPLY:
 	                  * never completes */
+	RDMA__SPLIT,     /* posted under RDMA_FAULT_SPLIT: its first part
+	                  * handed over, the rest not yet */
 #endif
 };
 
@@ -80,6 +82,9 @@ struct rdma_conn {
 #ifdef RDMA_TESTING
 	enum rdma_fault fault;        /* testing.h */
 	uint32_t delay_us;
+	struct rdma_batch *split;     /* RDMA_FAULT_SPLIT: the two parts of the
+	                               * batch in flight ([0], [1]) */
+	unsigned split_polls;         /* polls since the first part completed */
 #endif
 };
 

@@ -307,6 +307,37 @@ TEST(RdmaLocal, InjectedFaults)
 	EXPECT_EQ(rdma_post(c, &b), RDMA_E_CONN);
 	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_NONE, 0), 0);
 	ASSERT_EQ(rdma_conn_reconnect(c), 0);
+
+	// Split: the CAS runs at the post, the first poll answers "in
+	// progress" (another connection sees the new word meanwhile), the
+	// second runs the persist and the read after it and completes.
+	uint64_t old = 0, seen = 0, after = 0;
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_cas(&b, 1, 0, two, 3, &old), 0);
+	ASSERT_EQ(rdma_batch_persist(&b, 1, 0, 8), 0);
+	ASSERT_EQ(rdma_batch_read(&b, 1, 0, &after, 8), 0);
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_SPLIT, 0), 0);
+	ASSERT_EQ(rdma_post(c, &b), 0);
+	EXPECT_EQ(old, two);
+	EXPECT_EQ(after, 0u);
+	EXPECT_EQ(rdma_poll(c), -EINPROGRESS);
+	EXPECT_EQ(after, 0u);
+	rdma_conn *d = Open(node, "secret", 100);
+	ASSERT_NE(d, nullptr);
+	rdma_batch r;
+	rdma_batch_init(&r);
+	ASSERT_EQ(rdma_batch_read(&r, 1, 0, &seen, 8), 0);
+	ASSERT_EQ(rdma_execute(d, &r), 0);
+	EXPECT_EQ(seen, 3u);
+	rdma_conn_close(&d);
+	EXPECT_EQ(rdma_poll(c), 0);
+	EXPECT_EQ(after, 3u);
+	// A batch without a persist, or starting with one, runs whole.
+	rdma_batch_init(&b);
+	ASSERT_EQ(rdma_batch_read(&b, 1, 0, &after, 8), 0);
+	ASSERT_EQ(rdma_post(c, &b), 0);
+	EXPECT_EQ(rdma_poll(c), 0);
+	ASSERT_EQ(rdma_conn_inject(c, RDMA_FAULT_NONE, 0), 0);
 	rdma_conn_close(&c);
 }
 
