@@ -385,7 +385,7 @@ TEST(IndexCrash, ScrubAfterMissedSplit)
 
 // A lookup that runs between an insert's CASes and their persists, as it
 // may over RDMA, where a batch is not atomic: the writer's connections
-// split every batch before its first persist (RDMA_FAULT_SPLIT), and in
+// split every batch before its last persist (RDMA_FAULT_SPLIT), and in
 // the writer's wait (its yield hook) a second handle looks the key up.
 // The reader's commits never land (kv__ix_test_no_commit), as over RDMA
 // when the crash comes before its background batch. Once that lookup has

@@ -5,7 +5,8 @@
 // place, a delete and a re-insert of the same key, a put of an absent key,
 // gets; inserts and updates under the ABD and RAW baselines; and object
 // chunk claims that a client with another id must find after the crash,
-// and a delete that a client outliving the crash must see.
+// a delete that a client outliving the crash must see, and a value that
+// client read between the writer's CASes and their persists.
 // Every node crashes at once: the index and store regions of all three are
 // one crash image. At each image a fresh client, given the
 // crashed client's id, must read for every key the state of the last
@@ -20,6 +21,7 @@
 // check's client finds it again); the in-process nodes are closed before
 // the run, so those are the only mappings.
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -33,6 +35,7 @@
 #include <pm/persist.h>
 
 #include "kv/src/store/layout.h"
+#include "kv/src/store/testing.h"
 #include "kv/tests/mapped_region.h"
 #include "kv/tests/node_group.h"
 #include "pm/tests/test_util.h"
@@ -127,6 +130,12 @@ struct Run {
 	// every node: Check reads through it, cache and all
 	// (DeleteSeenByASurvivingReader).
 	kv_client *survivor = nullptr;
+	// With Variant::interleave: the index of the operation in flight
+	// whose value the survivor read in the workload client's wait (its
+	// yield hook), between the batches' first parts and their persists
+	// (RDMA_FAULT_SPLIT); SIZE_MAX if none.
+	size_t saw = SIZE_MAX;
+	unsigned saw_count = 0; // writes seen so
 };
 
 // How a CrashSequence store differs from the default one.
@@ -134,6 +143,10 @@ struct Variant {
 	kv_replication repl = KV_REPL_SWARM;
 	bool other_id = false; // three 4 KiB chunks; Check as Run::other_id
 	bool survivor = false; // a second client, Run::survivor
+	// The workload client's store batches split before their last
+	// persist (RDMA_FAULT_SPLIT), the survivor reading the key of each
+	// write in flight in between (Run::saw); implies survivor.
+	bool interleave = false;
 };
 
 kv_config Config(const Run &r)
@@ -486,10 +499,13 @@ int Check(void *arg, char *msg, size_t len)
 		return 0;
 	if (r->other_id)
 		return CheckOtherId(r, msg, len);
-	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
-	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
-	char when[64];
-	snprintf(when, sizeof(when), "after %zu ops", r->done);
+	// A write the survivor saw in flight has taken effect: it must hold.
+	const size_t done = r->saw == r->done ? r->done + 1 : r->done;
+	std::map<std::string, State> model = ModelAfter({}, r->ops, done);
+	const Op *flying = done < r->ops.size() ? &r->ops[done] : nullptr;
+	char when[96];
+	snprintf(when, sizeof(when), "after %zu ops%s", r->done,
+		done > r->done ? " and a get of the next one's value" : "");
 	if (r->survivor != nullptr) // its connections still reach the image
 		return CheckKeys(r->survivor, model, flying, when, msg, len);
 
@@ -551,6 +567,23 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1,
 	const Variant &variant = {});
 
+// The workload client's yield hook (Variant::interleave): the survivor
+// reads the key of the write in flight, and notes when it sees its value.
+void InterleaveYield(void *arg)
+{
+	auto *r = static_cast<Run *>(arg);
+	if (r->survivor == nullptr || r->done >= r->ops.size() || r->saw == r->done)
+		return;
+	const Op &op = r->ops[r->done];
+	if (op.kind == Kind::kGet || op.kind == Kind::kDelete || op.survivor)
+		return;
+	int ret;
+	if (Read(r->survivor, op.key, &ret) == State(op.val) && ret == 0) {
+		r->saw = r->done;
+		r->saw_count++;
+	}
+}
+
 // A run of @ops on the nodes at @uris (which must outlive it).
 Run NewRun(const std::vector<std::string> &uris, const std::vector<Op> &ops)
 {
@@ -610,7 +643,11 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	// (kv_create's) must allow them.
 	cfg.timeout_ms = 3600u * 1000u;
 	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
-	ASSERT_EQ(kv_open(&r.c, &cfg), 0) << pm_errormsg();
+	if (variant.interleave) {
+		ASSERT_EQ(kv__st_test_open(&r.c, &cfg, InterleaveYield, &r), 0) << pm_errormsg();
+	} else {
+		ASSERT_EQ(kv_open(&r.c, &cfg), 0) << pm_errormsg();
+	}
 	// With another id checking, the workload must hold id 1, whose first
 	// chunk is 7919 % 3 = 2 (id 0's is chunk 0, on the marks' line). A
 	// client starts its claims at a random id: open until it gets 1.
@@ -625,13 +662,16 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		ASSERT_EQ(kv_close(&r.c), 0);
 		r.c = second;
 	}
-	if (variant.survivor) {
+	if (variant.survivor || variant.interleave) {
 		ASSERT_EQ(kv_open(&r.survivor, &cfg), 0) << pm_errormsg();
 	}
 	ASSERT_LE(from, ops.size());
 	r.ops.resize(from);
 	ASSERT_EQ(Workload(&r), 0) << pm_errormsg();
 	r.ops = ops;
+	r.saw = SIZE_MAX;
+	for (unsigned i = 0; i < 3 && variant.interleave; i++)
+		ASSERT_EQ(kv__st_test_inject(r.c, i, RDMA_FAULT_SPLIT, 0), 0);
 	for (unsigned i = 0; i < 3; i++)
 		group.Close(i);
 	r.id = ~0u;
@@ -671,6 +711,9 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	::testing::Test::RecordProperty("images", std::to_string(st.images));
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
+	if (variant.interleave) {
+		EXPECT_EQ(r.saw_count, ops.size() - from) << "a write the survivor never saw in flight";
+	}
 	EXPECT_EQ(kv_close(&r.c), 0);
 	EXPECT_EQ(kv_close(&r.survivor), 0);
 }
@@ -809,6 +852,25 @@ TEST(KvCrash, DeleteSeenByASurvivingReader)
 	Variant v;
 	v.survivor = true;
 	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, 1, v);
+}
+
+// A get between an update's CASes and their persists, as it may run over
+// RDMA, where a batch is not atomic: the workload client's store batches
+// split before their last persist (RDMA_FAULT_SPLIT), and in its waits
+// the survivor reads the key being written. Once the survivor has read the
+// new value, every image must hold it, the update in flight or not: the
+// get counted the writer's words, so it must have persisted them
+// (swarm.c `sw_read_round`; kv/MUTATION.md, swarm.c:177, class B).
+TEST(KvCrash, GetBetweenCasAndPersist)
+{
+	std::vector<Op> ops = {
+		{ Kind::kInsert, "a", "a1" },
+		{ Kind::kUpdate, "a", "a2" },
+		{ Kind::kPut, "a", std::string(300, 'P') }, // out of place
+	};
+	Variant v;
+	v.interleave = true;
+	CrashSequence("kv-crash-interleave", ops, 1, {}, 1, 1, v);
 }
 
 // Crash, take the crashed id, write, crash again (issue 20): at sampled

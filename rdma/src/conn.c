@@ -222,18 +222,19 @@ count_posted(const struct rdma_batch *b)
 }
 
 #ifdef RDMA_TESTING
-/* RDMA_FAULT_SPLIT: copy @b's operations before its first PERSIST into
+/* RDMA_FAULT_SPLIT: copy @b's operations before its last PERSIST into
  * c->split[0] and the rest into c->split[1]. Return: whether both parts
  * have operations (else @b runs whole). */
 static bool
 conn_split(struct rdma_conn *c, const struct rdma_batch *b)
 {
-	unsigned k = 0;
+	unsigned k = b->n;
 
-	while (k < b->n && b->ops[k].type != RDMA_OP_PERSIST)
-		k++;
-	if (k == 0 || k == b->n)
-		return false;
+	while (k > 0 && b->ops[k - 1].type != RDMA_OP_PERSIST)
+		k--;
+	if (k <= 1)
+		return false; /* no persist, or only one, first */
+	k--; /* the last persist starts the second part */
 	rdma_batch_init(&c->split[0]);
 	rdma_batch_init(&c->split[1]);
 	for (unsigned i = 0; i < b->n; i++) {

@@ -34,11 +34,11 @@ enum rdma_fault {
 	                        * out, and the client cannot tell that it ran
 	                        * (a reply lost with the connection) */
 	RDMA_FAULT_SPLIT,     /* each batch runs in two parts: the operations
-	                       * before its first PERSIST at the post, the rest
+	                       * before its last PERSIST at the post, the rest
 	                       * at the second poll after (the first answers
 	                       * -EINPROGRESS). Another client that runs in
-	                       * between sees the first part's words before
-	                       * they are persisted, as it may over RDMA,
+	                       * between sees the words that persist covers
+	                       * before they are persisted, as it may over RDMA,
 	                       * where a batch is not atomic: what the local
 	                       * backend, which runs a batch whole at its
 	                       * post, cannot show otherwise */

@@ -332,7 +332,7 @@ TEST(RdmaLocal, InjectedFaults)
 	rdma_conn_close(&d);
 	EXPECT_EQ(rdma_poll(c), 0);
 	EXPECT_EQ(after, 3u);
-	// A batch without a persist, or starting with one, runs whole.
+	// A batch without a persist, or whose only persist comes first, runs whole.
 	rdma_batch_init(&b);
 	ASSERT_EQ(rdma_batch_read(&b, 1, 0, &after, 8), 0);
 	ASSERT_EQ(rdma_post(c, &b), 0);

@@ -704,6 +704,12 @@ kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_fault fa
 }
 
 int
+kv__st_test_inject(struct kv_client *c, unsigned member, enum rdma_fault fault, uint32_t delay_us)
+{
+	return kv__ix_fault_request(&c->g, member, fault, delay_us, 0);
+}
+
+int
 kv__st_test_open(struct kv_client **out, const struct kv_config *cfg, void (*yield)(void *),
 	void *arg)
 {

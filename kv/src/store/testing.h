@@ -38,6 +38,15 @@ int kv__st_test_inject_once(struct kv_client *c, unsigned member, enum rdma_faul
 	uint32_t delay_us);
 
 /**
+ * kv__st_test_inject -- as kv__st_test_inject_once, from the next round on
+ * until another call changes it (RDMA_FAULT_NONE heals it).
+ * Return: 0; -EINVAL for a bad member.
+ * Thread-safety: any thread.
+ */
+int kv__st_test_inject(struct kv_client *c, unsigned member, enum rdma_fault fault,
+	uint32_t delay_us);
+
+/**
  * kv__st_test_open -- kv_open() for a client whose waits for the nodes call
  * @yield(@arg) at every step (the hook the asynchronous API's lanes run
  * on), so a test can run other clients in the middle of one of its
