@@ -531,9 +531,15 @@ kv__ix_round_begin(struct kv_ix_group *g)
 	return mask;
 }
 
-/* Post member @i's batch; false if it could not be posted. */
+/*
+ * Post member @i's batch at @now (read once per round: a clock read per
+ * post was a tenth of a local operation's time); false if it could not be
+ * posted. The fence is checked against @now: the posts of one round
+ * follow it by microseconds, within the pause between a fence check and
+ * its post that the lease tolerates anyway (lease.c, Spin m10_gap).
+ */
 static bool
-member_post(struct kv_ix_group *g, unsigned i)
+member_post(struct kv_ix_group *g, unsigned i, uint64_t now)
 {
 	struct kv_ix_member *m = &g->m[i];
 	int rc;
@@ -541,7 +547,7 @@ member_post(struct kv_ix_group *g, unsigned i)
 	if (g->fence != NULL && !g->fence_open) {
 		uint64_t until = *g->fence;
 
-		if (until != 0 && kv__ix_now_ns() >= until) {
+		if (until != 0 && now >= until) {
 			g->fenced_posts++;
 			return false;
 		}
@@ -558,7 +564,7 @@ member_post(struct kv_ix_group *g, unsigned i)
 		member_down(g, m);
 		return false;
 	}
-	m->posted_ns = kv__ix_now_ns();
+	m->posted_ns = now;
 	m->background = false;
 	__atomic_store_n(&m->state, KV_IX_M_BUSY, __ATOMIC_RELAXED);
 	return true;
@@ -567,8 +573,10 @@ member_post(struct kv_ix_group *g, unsigned i)
 void
 kv__ix_round_post(struct kv_ix_group *g, unsigned mask)
 {
+	const uint64_t now = kv__ix_now_ns();
+
 	for (unsigned i = 0; i < g->n; i++)
-		if ((mask >> i & 1) && g->m[i].batch.n > 0 && member_post(g, i))
+		if ((mask >> i & 1) && g->m[i].batch.n > 0 && member_post(g, i, now))
 			g->m[i].background = true;
 }
 
@@ -585,7 +593,7 @@ kv__ix_round_start(struct kv_ix_group *g, unsigned mask, struct kv_ix_round *r)
 			r->ok |= 1u << i; /* nothing to do counts as done */
 			continue;
 		}
-		if (member_post(g, i)) {
+		if (member_post(g, i, r->start)) {
 			g->m[i].in_round = true;
 			r->pending |= 1u << i;
 		}

@@ -197,8 +197,8 @@ kv__rc_take(struct kv_recycle *rc, uint32_t units, uint32_t *ptr)
 
 /*
  * One round to f+1 members or more: with @hazards, every client's hazard
- * words, one member's KV_ST_HZ * C words after the other into rc->hz (a
- * hazard on any of them counts), their number into *@nhz; and the
+ * words, the non-zero ones of each member's KV_ST_HZ * C words into rc->hz
+ * (a hazard on any of them counts), their number into *@nhz; and the
  * metadata words of the objects of the last @nv unverified buffers, read
  * and persisted, *@above[k] counting the members that hold a word above
  * buffer k. Return: 0; KV_E_UNAVAILABLE.
@@ -243,8 +243,16 @@ reclaim_round(struct kv_client *c, bool hazards, size_t nv, unsigned *above, siz
 
 			if (!(ok >> i & 1))
 				continue;
-			memcpy(rc->hz + *nhz, buf, hlen);
-			*nhz += hlen / 8;
+			/* Only the words in use: hazard_names() scans them for
+			 * every retired buffer (all of them, zeros included,
+			 * were most of an update's instructions). */
+			for (uint32_t w = 0; w < hlen / 8; w++) {
+				uint64_t hz;
+
+				memcpy(&hz, buf + 8u * w, 8);
+				if (hz != 0)
+					rc->hz[(*nhz)++] = hz;
+			}
 			for (size_t k = 0; k < nv; k++) {
 				const uint64_t *meta = (const uint64_t *)(buf + hlen + k * mlen);
 
