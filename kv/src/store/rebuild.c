@@ -25,9 +25,9 @@
  * word and its buffer land in one ordered batch, so a node with the word
  * has the buffer).
  *
- * Before it reads the others the rebuild waits the lease plus an
- * operation timeout, and before it writes the superblock one more
- * operation timeout (below, rb_run). Then every operation begun before the loss has ended
+ * Before it reads the others the rebuild waits the suspicion time D =
+ * (L + T) + (L + T)/16, T the cluster's operation timeout, and before it
+ * writes the superblock one more T (below, rb_run). Then every operation begun before the loss has ended
  * (a round that counted the lost node's answer and lands on the others
  * later would otherwise be missed by the copy: the index's rebuild waits
  * for the same reason, Spin m5_grace), every batch it posted has landed or
