@@ -233,7 +233,7 @@ conn_split(struct rdma_conn *c, const struct rdma_batch *b)
 	while (k > 0 && b->ops[k - 1].type != RDMA_OP_PERSIST)
 		k--;
 	if (k <= 1)
-		return false; /* no persist, or only one, first */
+		return false; /* no persist, or the last one comes first */
 	k--; /* the last persist starts the second part */
 	rdma_batch_init(&c->split[0]);
 	rdma_batch_init(&c->split[1]);

@@ -47,7 +47,8 @@ enum rdma_fault {
 /**
  * rdma_conn_inject -- set the fault @c suffers from now on (@delay_us is used
  * by RDMA_FAULT_DELAY only). Affects later posts, not a batch in flight.
- * Return: 0; -EINVAL for an unknown fault.
+ * Return: 0; -EINVAL for an unknown fault; -ENOMEM (RDMA_FAULT_SPLIT's
+ * two batches could not be allocated).
  * Thread-safety: the thread using @c (one at a time).
  * Ordering: none (changes only @c's own state).
  */
