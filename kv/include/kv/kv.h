@@ -284,6 +284,9 @@ int kv_open(struct kv_client **out, const struct kv_config *cfg);
 
 /**
  * kv_close -- give the client id back and release *@cp; set it to NULL.
+ * The id is released on every node that answers within the handle's
+ * timeout, slow ones too; a node down keeps it registered until another
+ * client's watch zeroes it, D later.
  * Background writes in flight are abandoned (readers finish them).
  * Return: 0 (also for NULL); KV_E_UNAVAILABLE if the id could not be
  * released on a majority (it stays taken until the other clients find
