@@ -5,8 +5,9 @@
 // place, a delete and a re-insert of the same key, a put of an absent key,
 // gets; inserts and updates under the ABD and RAW baselines; and object
 // chunk claims that a client with another id must find after the crash,
-// a delete that a client outliving the crash must see, and a value that
-// client read between the writer's CASes and their persists.
+// a delete that a client outliving the crash must see, a value that
+// client read between the writer's CASes and their persists, and the id a
+// client outliving the crash claimed.
 // Every node crashes at once: the index and store regions of all three are
 // one crash image. At each image a fresh client, given the
 // crashed client's id, must read for every key the state of the last
@@ -23,6 +24,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -120,12 +122,20 @@ struct Run {
 	// The replication the store is created with (the baselines' own
 	// persists run only under theirs).
 	kv_replication repl = KV_REPL_SWARM;
+	uint64_t index_region = kIndexRegion;
 	uint64_t store_region = kStoreRegion;
 	uint64_t chunk_bytes = 64u << 10;
 	// Check opens a client with another id, which fills the object
 	// chunks, instead of handing the crashed id over
 	// (ChunkClaimsHoldForAnotherId).
 	bool other_id = false;
+	// kv_config.max_clients; IdClaimHoldsForALiveClient takes 8, which
+	// puts the claim words alone on their cache line.
+	unsigned max_clients = 2;
+	// Check first requires the id that the workload's kv_open claimed
+	// (once it returned) on f+1 nodes: the client lives on past the crash
+	// of every node (IdClaimHoldsForALiveClient).
+	bool claim_lives = false;
 	// A second client, opened before the run, that outlives the crash of
 	// every node: Check reads through it, cache and all
 	// (DeleteSeenByASurvivingReader).
@@ -155,7 +165,7 @@ kv_config Config(const Run &r)
 	kv_config_init(&cfg);
 	cfg.nodes = r.uris.data();
 	cfg.nnodes = static_cast<unsigned>(r.uris.size());
-	cfg.max_clients = 2;
+	cfg.max_clients = r.max_clients;
 	cfg.log_bytes = 1u << 20;
 	cfg.chunk_bytes = r.chunk_bytes;
 	// Every node is reachable in an image, so a check waits only for a
@@ -404,7 +414,7 @@ pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned ma
 {
 	std::vector<pmtest::Region> regions;
 	for (size_t i = 0; i < r->regions.size(); i++)
-		regions.push_back({ r->regions[i], i % 2 == 0 ? kIndexRegion : r->store_region });
+		regions.push_back({ r->regions[i], i % 2 == 0 ? r->index_region : r->store_region });
 	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name, one_in, max_images),
 		regions, run, check, r);
 	if (cr.ret != 0)
@@ -497,6 +507,22 @@ int Check(void *arg, char *msg, size_t len)
 	// (an open would wait its whole timeout for a majority).
 	if (!r->created)
 		return 0;
+	if (r->claim_lives && r->id != ~0u) {
+		unsigned held = 0;
+		for (size_t i = 1; i < r->regions.size(); i += 2) {
+			auto *sb = static_cast<const kv_st_super *>(r->regions[i]);
+			uint64_t w;
+			std::memcpy(&w, static_cast<const char *>(r->regions[i]) + sb->id_off +
+				8u * r->id, 8);
+			held += w != 0;
+		}
+		if (held < 2) {
+			snprintf(msg, len, "id %u, claimed by a kv_open that returned, is held "
+				"on %u nodes after the crash (another client may take it)", r->id,
+				held);
+			return 1;
+		}
+	}
 	if (r->other_id)
 		return CheckOtherId(r, msg, len);
 	// A write the survivor saw in flight has taken effect: it must hold.
@@ -597,11 +623,21 @@ Run NewRun(const std::vector<std::string> &uris, const std::vector<Op> &ops)
 // kv_create and kv_open inside the crash run, on regions that were zero,
 // then @ops: once create returned, what it wrote is durable on every image
 // and a client opens and finds every completed operation.
-void CrashCreate(const std::string &name, const std::vector<Op> &ops)
+// With @claim_lives, the client that opened lives on past the crash:
+// its id must be durable (Run::claim_lives).
+void CrashCreate(const std::string &name, const std::vector<Op> &ops, bool claim_lives = false)
 {
-	LocalGroup group(3, name, kIndexRegion, kStoreRegion);
+	// Eight ids take 6 MiB more of log, and more index records.
+	const uint64_t index_region = claim_lives ? 4 * kIndexRegion : kIndexRegion;
+	const uint64_t store_region = claim_lives ? kStoreRegion + (6u << 20) : kStoreRegion;
+	LocalGroup group(3, name, index_region, store_region);
 	std::vector<std::string> uris = group.Uris();
 	Run r = NewRun(uris, ops);
+	r.claim_lives = claim_lives;
+	if (claim_lives)
+		r.max_clients = 8;
+	r.index_region = index_region;
+	r.store_region = store_region;
 	r.create = true;
 	r.created = false;
 	r.id = ~0u;
@@ -766,6 +802,18 @@ TEST(KvCrash, CreateThenWrite)
 	std::vector<Op> ops = Sequence();
 	ops.resize(2);
 	CrashCreate("kv-crash-create", ops);
+}
+
+// A client outlives the crash of every node: the id its kv_open claimed
+// must still be held on f+1 nodes, or another client could take it and
+// both would write one metadata slot and one log (kv/MUTATION.md,
+// group.c's id claims). With 8 ids the claim words fill a cache line of
+// their own, which no later persist of the marks writes back.
+TEST(KvCrash, IdClaimHoldsForALiveClient)
+{
+	std::vector<Op> ops = Sequence();
+	ops.resize(1);
+	CrashCreate("kv-crash-claim", ops, true);
 }
 
 // A 40-byte key (its object's header and key span two cache lines) and a
