@@ -24,7 +24,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -232,12 +231,19 @@ int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done,
 	return 0;
 }
 
-// The id the store's only client claimed, from a member's store region
-// (node 0's as anyone's), or ~0u.
-unsigned ClaimedId(const void *store)
+// The claim words of a member's store region (its id table, layout.h).
+uint64_t *IdWords(void *store)
 {
 	auto *sb = static_cast<const kv_st_super *>(store);
-	auto *ids = reinterpret_cast<const uint64_t *>(static_cast<const char *>(store) + sb->id_off);
+	return reinterpret_cast<uint64_t *>(static_cast<char *>(store) + sb->id_off);
+}
+
+// The id the store's only client claimed, from a member's store region
+// (node 0's as anyone's), or ~0u.
+unsigned ClaimedId(void *store)
+{
+	auto *sb = static_cast<const kv_st_super *>(store);
+	const uint64_t *ids = IdWords(store);
 	for (unsigned id = 0; id < sb->max_clients; id++)
 		if (ids[id] != 0)
 			return id;
@@ -282,7 +288,7 @@ void HandOverCrashedId(const Run &r)
 		return;
 	for (size_t i = 1; i < r.regions.size(); i += 2) {
 		auto *sb = static_cast<const kv_st_super *>(r.regions[i]);
-		auto *ids = reinterpret_cast<uint64_t *>(static_cast<char *>(r.regions[i]) + sb->id_off);
+		uint64_t *ids = IdWords(r.regions[i]);
 		for (unsigned id = 0; id < sb->max_clients; id++)
 			ids[id] = id == r.id ? 0 : kDeadClaim;
 		// Durable, as a repair's would be: a second life's image must
@@ -508,15 +514,11 @@ int Check(void *arg, char *msg, size_t len)
 	if (!r->created)
 		return 0;
 	if (r->claim_lives && r->id != ~0u) {
+		const unsigned majority = static_cast<unsigned>(r->uris.size()) / 2 + 1;
 		unsigned held = 0;
-		for (size_t i = 1; i < r->regions.size(); i += 2) {
-			auto *sb = static_cast<const kv_st_super *>(r->regions[i]);
-			uint64_t w;
-			std::memcpy(&w, static_cast<const char *>(r->regions[i]) + sb->id_off +
-				8u * r->id, 8);
-			held += w != 0;
-		}
-		if (held < 2) {
+		for (size_t i = 1; i < r->regions.size(); i += 2)
+			held += IdWords(r->regions[i])[r->id] != 0;
+		if (held < majority) {
 			snprintf(msg, len, "id %u, claimed by a kv_open that returned, is held "
 				"on %u nodes after the crash (another client may take it)", r->id,
 				held);
