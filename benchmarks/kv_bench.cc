@@ -142,6 +142,8 @@ const char kUsage[] =
 	"  --seed S            random seed (default 1)\n"
 	"  --timeout-ms MS     kv_config.timeout_ms (default 5000)\n"
 	"  --pin auto|split|none  as kv_index_bench (default auto: split for tcp)\n"
+	"  --node-poll P       adaptive | busy: how the tcp nodes' progress threads\n"
+	"                      wait (rdma/node.h; default adaptive, as dmkv-node's)\n"
 	"  --pool-dir DIR      pool directory (default /dev/shm)\n"
 	"  --durability D      pmem (real cache-line flushes; with PMEM_IS_PMEM_FORCE=1\n"
 	"                      on a RAM file system) | msync (any file system) (default pmem)\n"
@@ -174,6 +176,7 @@ struct Options {
 	uint64_t seed = 1;
 	unsigned timeout_ms = 5000;
 	std::string pin = "auto";
+	std::string node_poll = "adaptive";
 	std::string pool_dir = "/dev/shm";
 	pm_durability durability = PM_DURABILITY_PMEM;
 	pm_durability load_durability = PM_DURABILITY_PMEM; // = durability unless given
@@ -573,6 +576,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	   << ",\"seed\":" << o.seed << ",\"timeout_ms\":" << o.timeout_ms
 	   << ",\"durability\":" << JsonStr(pm_durability_name(o.durability))
 	   << ",\"load_durability\":" << JsonStr(pm_durability_name(o.load_durability))
+	   << ",\"node_poll\":" << JsonStr(o.transport == "tcp" ? o.node_poll : "none")
 	   << ",\"pool_dir\":" << JsonStr(o.pool_dir) << ",\"load_via\":"
 	   << JsonStr(o.load_local ? "local" : o.transport);
 	if (!o.label.empty())
@@ -586,6 +590,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	if (CpuSplit::Wanted(o.pin, o.transport))
 		cpus.Split();
 	Nodes nodes;
+	nodes.set_poll(o.node_poll == "busy" ? RDMA_NODE_POLL_BUSY : RDMA_NODE_POLL_ADAPTIVE);
 	const bool reopen = o.load_durability != o.durability;
 	std::string err = nodes.Open(o.transport, o.nodes, o.pool_dir, "kv_bench", seq,
 		{ static_cast<uint64_t>(index_mb) << 20, (store_bytes + 0xFFFFF) & ~0xFFFFFull },
@@ -726,6 +731,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, nullptr, 's' },
 		{ "timeout-ms", required_argument, nullptr, 'O' },
 		{ "pin", required_argument, nullptr, 'P' },
+		{ "node-poll", required_argument, nullptr, 'N' },
 		{ "pool-dir", required_argument, nullptr, 'p' },
 		{ "durability", required_argument, nullptr, 'd' },
 		{ "load-local", no_argument, nullptr, 'o' },
@@ -816,6 +822,10 @@ int main(int argc, char **argv)
 		case 'P':
 			o.pin = optarg;
 			ok = o.pin == "auto" || o.pin == "split" || o.pin == "none";
+			break;
+		case 'N':
+			o.node_poll = optarg;
+			ok = o.node_poll == "adaptive" || o.node_poll == "busy";
 			break;
 		case 'p':
 			o.pool_dir = optarg;

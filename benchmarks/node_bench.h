@@ -90,12 +90,17 @@ private:
 // msync of the range). Transport "local": clients reach them as
 // local:<pool> (the client thread does every load, CAS and flush itself);
 // "tcp": each node also serves ofi+tcp on 127.0.0.1 (TCP backend only, one
-// progress thread per node, in this process -- not daemons; the node's
-// default poll mode, adaptive: it polls while requests come and sleeps on
-// the provider's wait fd when none do, as dmkv-node does).
+// progress thread per node, in this process -- not daemons; by default
+// the node's adaptive poll mode, as dmkv-node's: it polls while requests
+// come and sleeps on the provider's wait fd when none do; set_poll() gives
+// RDMA_NODE_POLL_BUSY, a thread that never sleeps and yields to any
+// runnable thread after each empty poll).
 class Nodes {
 public:
 	~Nodes() { Close(); }
+
+	// How the tcp progress threads of the nodes made after this wait.
+	void set_poll(rdma_node_poll poll) { poll_ = poll; }
 
 	// Creates @n nodes named <@pool_dir>/<@name>.<pid>.<@seq>.<i>.pool,
 	// each with the regions of @region_bytes (at most RDMA_MAX_REGIONS),
@@ -213,6 +218,7 @@ private:
 		sc.host = "127.0.0.1";
 		sc.port = 0;
 		sc.backends = RDMA_NODE_SERVE_TCP;
+		sc.poll = poll_;
 		ret = rdma_node_serve(nodes_[i], &sc);
 		if (ret != 0)
 			return std::string("rdma_node_serve: ") + pm_strerror(ret) + ": " + pm_errormsg();
@@ -221,6 +227,7 @@ private:
 	}
 
 	bool tcp_ = false;
+	rdma_node_poll poll_ = RDMA_NODE_POLL_ADAPTIVE;
 	std::vector<std::string> paths_;
 	std::vector<rdma_node *> nodes_;
 	std::vector<std::string> uris_, local_uris_;

@@ -5,7 +5,9 @@
 # Zipfian 0.99 over 100000 keys, 64-byte values, 1 and 4 client threads
 # with one operation in flight each, on
 #   ours      benchmarks/kv_bench, SWARM over 3 in-process memory nodes,
-#             reached as local: and over ofi+tcp on 127.0.0.1;
+#             reached as local: and over ofi+tcp on 127.0.0.1 (nodes in
+#             dmkv-node's default adaptive poll mode, and on tmpfs also
+#             polling busily: --node-poll=busy);
 #   Redis     redis-server, started here on a free loopback port, durable
 #             (appendonly yes, appendfsync always: an fsync before every
 #             reply) and with persistence off (save "", appendonly no);
@@ -236,6 +238,11 @@ for medium in tmpfs disk; do
 	run kv "$bench_bin/kv_bench" --transport=tcp --load-local --warm="$tcp_warm" \
 		--systems=swarm --value-sizes=64 --pool-dir="$dir" "${durability[@]}" \
 		--label="$medium" "${common[@]}" "${ours[@]+"${ours[@]}"}"
+	if [ "$medium" = tmpfs ]; then
+		run kv "$bench_bin/kv_bench" --transport=tcp --node-poll=busy --load-local \
+			--warm="$tcp_warm" --systems=swarm --value-sizes=64 --pool-dir="$dir" \
+			"${durability[@]}" --label="$medium" "${common[@]}" "${ours[@]+"${ours[@]}"}"
+	fi
 	redis "$medium" "$dir" durable
 done
 redis none "$tmpfs_dir" volatile

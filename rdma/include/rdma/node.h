@@ -148,10 +148,11 @@ enum rdma_node_poll {
 	 * provider without a wait object (shm) is served as with BUSY. The
 	 * default. */
 	RDMA_NODE_POLL_ADAPTIVE,
-	/* Poll without sleeping: spin, yield to runnable threads when idle,
-	 * nap between polls only after 30 s without traffic. The lowest
-	 * latency on a machine where each progress thread has a core of its
-	 * own; on fewer cores every round trip waits for the scheduler. */
+	/* Poll without sleeping: yield to runnable threads after every empty
+	 * poll, nap between polls only after 30 s without traffic. The
+	 * lowest latency where the progress threads have cores of their own,
+	 * or share cores only among themselves; where they share cores with
+	 * clients that spin, every round trip waits for the scheduler. */
 	RDMA_NODE_POLL_BUSY,
 };
 
