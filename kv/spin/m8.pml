@@ -3,8 +3,8 @@
    deleter" word beside the tombstones.
 
    C functions abstracted (kv/src/store/): kv_delete (store.c: the lookup,
-   remove(A) through the index, the result rule and the late re-lookup of a
-   cached delete) and kv__sw_delete (swarm.c: the tomb rounds on the object's
+   remove(A) through the index and the result rule; with a cached deleter,
+   the late re-lookup of the code before 2026-11-29) and kv__sw_delete (swarm.c: the tomb rounds on the object's
    memory nodes and the first-deleter word), with the tombstone read and
    write-back of kv_get / kv_insert on a mapped object and the index's
    lookup / remove / insert reduced to one atomic register. Keep this list in
@@ -19,9 +19,11 @@
    j-1: deleter j's tombstone is in its metadata slot). A batch on one node
    is one atomic step { old := dw[c]; dw[c] := j if old == 0; tomb[c] |=
    bit(j) }.
-   Deleters D1, D2 (ids 1, 2; -DC1=0 / -DC2=0 makes one uncached, default
-   both cached). Uncached: lookup; NONE -> ENOENT; B -> delete B; A -> go
-   on. Cached: start on A (stale: A may be dead and B mapped already). Tomb
+   Deleters D1, D2 (ids 1, 2; uncached by default, as built: kv_delete
+   always looks the key up; -DC1=1 / -DC2=1 makes one cached, as deletes
+   were before 2026-11-29). Uncached: lookup; NONE -> ENOENT; B -> delete
+   B; A -> go on. Cached: start on A (stale: A may be dead and B mapped
+   already). Tomb
    rounds: targets {0, 1}; after a lost reply or an unreachable node all
    reachable nodes ("widen"); a round posts one batch to each unanswered
    target (landing in any order) and rounds repeat until 2 nodes answered.
@@ -72,14 +74,19 @@
    history.
 
    Found (README, "Found by the models"): with one node down the protocol
-   is not linearizable (m8_down, kept as a finding). A cached deleter that
+   with cached deleters is not linearizable (m8_mut_cached_down, kept as a
+   planted bug since deletes always look up: m8_down passes). A cached deleter that
    neither won nor lost and did not unmap A itself looks up again and
    deletes B, although A was unmapped on its behalf: it was first on a
    majority it could not read, or a get or insert wrote back its tombstone
    while the first-deleter words were split and the third node was down.
    With every node up it is (m8, m8_lost): the split round first ran once
    without retrying a lost reply, and then the same happened with one lost
-   reply (MUT_SPLITONCE keeps that variant caught).
+   reply (MUT_SPLITONCE keeps that variant caught). With uncached deleters
+   neither the split round's retry nor the write-back's dw word is needed
+   for this property (MUT_SPLITONCE and MUT_WBNODW pass with C1 = C2 = 0);
+   they make answers more precise (fewer overlapping deletes that both
+   return OK), and their mutants run with cached deleters.
 
    Planted bugs (must fail): MUT_OLDRULE (the previous rule: no dw word; an
    answered batch reads the other writers' tombstones on its node; resA :=
@@ -87,13 +94,14 @@
    up again iff it saw any, no extra round, no `removed` shortcut),
    MUT_WBNODW (the write-back of G and I does not set dw), MUT_NOLATE (a
    cached delete never looks up again), MUT_SPLITONCE (the split round runs
-   once: a lost reply in it is not retried). */
+   once: a lost reply in it is not retried); all four with cached
+   deleters (-DC1=1 -DC2=1). */
 
 #ifndef C1
-#define C1 1
+#define C1 0
 #endif
 #ifndef C2
-#define C2 1
+#define C2 0
 #endif
 #ifndef LOSS
 #define LOSS 0

@@ -163,9 +163,11 @@ TEST_F(KvTest, ObjectsSpanManyChunks)
 	kv_close(&c);
 }
 
-// With no contention and no failure, a cached get, update and delete take
-// one round trip on the values; an insert the index's two, the object's
-// write running beside the first.
+// With no contention and no failure, a cached get and update take one
+// round trip on the values; an insert the index's two, the object's write
+// running beside the first; a delete one on the values, after the index's
+// lookup (a delete never takes its location from the cache) and before
+// the index's remove.
 TEST_F(KvTest, RoundTripsOnTheCounters)
 {
 	ASSERT_EQ(Insert(c_, "rt", "v0"), 0);
@@ -188,6 +190,10 @@ TEST_F(KvTest, RoundTripsOnTheCounters)
 	ASSERT_EQ(Delete(c_, "rt2"), 0);
 	kv_stats f = Stats(c_);
 	EXPECT_EQ(f.rounds - e.rounds, 1u);
+	// The lookup's two (the slot, then the key read back to compare it)
+	// and the remove's two.
+	EXPECT_EQ(f.index_rounds - e.index_rounds, 4u);
+	EXPECT_EQ(f.cache_misses, e.cache_misses);
 }
 
 TEST_F(KvTest, LargeValuesAndOutOfPlaceReads)
@@ -381,8 +387,8 @@ TEST_F(KvTest, StaleCachedLocationAfterDeleteAndReinsert)
 	ASSERT_EQ(Delete(d, "k"), 0);
 	EXPECT_EQ(Update(c_, "k", "x"), -ENOENT);
 	EXPECT_EQ(Delete(c_, "k"), -ENOENT);
-	// A delete through a stale cached location deletes the key's current
-	// incarnation, not only the dead one it cached.
+	// A delete by a client whose cache holds a dead incarnation deletes
+	// the key's current one (a delete looks the key up).
 	ASSERT_EQ(Insert(c_, "k2", "a"), 0);
 	EXPECT_EQ(Get(c_, "k2"), "a");
 	ASSERT_EQ(Delete(d, "k2"), 0);
@@ -395,26 +401,59 @@ TEST_F(KvTest, StaleCachedLocationAfterDeleteAndReinsert)
 	kv_close(&d);
 }
 
-// A delete whose first round ran on the nodes but whose replies were lost
-// (RDMA_FAULT_DROP_REPLY on every store connection for one round) finds
-// its own tombstone when it asks again: that is not "deleted before", so
-// it deletes and reports 0, and the key is gone. (It reported -ENOENT.)
+// Losing the replies of a delete's tombstone round. A delete's rounds on
+// the values' connections are, with lease renewals off, the read of the
+// key for the index's lookup and then the tombstone round; the read is
+// delayed on every member, so that the client's wait hook runs in it
+// (LostTombstoneReplies::Hook) and makes every member lose its replies of
+// the round after. The hook's owner may go on in later calls.
+struct LostTombstoneReplies {
+	kv_client *d = nullptr;
+	int phase = -1; // -1: off; 0: in the lookup's read; 1: armed
+
+	void Start()
+	{
+		kv__st_test_skip_renewal(d, true);
+		for (unsigned m = 0; m < 3; m++)
+			ASSERT_EQ(kv__st_test_inject_once(d, m, RDMA_FAULT_DELAY, 2000), 0);
+		phase = 0;
+	}
+	void Stop() { kv__st_test_skip_renewal(d, false); }
+	// Arms the loss on the first call of the delete; true if it did.
+	bool Hook()
+	{
+		if (phase != 0)
+			return false;
+		for (unsigned m = 0; m < 3; m++)
+			kv__st_test_inject_once(d, m, RDMA_FAULT_DROP_REPLY, 0);
+		phase = 1;
+		return true;
+	}
+	static void HookOnly(void *arg) { static_cast<LostTombstoneReplies *>(arg)->Hook(); }
+};
+
+// A delete whose tombstone round ran on the nodes but whose replies were
+// lost finds its own tombstone when it asks again: that is not "deleted
+// before", so it deletes and reports 0, and the key is gone. (It reported
+// -ENOENT.)
 TEST_F(KvTest, DeleteWhoseRepliesWereLostIsNotAbsent)
 {
 	kv_config cfg = cfg_;
 	cfg.conn.timeout_ms = 200; // the lost replies are given up soon
-	kv_client *d = nullptr;
-	ASSERT_EQ(kv_open(&d, &cfg), 0) << pm_errormsg();
+	LostTombstoneReplies lost;
+	ASSERT_EQ(kv__st_test_open(&lost.d, &cfg, LostTombstoneReplies::HookOnly, &lost), 0)
+		<< pm_errormsg();
+	kv_client *d = lost.d;
 	for (int round = 0; round < 3; round++) {
 		const std::string k = "lost-" + std::to_string(round);
 		ASSERT_EQ(Insert(d, k, "v"), 0);
-		EXPECT_EQ(Get(d, k), "v"); // cached: the delete's first round is the store's
-		for (unsigned m = 0; m < 3; m++)
-			ASSERT_EQ(kv__st_test_inject_once(d, m, RDMA_FAULT_DROP_REPLY, 0), 0);
 		kv_stats before = Stats(d);
+		lost.Start();
 		EXPECT_EQ(Delete(d, k), 0) << pm_errormsg();
+		lost.Stop();
 		kv_stats after = Stats(d);
-		EXPECT_GE(after.rounds - before.rounds, 2u) << "the first round was lost and retried";
+		EXPECT_EQ(lost.phase, 1);
+		EXPECT_GE(after.rounds - before.rounds, 2u) << "the tombstone round was lost and retried";
 		int ret = 0;
 		Get(c_, k, &ret);
 		EXPECT_EQ(ret, -ENOENT);
@@ -423,39 +462,41 @@ TEST_F(KvTest, DeleteWhoseRepliesWereLostIsNotAbsent)
 	kv_close(&d);
 }
 
-// A delete through a cached location whose replies are lost, overtaken
-// meanwhile by another client's delete -- which must report the key absent,
-// the first delete's tombstones having come first -- and by a re-insert: the
-// first delete removed the old incarnation, and must not remove the new one
-// too. (ConcurrentClientsWithOneRoundFaultsAreLinearizable failed so in 1
-// TSan run of 24: the retry read the other delete's tombstone as earlier.)
+// A delete whose replies are lost, overtaken meanwhile by another client's
+// delete -- which must report the key absent, the first delete's
+// tombstones having come first -- and by a re-insert: the first delete
+// removed the old incarnation, and must not remove the new one too.
+// (ConcurrentClientsWithOneRoundFaultsAreLinearizable failed so in 1 TSan
+// run of 24: the retry read the other delete's tombstone as earlier.)
 TEST_F(KvTest, DeleteOvertakenAfterLostRepliesSparesTheReinsertedKey)
 {
 	struct Overtake {
+		LostTombstoneReplies lost;
 		kv_client *other;
-		bool armed;
+		uint64_t rounds; // d's value rounds before its delete
+		bool done;
 		int del_ret, put_ret;
-	} ov{c_, false, 1, 1};
+	} ov{{}, c_, 0, false, 1, 1};
 	kv_config cfg = cfg_;
 	cfg.conn.timeout_ms = 200; // the lost replies are given up soon
-	kv_client *d = nullptr;
-	// Runs on d's thread while d waits for its lost replies.
+	// Runs on d's thread while d waits for the nodes.
 	auto overtake = [](void *arg) {
 		auto *o = static_cast<Overtake *>(arg);
-		if (!o->armed)
+		if (o->lost.Hook() || o->lost.phase != 1 || o->done ||
+				Stats(o->lost.d).rounds == o->rounds)
 			return;
-		o->armed = false;
+		o->done = true; // in the tombstone round, its batches landed
 		o->del_ret = Delete(o->other, "k");
 		o->put_ret = Put(o->other, "k", "new");
 	};
-	ASSERT_EQ(kv__st_test_open(&d, &cfg, overtake, &ov), 0) << pm_errormsg();
+	ASSERT_EQ(kv__st_test_open(&ov.lost.d, &cfg, overtake, &ov), 0) << pm_errormsg();
+	kv_client *d = ov.lost.d;
 	ASSERT_EQ(Insert(d, "k", "old"), 0);
-	EXPECT_EQ(Get(d, "k"), "old"); // cached
-	for (unsigned m = 0; m < 3; m++)
-		ASSERT_EQ(kv__st_test_inject_once(d, m, RDMA_FAULT_DROP_REPLY, 0), 0);
-	ov.armed = true;
+	ov.rounds = Stats(d).rounds;
+	ov.lost.Start();
 	EXPECT_EQ(Delete(d, "k"), 0) << pm_errormsg();
-	EXPECT_FALSE(ov.armed) << "the other client ran inside the delete";
+	ov.lost.Stop();
+	EXPECT_TRUE(ov.done) << "the other client ran inside the tombstone round";
 	EXPECT_EQ(ov.del_ret, -ENOENT) << "the first delete's tombstones came first";
 	EXPECT_EQ(ov.put_ret, 0);
 	EXPECT_EQ(Get(c_, "k"), "new");

@@ -18,8 +18,9 @@
  * durable on a majority: killing every node and restarting them from their
  * pools loses none. In the common case (no contention, no failure, clocks
  * in step) a get and an update of a cached key take one round trip, a
- * delete one plus the index's remove, an insert the index's two (the value
- * is written beside them); kv_stats says how many each took. A location
+ * delete one plus the index's lookup and remove (two each: a delete never
+ * uses a cached location), an insert the index's two (the value is written
+ * beside them); kv_stats says how many each took. A location
  * is cached for at most lease_ms, then looked up again: the space of
  * deleted keys is reused 3 lease_ms + lease_ms/4 after their delete
  * (kv/DESIGN.md, "Reuse of objects").
@@ -409,15 +410,13 @@ int kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t 
 
 /**
  * kv_delete -- remove @key.
+ * The key's location comes from the index (never from the location
+ * cache), and the delete acts on that incarnation only.
  * Return: 0 if @key was present when the call began, or was removed by a
  * delete overlapping this one (two overlapping deletes may both return 0),
  * or by earlier overlapping deletes that split the nodes between them (a
  * node unreachable, or three deletes; kv/DESIGN.md, "Delete"); -ENOENT if
  * @key was absent; -EINVAL; KV_E_UNAVAILABLE.
- * Known gap: while a node is unreachable, overlapping deletes through
- * cached locations that split the nodes, with another client's get, update
- * or insert seeing their tombstones and a re-insert in between, can also
- * delete the re-inserted value (kv/DESIGN.md, "Delete"; Spin m8_down).
  * Persistence: on 0 the removal is durable on a majority.
  * Thread-safety: the handle's thread.
  * Ordering: as kv_insert(), except that two overlapping deletes may

@@ -1078,11 +1078,15 @@ static bool cache_forever(const struct kv_client *c);
 
 /*
  * Where @key lives: the cache entry @e, filled from the cache if it holds
- * the key (*@cached) or from the index. Return: 0; -ENOENT; errors.
+ * the key (*@cached) or from the index. With @fresh the location always
+ * comes from the index (a delete's: kv/DESIGN.md, "Delete"), and what the
+ * cache knows of the key's words is kept when it names the same location
+ * and is still used (the same object: no reuse within L). Return: 0;
+ * -ENOENT; errors.
  */
 static int
-locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_st_cent *e,
-	bool *cached)
+locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, bool fresh,
+	struct kv_st_cent *e, bool *cached)
 {
 	struct kv_st_cent *slot = cache_find(c, h);
 	struct kv_index_stats before;
@@ -1090,26 +1094,33 @@ locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, struct kv_
 	int ret;
 
 	uint64_t now = kv__ix_now_ns();
-
 	/* A location looked up more than L ago is looked up again: the grace
 	 * before an object is reused counts on it (objects.c). */
-	if (slot != NULL && slot->klen == klen && (now < slot->until || cache_forever(c))) {
+	bool usable = slot != NULL && slot->klen == klen &&
+		(now < slot->until || cache_forever(c));
+
+	if (usable && !fresh) {
 		*e = *slot;
 		*cached = true;
 		return 0;
 	}
 	*cached = false;
-	c->st.cache_misses++;
+	if (!fresh)
+		c->st.cache_misses++;
 	kv_index_stats_read(c->ix, &before);
 	ret = kv_index_lookup(c->ix, key, klen, &loc);
 	index_rounds(c, &before);
 	if (ret != 0)
 		return ret;
-	memset(e, 0, sizeof(*e));
-	e->hash = h;
-	e->loc = loc;
+	if (usable && slot->loc == loc) {
+		*e = *slot;
+	} else {
+		memset(e, 0, sizeof(*e));
+		e->hash = h;
+		e->loc = loc;
+		e->klen = (uint32_t)klen;
+	}
 	e->until = now + c->lease_ns;
-	e->klen = (uint32_t)klen;
 	return 0;
 }
 
@@ -1154,10 +1165,9 @@ cache_drop(struct kv_client *c, uint64_t h)
 
 /* Unmap a deleted object from the index (SWARM-KV sect. 5.3.2-5.3.3: the
  * deleter unmaps; a client that finds a tombstone still mapped does it for
- * a deleter that crashed first). With @mapped: whether the key still
- * mapped to @loc at some point of the call (kv_index_remove() returned 0). */
+ * a deleter that crashed first). */
 static int
-unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc, bool *mapped)
+unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc)
 {
 	struct kv_index_stats before;
 	int ret;
@@ -1165,8 +1175,6 @@ unmap(struct kv_client *c, const void *key, size_t klen, uint64_t loc, bool *map
 	kv_index_stats_read(c->ix, &before);
 	ret = kv_index_remove(c->ix, key, klen, loc);
 	index_rounds(c, &before);
-	if (mapped != NULL)
-		*mapped = ret == 0;
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -1182,7 +1190,7 @@ kv__st_unmapped_check(struct kv_client *c, const void *key, size_t klen, uint64_
 	index_rounds(c, &before);
 	if (ret == -ENOENT || (ret == 0 && at != loc))
 		return 0;
-	return ret != 0 ? ret : unmap(c, key, klen, loc, NULL);
+	return ret != 0 ? ret : unmap(c, key, klen, loc);
 }
 
 bool
@@ -1455,7 +1463,7 @@ do_insert(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 			kv__st_obj_dead(c, geo.loc, (uint32_t)klen);
 			return KV_E_EXISTS;
 		}
-		ret = unmap(c, key, klen, *existing, NULL);
+		ret = unmap(c, key, klen, *existing);
 		if (ret != 0)
 			return ret;
 		kv__st_obj_dead(c, *existing, (uint32_t)klen);
@@ -1502,7 +1510,7 @@ do_update(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 		struct kv_st_geo geo;
 		enum kv_sw_result res;
 		bool cached;
-		int ret = locate(c, key, klen, h, &e, &cached);
+		int ret = locate(c, key, klen, h, false, &e, &cached);
 
 		if (ret != 0)
 			return ret;
@@ -1517,7 +1525,7 @@ do_update(struct kv_client *c, const void *key, size_t klen, uint64_t h, const v
 		/* Deleted (sect. 5.3.3): drop the cached location, unmap for a
 		 * deleter that may have crashed, and look again. */
 		cache_drop(c, h);
-		ret = unmap(c, key, klen, e.loc, NULL);
+		ret = unmap(c, key, klen, e.loc);
 		if (ret != 0)
 			return ret;
 		if (!cached)
@@ -1581,7 +1589,7 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 		struct kv_st_geo geo;
 		bool cached;
 
-		ret = locate(c, key, klen, h, &e, &cached);
+		ret = locate(c, key, klen, h, false, &e, &cached);
 		if (ret != 0)
 			break;
 		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
@@ -1597,7 +1605,7 @@ kv_get(struct kv_client *c, const void *key, size_t klen, void *buf, size_t cap,
 		 * if the location was cached, the key may live elsewhere now. */
 		cache_drop(c, h);
 		if (kv_st_is_tomb(v.meta)) {
-			ret = unmap(c, key, klen, e.loc, NULL);
+			ret = unmap(c, key, klen, e.loc);
 			if (ret != 0)
 				break;
 			kv__st_obj_dead(c, e.loc, (uint32_t)klen);
@@ -1614,7 +1622,11 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 	/* One number per call: a second pass over the same incarnation
 	 * meets its own tombstone and first delete words as its own. */
 	const uint64_t tomb = kv_st_tomb(++c->tomb_nonce);
-	int ret, gone_ret = -ENOENT;
+	struct kv_st_cent e;
+	struct kv_st_geo geo;
+	struct kv_sw_gone gone;
+	bool cached;
+	int ret;
 
 	ret = op_begin(c);
 	if (ret != 0)
@@ -1622,48 +1634,33 @@ kv_delete(struct kv_client *c, const void *key, size_t klen)
 	ret = key_check(key, klen);
 	if (ret == 0)
 		ret = kv__st_obj_reserve(c);
-	while (ret == 0) {
-		struct kv_st_cent e;
-		struct kv_st_geo geo;
-		struct kv_sw_gone gone;
-		bool cached, mapped;
-
-		ret = locate(c, key, klen, h, &e, &cached);
-		if (ret == -ENOENT) {
-			ret = gone_ret; /* see below */
-			break;
-		}
-		if (ret != 0)
-			break;
-		geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
-		ret = kv__sw_delete(c, &geo, &e, tomb, &gone);
-		if (ret != 0)
-			break;
-		/* The tombstone is on f+1 members: every write of this
-		 * client to the object is superseded. */
-		kv__st_superseded(c, geo.loc, tomb, c->cid);
-		cache_drop(c, h);
-		/* SWARM-KV unmaps in the background (sect. 5.3.2); this
-		 * version unmaps before returning (kv_stats.index_rounds). */
-		ret = unmap(c, key, klen, e.loc, &mapped);
-		if (ret != 0)
-			break;
-		/* The incarnation's tombstone is on f+1 and the index no
-		 * longer maps it: its object can go back to its allocator. */
-		kv__st_obj_dead(c, e.loc, (uint32_t)klen);
-		ret = gone.gone ? -ENOENT : 0;
-		/* The location was the key's at some point of this call if
-		 * it came from the index now, if this delete's tombstone came
-		 * first on f+1 members, or if the index still mapped it when
-		 * this delete unmapped it: then the answer stands. Otherwise a
-		 * cached location may be a dead incarnation, deleted before
-		 * this call began, and the key may live elsewhere now; if the
-		 * index has nothing more, the answer stands (kv/DESIGN.md,
-		 * "Delete"). */
-		if (!cached || gone.won || mapped)
-			break;
-		gone_ret = ret;
-		ret = 0;
-	}
-	return op_end(c, ret);
+	/* The location comes from the index, never from the cache: it is
+	 * then the key's at some point of this call, and whatever this
+	 * delete decides is about that incarnation only. A cached location
+	 * may be a dead incarnation; a delete that went on from one to the
+	 * key's new incarnation when its own answer was unsure (the first
+	 * delete words split, a node down) could delete a re-inserted value
+	 * that a get had already reported absent for it (kv/DESIGN.md,
+	 * "Delete"; Spin m8_mut_cached_down). */
+	if (ret == 0)
+		ret = locate(c, key, klen, h, true, &e, &cached);
+	if (ret != 0)
+		return op_end(c, ret);
+	geo = kv_st_geo_make(e.loc, (uint32_t)klen, c->C);
+	ret = kv__sw_delete(c, &geo, &e, tomb, &gone);
+	if (ret != 0)
+		return op_end(c, ret);
+	/* The tombstone is on f+1 members: every write of this client to
+	 * the object is superseded. */
+	kv__st_superseded(c, geo.loc, tomb, c->cid);
+	cache_drop(c, h);
+	/* SWARM-KV unmaps in the background (sect. 5.3.2); this version
+	 * unmaps before returning (kv_stats.index_rounds). */
+	ret = unmap(c, key, klen, e.loc);
+	if (ret != 0)
+		return op_end(c, ret);
+	/* The incarnation's tombstone is on f+1 and the index no longer
+	 * maps it: its object can go back to its allocator. */
+	kv__st_obj_dead(c, e.loc, (uint32_t)klen);
+	return op_end(c, gone.gone ? -ENOENT : 0);
 }

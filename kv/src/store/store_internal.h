@@ -343,8 +343,7 @@ int kv__sw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_c
 /* Whose tombstone came first on f+1 members (the first delete words). */
 struct kv_sw_gone {
 	bool won;   /* this delete's: no delete of this incarnation had
-	             * completed or been reported when it began, so the
-	             * location was the key's then, even a cached one */
+	             * completed or been reported when it began */
 	bool gone;  /* another delete's: it removed the incarnation, and
 	             * this delete comes after it (-ENOENT) */
 };                  /* neither: the deletes split the members answered */

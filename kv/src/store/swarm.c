@@ -1102,8 +1102,9 @@ kv__sw_delete(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cen
 			 * the winner, which the other delete then learns
 			 * (Spin, kv/spin/m8.pml, m8_lost; kv_test's fault
 			 * test met it with the member reconnecting). A member
-			 * down for longer leaves the split: kv/DESIGN.md,
-			 * "Delete", known gap. */
+			 * down for longer leaves the split, and the delete
+			 * returns 0 (kv.h: two overlapping deletes may both
+			 * return 0; kv/DESIGN.md, "Delete"). */
 			mask = usable & rest;
 			if (mask == 0) {
 				if (kv__ix_now_ns() >= c->deadline)
