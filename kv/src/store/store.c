@@ -1619,8 +1619,8 @@ int
 kv_delete(struct kv_client *c, const void *key, size_t klen)
 {
 	uint64_t h = key_hash(key, klen);
-	/* One number per call: a second pass over the same incarnation
-	 * meets its own tombstone and first delete words as its own. */
+	/* One number per call: a round retried after lost replies meets
+	 * its own tombstone and first delete words as its own. */
 	const uint64_t tomb = kv_st_tomb(++c->tomb_nonce);
 	struct kv_st_cent e;
 	struct kv_st_geo geo;
