@@ -50,13 +50,36 @@ aopt_persist_status(struct mcas_rec *d)
 }
 
 /*
- * aopt_read_internal -- alg. 5.2 (5.4 when persistent). Returns the content
- * of @addr and stores in *@value the value it stands for. If the content
- * refers to @self, *@value is meaningless (line 12's disregarded value).
+ * aopt_settled -- whether @c, a reference to a descriptor, stands for a
+ * final value: its descriptor is not @self, finalized (alg. 5.2 lines 7-9
+ * do not apply) and its status durable (alg. 5.4 lines 10-14 do not
+ * apply); then *@value is that value (lines 6, 11-12). The caller is
+ * inside an epoch and loaded @c after entering it.
  */
-static uint64_t
-aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
-	struct mcas_rec *self, uint64_t *value)
+static inline bool
+aopt_settled(const struct mcas *m, uint64_t c, const struct mcas_rec *self, uint64_t *value)
+{
+	const struct mcas_word *w = mcas__deref(m, c);
+	const struct mcas_rec *parent = mcas__parent(m, w);
+	uint64_t st;
+
+	if (parent == self)
+		return false;
+	st = aopt_status(parent);
+	if (st == MCAS_ST_ACTIVE || (st & MCAS_ST_DIRTY) != 0)
+		return false;
+	*value = aopt_final(w, st);
+	return true;
+}
+
+/*
+ * aopt_read_slow -- alg. 5.2 (5.4 when persistent) whole: what
+ * aopt_read_internal() leaves, the announcement, helping and a dirty
+ * status. Out of line: it may recurse through helping.
+ */
+static __attribute__((noinline)) uint64_t
+aopt_read_slow(struct mcas_thread *t, _Atomic uint64_t *addr, struct mcas_rec *self,
+	uint64_t *value)
 {
 	struct mcas *m = t->m;
 
@@ -65,7 +88,6 @@ aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
 		 * satisfied before the epoch store is visible (Dekker with the
 		 * scanner's seq_cst CAS-then-load); a plain mov on x86 */
 		uint64_t c = atomic_load_explicit(addr, memory_order_seq_cst);
-		struct mcas_word *w;
 		struct mcas_rec *parent;
 		uint64_t st;
 
@@ -77,8 +99,9 @@ aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
 		 * again (it may have been detached and recycled meanwhile). */
 		if (mcas__protect(t))
 			continue;
-		w = mcas__deref(m, c);
-		parent = mcas__parent(m, w); /* line 6 */
+		if (aopt_settled(m, c, self, value))
+			return c;
+		parent = mcas__parent(m, mcas__deref(m, c)); /* line 6 */
 		if (parent == self) {
 			*value = c;
 			return c;
@@ -87,15 +110,34 @@ aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
 		if (st == MCAS_ST_ACTIVE) { /* lines 7-9 */
 			mcas__stat_add(t, helps, 1);
 			aopt_mcas(t, parent);
-			continue;
-		}
-		if (st & MCAS_ST_DIRTY) { /* alg. 5.4 lines 10-14 */
+		} else if (st & MCAS_ST_DIRTY) { /* alg. 5.4 lines 10-14 */
 			aopt_persist_status(parent);
-			continue;
-		}
-		*value = aopt_final(w, st); /* line 11-12 */
+		} /* else finalized since aopt_settled() looked: settled next time */
+	}
+}
+
+/*
+ * aopt_read_internal -- alg. 5.2 (5.4 when persistent). Returns the content
+ * of @addr and stores in *@value the value it stands for. If the content
+ * refers to @self, *@value is meaningless (line 12's disregarded value).
+ * Inline for the two common cases -- a plain value, and a finalized
+ * descriptor with a durable status met inside an epoch (an operation's
+ * acquisitions, reads in a guard) -- the rest in aopt_read_slow().
+ */
+static inline uint64_t
+aopt_read_internal(struct mcas_thread *t, _Atomic uint64_t *addr,
+	struct mcas_rec *self, uint64_t *value)
+{
+	/* line 3, seq_cst as in aopt_read_slow() */
+	uint64_t c = atomic_load_explicit(addr, memory_order_seq_cst);
+
+	if ((c & AOPT_MARK) == 0) { /* line 4 */
+		*value = c;
 		return c;
 	}
+	if (reclaim_epochs_inside(t->et) && aopt_settled(t->m, c, self, value))
+		return c;
+	return aopt_read_slow(t, addr, self, value);
 }
 
 /* aopt_mcas -- alg. 5.3 lines 20-39 (5.5 lines 25-52 when persistent), run
@@ -158,12 +200,8 @@ aopt_read(struct mcas_thread *t, const uint64_t *addr)
 {
 	struct mcas *m = t->m;
 	_Atomic uint64_t *a = (_Atomic uint64_t *)(uintptr_t)addr;
-	uint64_t value, c = atomic_load_explicit(a, memory_order_seq_cst);
+	uint64_t value, c = aopt_read_internal(t, a, NULL, &value);
 
-	/* The common case inline: a plain value is one load (line 4). */
-	if ((c & AOPT_MARK) == 0)
-		return c;
-	c = aopt_read_internal(t, a, NULL, &value);
 	if ((c & AOPT_MARK) != 0 && m->read_detach_one_in != 0 &&
 			mcas__random_one_in(t, m->read_detach_one_in) &&
 			mcas__others_outside_epochs(t)) {

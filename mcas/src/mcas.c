@@ -514,18 +514,6 @@ mcas_guard_exit(struct mcas_thread *t)
 	mcas__epoch_exit(t);
 }
 
-bool
-mcas__random_one_in(struct mcas_thread *t, unsigned n)
-{
-	uint64_t x = t->rng;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	t->rng = x;
-	return n != 0 && x % n == 0;
-}
-
 /* ---- reclamation (thesis sect. 5.6) ---- */
 
 static void

@@ -266,7 +266,20 @@ mcas__others_outside_epochs(struct mcas_thread *t)
 	return reclaim_epochs_others_outside(t->et);
 }
 
-/* mcas__random_one_in -- true with probability 1/@n (per-thread xorshift) */
-bool mcas__random_one_in(struct mcas_thread *t, unsigned n);
+/* mcas__random_one_in -- true with probability 1/@n (per-thread xorshift;
+ * @n 0: never). Inline, and a multiplication instead of a 64-bit modulo:
+ * an AOPT read that meets a descriptor tosses it (sect. 5.6.2). */
+static inline bool
+mcas__random_one_in(struct mcas_thread *t, unsigned n)
+{
+	uint64_t x = t->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	t->rng = x;
+	/* x < 2^64 / n, the top word of x * n being 0 */
+	return n != 0 && (uint64_t)(((unsigned __int128)x * n) >> 64) == 0;
+}
 
 #endif /* MCAS_INTERNAL_H */
