@@ -730,7 +730,20 @@ abd_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_cent *e,
  * RAW, the latency floor of SWARM's evaluation: one copy, the in-place one
  * on node 0, written and read with one batch and no concurrency control;
  * the copy's own header and hash detect a torn read, which is retried.
+ * Two writes that overlap can interleave their bytes (local: the clients'
+ * copies land byte by byte) into a copy no reader accepts, and readers
+ * would retry until the next write, or their timeout if none comes
+ * (kv_bench, two threads updating a hot key until both were reading it).
+ * So a write reads the copy back in its own batch: whichever overlapping
+ * write finishes last sees a torn copy and writes again.
  */
+
+/* Offset in a member's scratch of a write's read-back: after the
+ * written bytes (KV_ST_SCRATCH holds both). */
+#define RAW_BACK_OFF (KV_ST_IP_MAX + 64u)
+_Static_assert(RAW_BACK_OFF + sizeof(struct kv_st_vhdr) + KV_ST_IP_MAX <= KV_ST_SCRATCH,
+	"a member's scratch holds a RAW write and its read-back");
+
 static int
 raw_round(struct kv_client *c, const struct kv_st_geo *geo, const struct kv_st_vhdr *h,
 	const void *val)
@@ -750,6 +763,8 @@ raw_round(struct kv_client *c, const struct kv_st_geo *geo, const struct kv_st_v
 				memcpy(m->buf + sizeof(*h), val, h->vlen);
 				r |= rdma_batch_write(&m->batch, c->region, off, m->buf, len);
 				r |= rdma_batch_persist(&m->batch, c->region, off, len);
+				r |= rdma_batch_read(&m->batch, c->region, off, m->buf + RAW_BACK_OFF,
+					len);
 			} else {
 				r |= rdma_batch_read(&m->batch, c->region, off, m->buf, len);
 			}
@@ -765,17 +780,35 @@ raw_round(struct kv_client *c, const struct kv_st_geo *geo, const struct kv_st_v
 	}
 }
 
+/* The copy RAW's round read into @p is whole: its header (into *@h) and
+ * its hash agree. */
+static bool
+raw_whole(const struct kv_st_geo *geo, const unsigned char *p, struct kv_st_vhdr *h)
+{
+	memcpy(h, p, sizeof(*h));
+	return h->vlen <= geo->ip_cap &&
+		kv__sw_vhdr_ok(h, p + sizeof(*h), h->meta, h->writer, geo->loc);
+}
+
 static int
 raw_write(struct kv_client *c, const struct kv_st_geo *geo, uint64_t word, const void *val,
 	uint32_t vlen)
 {
-	struct kv_st_vhdr h;
+	struct kv_st_vhdr h, back;
 
 	if (vlen > geo->ip_cap)
 		return pm_error_set(-E2BIG, "kv: RAW keeps values in place: %u bytes, room for %u",
 			vlen, geo->ip_cap);
 	kv__sw_vhdr(&h, word, c->cid, geo->loc, val, vlen);
-	return raw_round(c, geo, &h, val);
+	for (;;) {
+		int ret = raw_round(c, geo, &h, val);
+
+		if (ret != 0 || raw_whole(geo, c->g.m[0].buf + RAW_BACK_OFF, &back))
+			return ret;
+		ret = kv__st_retry(c, false); /* torn by an overlapping write */
+		if (ret != 0)
+			return ret;
+	}
 }
 
 static int
@@ -788,9 +821,7 @@ raw_read(struct kv_client *c, const struct kv_st_geo *geo, struct kv_st_val *out
 
 		if (ret != 0)
 			return ret;
-		memcpy(&h, p, sizeof(h));
-		if (h.vlen <= geo->ip_cap &&
-			kv__sw_vhdr_ok(&h, p + sizeof(h), h.meta, h.writer, geo->loc)) {
+		if (raw_whole(geo, p, &h)) {
 			out->meta = h.meta | KV_ST_VERIFIED;
 			out->writer = h.writer;
 			out->vlen = h.vlen;
