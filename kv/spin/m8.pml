@@ -3,7 +3,9 @@
    deleter" word beside the tombstones.
 
    C functions abstracted (kv/src/store/): kv_delete (store.c: the lookup,
-   remove(A) through the index and the result rule; with a cached deleter,
+   kv_index_lookup_known, with or without the cached location's key read
+   skipped: the same answer), remove(A) through the index and the result
+   rule; with a cached deleter,
    the late re-lookup of the code before 2026-11-29) and kv__sw_delete (swarm.c: the tomb rounds on the object's
    memory nodes and the first-deleter word), with the tombstone read and
    write-back of kv_get / kv_insert on a mapped object and the index's

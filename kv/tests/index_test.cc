@@ -226,6 +226,15 @@ TEST_F(IndexTest, RoundTrips)
 		EXPECT_EQ(got, loc);
 		EXPECT_EQ(kv_index_hint(ix_, k.data(), k.size(), &got), 0); // 0 round trips
 		EXPECT_EQ(got, loc);
+		// A caller that knows the key's object spares the key's read back;
+		// a location it is wrong about (no slot maps it) spares nothing.
+		uint64_t reads = Stats().key_reads, wrong = loc + 1;
+		EXPECT_EQ(kv_index_lookup_known(ix_, k.data(), k.size(), &loc, &got), 0);
+		EXPECT_EQ(got, loc);
+		EXPECT_EQ(Stats().key_reads, reads);
+		EXPECT_EQ(kv_index_lookup_known(ix_, k.data(), k.size(), &wrong, &got), 0);
+		EXPECT_EQ(got, loc);
+		EXPECT_EQ(Stats().key_reads, reads + 1);
 		EXPECT_EQ(rounds([&] { EXPECT_EQ(kv_index_lookup(ix_, "none", 4, &got), -ENOENT); }), 1u);
 		if (i % 2 == 0) {
 			EXPECT_EQ(rounds([&] { EXPECT_EQ(kv_index_remove(ix_, k.data(), k.size(), loc), 0); }), 2u);

@@ -158,6 +158,21 @@ int kv_index_close(struct kv_index **ixp);
 int kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc);
 
 /**
+ * kv_index_lookup_known -- kv_index_lookup() for a caller that knows a
+ * location holding @key: @known, if not NULL, is a location whose key_at()
+ * answers @key from before the call until it returns (the store's cache
+ * entry younger than the grace before an object is reused). A decided
+ * mapping of the key's fingerprint to *@known is then taken without
+ * reading the key back, one round trip less; the answer is wrong if the
+ * caller's claim is.
+ * Return: as kv_index_lookup().
+ * Thread-safety: the handle's thread.
+ * Ordering: as kv_index_lookup().
+ */
+int kv_index_lookup_known(struct kv_index *ix, const void *key, size_t len,
+	const uint64_t *known, uint64_t *loc);
+
+/**
  * kv_index_hint -- the location the handle's cache last saw for @key,
  * without a round trip. A hint, never an answer: the caller must check the
  * key stored at *@loc (and that it is still live there) and fall back to

@@ -591,6 +591,13 @@ ix_frozen(const struct kv_ix_view *v)
 int
 kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 {
+	return kv_index_lookup_known(ix, key, len, NULL, loc);
+}
+
+int
+kv_index_lookup_known(struct kv_index *ix, const void *key, size_t len, const uint64_t *known,
+	uint64_t *loc)
+{
 	uint64_t h, cand[KV_IXB_SLOTS];
 	unsigned fp;
 	int ret;
@@ -651,7 +658,9 @@ kv_index_lookup(struct kv_index *ix, const void *key, size_t len, uint64_t *loc)
 			continue;
 		}
 		for (unsigned c = 0; c < nc; c++) {
-			ret = ix_key_is(ix, cand[c], key, len);
+			/* The slot maps *@known, which holds @key (the caller
+			 * says): no other key can be mapped to it. */
+			ret = known != NULL && cand[c] == *known ? 1 : ix_key_is(ix, cand[c], key, len);
 			if (ret < 0)
 				return ix_op_end(ix, ret);
 			if (ret == 1) {

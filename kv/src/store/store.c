@@ -1079,10 +1079,10 @@ static bool cache_forever(const struct kv_client *c);
 /*
  * Where @key lives: the cache entry @e, filled from the cache if it holds
  * the key (*@cached) or from the index. With @fresh the location always
- * comes from the index (a delete's: kv/DESIGN.md, "Delete"), and what the
- * cache knows of the key's words is kept when it names the same location
- * and is still used (the same object: no reuse within L). Return: 0;
- * -ENOENT; errors.
+ * comes from the index (a delete's: kv/DESIGN.md, "Delete"), which skips
+ * reading the key back when its slot maps the location a still-used
+ * entry names, and what the cache knows of the key's words is kept then
+ * (the same object: no reuse within L). Return: 0; -ENOENT; errors.
  */
 static int
 locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, bool fresh,
@@ -1108,7 +1108,9 @@ locate(struct kv_client *c, const void *key, size_t klen, uint64_t h, bool fresh
 	if (!fresh)
 		c->st.cache_misses++;
 	kv_index_stats_read(c->ix, &before);
-	ret = kv_index_lookup(c->ix, key, klen, &loc);
+	/* A usable entry's object holds the key until it expires (no reuse
+	 * within L): the index need not read the key back from it. */
+	ret = kv_index_lookup_known(c->ix, key, klen, usable ? &slot->loc : NULL, &loc);
 	index_rounds(c, &before);
 	if (ret != 0)
 		return ret;
