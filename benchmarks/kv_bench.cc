@@ -2,9 +2,11 @@
 // benchmarks/kv_bench.cc -- YCSB A and B on the store (kv/kv.h): SWARM
 // against its two baselines in the same code, DM-ABD (2 round trips per
 // get and update) and RAW (one unreplicated in-place copy: the latency
-// floor), side by side, on three memory nodes, 1..8 client threads.
+// floor), side by side, on three memory nodes, 1..8 client threads with
+// 1..64 operations in flight each.
 //
-// One configuration = transport x workload x value size x threads. For
+// One configuration = transport x workload x value size x threads x
+// operations in flight per thread (--inflight). For
 // each, every system of --systems runs in turn (default swarm, abd, raw),
 // each on a fresh cluster of --nodes nodes made in this process
 // (node_bench.h: pools in --pool-dir, default /dev/shm, PMEM durability
@@ -29,19 +31,25 @@
 //           written back and its node reopened with msync: on a disk file
 //           system a load with an msync per persist takes about 6 ms per
 //           key);
-//   open    every measuring thread opens its own client (kv_open);
+//   open    every measuring thread opens its own client (kv_open), or
+//           with --inflight N > 1 an asynchronous handle of N clients
+//           (kv_async_open: each its own id and cache);
 //   warm    each client gets every key once (untimed; fills its location
-//           and metadata cache: --warm all), or the N most popular ones
+//           and metadata cache: --warm all; every client of a handle
+//           gets each key), or the N most popular ones
 //           (--warm N: key ids 0..N-1, the Zipfian's first ranks; for tcp,
 //           where a get of every key costs minutes), or none (off);
-//   run     for --duration-ms, each thread loops one operation at a time
-//           (1 in flight: the asynchronous API does not exist yet): a get
-//           with probability read% (A 50, B 95), else an update, of a key
-//           drawn Zipfian (theta 0.99, benchmarks/zipf.h) over the keys.
-// Per operation: CLOCK_MONOTONIC latency, and the difference of kv_stats
-// (rounds + index_rounds: round trips) read before and after it. Per op
-// type: ops, ops/s over the run's span, latency p50/p90/p99/p99.9/max/mean,
-// round trips p50/p99/p99.9/max/mean and a histogram. Per system: the
+//   run     for --duration-ms, each thread keeps its operations in flight
+//           (one: synchronous calls; more: the closed loop of
+//           kv/tools/dmkv/pump.h, dmkv bench's): a get with probability
+//           read% (A 50, B 95), else an update, of a key drawn Zipfian
+//           (theta 0.99, benchmarks/zipf.h) over the keys.
+// Per operation: CLOCK_MONOTONIC latency (submit to completion), and with
+// one in flight the difference of kv_stats (rounds + index_rounds: round
+// trips) read before and after it. Per op type: ops, ops/s over the run's
+// span, latency p50/p90/p99/p99.9/max/mean, round trips
+// p50/p99/p99.9/max/mean and a histogram (with more in flight only the
+// mean over all types, from the counters' totals). Per system: the
 // kv_stats deltas over the run summed over threads (slow_writes,
 // write_backs, oop_reads, ...), errors by code and wrong values (a get
 // must return --value-size bytes that start with the key's id).
@@ -82,6 +90,7 @@
 #include "benchmarks/node_bench.h"
 #include "benchmarks/ycsb.h"
 #include "benchmarks/zipf.h"
+#include "kv/tools/dmkv/pump.h"
 
 namespace {
 
@@ -107,6 +116,7 @@ constexpr int kExitSetup = 1;
 constexpr int kExitUsage = 64;
 
 constexpr unsigned kMaxThreads = 64;
+constexpr unsigned kMaxInflight = 64; // kv_async_open's largest depth
 constexpr unsigned kMaxErrors = 10; // a thread leaves a phase after this many
 // A log buffer: the value header and the value, in 128-byte units
 // (kv/src/store/layout.h, KV_ST_BUF_UNIT).
@@ -121,6 +131,9 @@ const char kUsage[] =
 	"  --workloads LIST    of A (50% get / 50% update), B (95/5) (default A,B)\n"
 	"  --value-sizes LIST  value bytes, 1..KV_VALUE_MAX (default 64,1024)\n"
 	"  --threads LIST      client threads, 1..64 (default 1)\n"
+	"  --inflight LIST     operations in flight per thread, 1..64 (default 1;\n"
+	"                      above 1 a thread runs a kv_async handle of that many\n"
+	"                      clients: threads x in flight <= --max-clients)\n"
 	"  --systems LIST      of swarm, abd, raw, swarm-noreuse (SWARM without the reuse\n"
 	"                      of value buffers), in run order (default swarm,abd,raw)\n"
 	"  --keys N            keys loaded and drawn from (default 100000)\n"
@@ -160,6 +173,7 @@ struct Options {
 	std::vector<std::string> workloads = { "A", "B" };
 	std::vector<unsigned> value_sizes = { 64, 1024 };
 	std::vector<unsigned> threads = { 1 };
+	std::vector<unsigned> inflight = { 1 };
 	std::vector<std::string> systems = { "swarm", "abd", "raw" };
 	unsigned keys = 100000;
 	unsigned nodes = 3;
@@ -239,6 +253,7 @@ struct Part {
 	uint64_t start_ns = 0, end_ns = 0;
 	uint64_t wrong = 0;
 	bool capped = false;
+	bool per_op_rounds = true; // samples' rounds are each operation's
 	std::map<int, uint64_t> errors;
 	std::string first_error, first_wrong;
 
@@ -271,6 +286,7 @@ struct Run {
 	const Options *o;
 	std::string workload;
 	unsigned vsize = 0, threads = 0, loaders = 0;
+	unsigned inflight = 1; // per measuring thread
 	kv_config cfg{};      // the measuring clients'
 	kv_config load_cfg{}; // create and load: cfg, or local: with --load-local
 	std::unique_ptr<bench::Zipf> zipf;
@@ -347,23 +363,6 @@ void Loop(kv_client *c, Part *p, uint64_t n, uint64_t stop_ns, Fn fn)
 	p->st = Diff(StatsOf(c), before);
 }
 
-// A get of key @id, checked: 0 and a value of the run's size starting with
-// the id (every key is loaded before and never deleted).
-void CheckedGet(const Run &r, kv_client *c, Part *p, uint64_t id, uint64_t opno, char *key,
-	char *buf, size_t cap)
-{
-	size_t klen = KeyOf(id, r.o->seed, key), vlen = 0;
-	int rc = kv_get(c, key, klen, buf, cap, &vlen);
-	if (rc != 0) {
-		p->Error(rc, "get", opno);
-		return;
-	}
-	const std::string wrong = CheckValue(buf, vlen, r.vsize, id);
-	if (!wrong.empty())
-		p->Wrong("get #" + std::to_string(opno) + " of key id " + std::to_string(id) + ": " +
-			wrong);
-}
-
 void Loader(Run *r, unsigned l)
 {
 	const Options &o = *r->o;
@@ -391,58 +390,246 @@ void Loader(Run *r, unsigned l)
 	kv_close(&c);
 }
 
+// A measuring thread's operation and its buffers.
+struct Lane {
+	kv_op op{};
+	uint64_t id = 0, opno = 0, t0 = 0;
+	int type = kGet;
+	char key[kKeyMax];
+	std::vector<char> val, buf;
+};
+
+// A measuring thread's clients: one kv_client (--inflight 1: synchronous
+// calls, round trips per operation from its counters around each call),
+// or a kv_async handle of --inflight clients kept full by dmkv_pump_run
+// (round trips only in the phase's totals: the handle's counters sum its
+// clients').
+struct Clients {
+	kv_client *c = nullptr;
+	kv_async *a = nullptr;
+
+	kv_stats Stats() const
+	{
+		kv_stats s;
+		if (a != nullptr)
+			kv_async_stats_read(a, &s);
+		else
+			kv_stats_read(c, &s);
+		return s;
+	}
+};
+
+// What a measuring thread runs in one phase: Next() fills a lane with the
+// phase's next operation (the warm-up's gets of key ids off.., or the
+// run's YCSB stream until its deadline), Finish() checks the result and
+// records the sample. The synchronous loop and the asynchronous one both
+// drive it.
+class Feed {
+public:
+	Feed(Run *r, unsigned t, Part *p, const Clients *cl) : r_(r), t_(t), p_(p), cl_(cl) {}
+
+	void Warm(uint64_t off, uint64_t n)
+	{
+		off_ = off;
+		left_ = n;
+	}
+	void Measure(ycsb::Stream *ops, uint64_t stop_ns)
+	{
+		ops_ = ops;
+		stop_ns_ = stop_ns;
+		slow0_ = cl_->Stats().slow_writes;
+	}
+
+	// The next operation into @l; false: the phase is over.
+	bool Next(Lane *l)
+	{
+		if (p_->NErrors() >= kMaxErrors)
+			return false;
+		if (ops_ == nullptr) {
+			if (left_ == 0)
+				return false;
+			left_--;
+			Get(l, off_++ % r_->o->warm_keys);
+			return true;
+		}
+		if (NowNs() >= stop_ns_)
+			return false;
+		bool get;
+		const uint64_t id = ops_->Next(&get);
+		if (get) {
+			Get(l, id);
+			return true;
+		}
+		// a SWARM slow write took a second log buffer
+		if (r_->update_cap != UINT64_MAX &&
+			updates_ + (cl_->Stats().slow_writes - slow0_) >= r_->update_cap) {
+			p_->capped = true;
+			return false;
+		}
+		Start(l, id, kUpdate);
+		ValueOf(id, static_cast<uint64_t>(t_ + 1) << 40 | ++updates_, r_->vsize, l->val.data());
+		l->op.kind = KV_OP_UPDATE;
+		l->op.val = l->val.data();
+		l->op.vlen = r_->vsize;
+		return true;
+	}
+
+	// A get of key @id into @l (every key is loaded before and never
+	// deleted: it must answer 0 and a value of the run's size starting
+	// with the id).
+	void Get(Lane *l, uint64_t id)
+	{
+		Start(l, id, kGet);
+		l->op.kind = KV_OP_GET;
+		l->op.buf = l->buf.data();
+		l->op.cap = l->buf.size();
+	}
+
+	// @l's operation completed at @t1 after @rounds round trips.
+	void Finish(Lane *l, uint64_t t1, uint64_t rounds)
+	{
+		const kv_op &op = l->op;
+		if (op.ret != 0) {
+			p_->Error(op.ret, kTypeName[l->type], l->opno);
+		} else if (l->type == kGet) {
+			const std::string wrong = CheckValue(l->buf.data(), op.len, r_->vsize, l->id);
+			if (!wrong.empty())
+				p_->Wrong("get #" + std::to_string(l->opno) + " of key id " +
+					std::to_string(l->id) + ": " + wrong);
+		}
+		p_->samples.push_back({ static_cast<uint32_t>(std::min<uint64_t>(t1 - l->t0, UINT32_MAX)),
+			static_cast<uint16_t>(std::min<uint64_t>(rounds, UINT16_MAX)),
+			static_cast<uint8_t>(l->type) });
+	}
+
+private:
+	void Start(Lane *l, uint64_t id, int type)
+	{
+		void *user = l->op.user;
+		l->op = kv_op{};
+		l->op.user = user;
+		l->op.key = l->key;
+		l->op.klen = KeyOf(id, r_->o->seed, l->key);
+		l->id = id;
+		l->type = type;
+		l->opno = opno_++;
+		l->t0 = NowNs();
+	}
+
+	Run *r_;
+	unsigned t_;
+	Part *p_;
+	const Clients *cl_;
+	ycsb::Stream *ops_ = nullptr;
+	uint64_t off_ = 0, left_ = 0, stop_ns_ = 0, slow0_ = 0, updates_ = 0, opno_ = 0;
+};
+
+// One phase of @feed on @cl's lanes, into @p.
+void RunPhase(const Clients &cl, std::vector<Lane> &lanes, Feed *feed, Part *p)
+{
+	const kv_stats before = cl.Stats();
+	p->start_ns = NowNs();
+	if (cl.a == nullptr) {
+		Lane &l = lanes[0];
+		while (feed->Next(&l)) {
+			const kv_stats s0 = cl.Stats();
+			kv_op_run(cl.c, &l.op);
+			const uint64_t t1 = NowNs();
+			const kv_stats s1 = cl.Stats();
+			feed->Finish(&l, t1, (s1.rounds - s0.rounds) + (s1.index_rounds - s0.index_rounds));
+		}
+	} else {
+		auto next = [](void *ctx, kv_op *op) {
+			return static_cast<Feed *>(ctx)->Next(static_cast<Lane *>(op->user));
+		};
+		auto done = [](void *ctx, kv_op *op) {
+			static_cast<Feed *>(ctx)->Finish(static_cast<Lane *>(op->user), NowNs(), 0);
+			return false;
+		};
+		const dmkv_pump pump = { next, done, feed };
+		std::vector<kv_op *> ops;
+		for (Lane &l : lanes)
+			ops.push_back(&l.op);
+		(void)dmkv_pump_run(cl.a, ops.data(), static_cast<unsigned>(ops.size()), &pump);
+		p->per_op_rounds = false;
+	}
+	p->end_ns = NowNs();
+	p->st = Diff(cl.Stats(), before);
+}
+
+// The warm-up of an asynchronous thread: each of @feed's gets on every
+// lane, since each lane is a client with its own location cache
+// (kv_async_submit takes the first idle lane, and all are idle when a
+// key's gets start).
+void WarmLanes(const Clients &cl, std::vector<Lane> &lanes, Feed *feed, Part *p)
+{
+	const kv_stats before = cl.Stats();
+	kv_op *done[kMaxInflight];
+	p->start_ns = NowNs();
+	while (feed->Next(&lanes[0])) {
+		unsigned inflight = 0, got;
+		for (Lane &l : lanes) {
+			if (&l != &lanes[0])
+				feed->Get(&l, lanes[0].id);
+			if (kv_async_submit(cl.a, &l.op) == 0)
+				inflight++;
+		}
+		for (; inflight > 0; inflight -= got) {
+			kv_async_wait(cl.a, done, kMaxInflight, &got);
+			for (unsigned j = 0; j < got; j++)
+				feed->Finish(static_cast<Lane *>(done[j]->user), NowNs(), 0);
+		}
+	}
+	p->per_op_rounds = false;
+	p->end_ns = NowNs();
+	p->st = Diff(cl.Stats(), before);
+}
+
 void Worker(Run *r, unsigned t)
 {
 	const Options &o = *r->o;
-	kv_client *c = nullptr;
-	char key[kKeyMax];
-	std::vector<char> buf(r->vsize + 64), val(r->vsize + 1);
+	Clients cl;
+	std::vector<Lane> lanes(r->inflight);
+	for (Lane &l : lanes) {
+		l.op.user = &l;
+		l.val.resize(r->vsize + 1);
+		l.buf.resize(r->vsize + 64);
+	}
 
-	int ret = kv_open(&c, &r->cfg);
-	if (ret != 0)
-		r->open_error[t] = "thread " + std::to_string(t) + ": kv_open: " + ErrName(ret) + ": " +
+	int ret = r->inflight > 1 ? kv_async_open(&cl.a, &r->cfg, r->inflight) :
+		kv_open(&cl.c, &r->cfg);
+	const bool open = ret == 0;
+	if (!open)
+		r->open_error[t] = "thread " + std::to_string(t) + ": " +
+			(r->inflight > 1 ? "kv_async_open: " : "kv_open: ") + ErrName(ret) + ": " +
 			pm_errormsg();
 	// Without a client the thread still meets every barrier.
 	r->barrier.Wait();
-	if (c != nullptr && o.warm_keys > 0) {
+	if (open && o.warm_keys > 0) {
+		// Each thread starts at its own offset, so the first gets do
+		// not all queue on the same keys.
 		Part &p = r->parts[kWarm][t];
-		p.samples.reserve(o.warm_keys);
-		const uint64_t off = static_cast<uint64_t>(t) * o.warm_keys / r->threads;
-		Loop(c, &p, o.warm_keys, 0, [&](uint64_t i) {
-			CheckedGet(*r, c, &p, (off + i) % o.warm_keys, i, key, buf.data(), buf.size());
-			return kGet;
-		});
+		Feed feed(r, t, &p, &cl);
+		feed.Warm(static_cast<uint64_t>(t) * o.warm_keys / r->threads, o.warm_keys);
+		p.samples.reserve(static_cast<size_t>(o.warm_keys) * r->inflight);
+		if (cl.a != nullptr)
+			WarmLanes(cl, lanes, &feed, &p);
+		else
+			RunPhase(cl, lanes, &feed, &p);
 	}
 	r->barrier.Wait();
-	if (c != nullptr) {
+	if (open) {
 		Part &p = r->parts[kRun][t];
 		ycsb::Stream ops(*r->zipf, o.seed, t, r->vsize, r->workload);
-		uint64_t updates = 0;
-		const uint64_t slow0 = StatsOf(c).slow_writes;
+		Feed feed(r, t, &p, &cl);
 		p.samples.reserve(1u << 20);
-		const uint64_t stop = NowNs() + static_cast<uint64_t>(o.duration_ms) * 1000000u;
-		Loop(c, &p, UINT64_MAX, stop, [&](uint64_t i) {
-			bool get;
-			const uint64_t id = ops.Next(&get);
-			if (get) {
-				CheckedGet(*r, c, &p, id, i, key, buf.data(), buf.size());
-				return static_cast<int>(kGet);
-			}
-			// a SWARM slow write took a second log buffer
-			if (updates + (StatsOf(c).slow_writes - slow0) >= r->update_cap) {
-				p.capped = true;
-				return -1;
-			}
-			size_t klen = KeyOf(id, o.seed, key);
-			ValueOf(id, static_cast<uint64_t>(t + 1) << 40 | ++updates, r->vsize, val.data());
-			int rc = kv_update(c, key, klen, val.data(), r->vsize);
-			if (rc != 0)
-				p.Error(rc, "update", i);
-			return static_cast<int>(kUpdate);
-		});
+		feed.Measure(&ops, NowNs() + static_cast<uint64_t>(o.duration_ms) * 1000000u);
+		RunPhase(cl, lanes, &feed, &p);
 	}
 	r->barrier.Wait(); // every thread's run is over before any closes
-	kv_close(&c);
+	if (cl.a != nullptr)
+		kv_async_close(&cl.a);
+	kv_close(&cl.c);
 }
 
 std::string StatsJson(const kv_stats &s)
@@ -460,31 +647,45 @@ std::string StatsJson(const kv_stats &s)
 }
 
 // Latency and round trips of the samples of @parts with type @type (-1:
-// all), over the span @secs.
+// all), over the span @secs. Asynchronous phases have no per-operation
+// round trips: their mean comes from the counters' totals (all types),
+// and a type's is null.
 std::string OpJson(const std::vector<Part> &parts, int type, double secs)
 {
 	std::vector<uint64_t> lat, rt;
-	for (const Part &p : parts)
+	bool per_op = true;
+	uint64_t total_rounds = 0;
+	for (const Part &p : parts) {
+		per_op = per_op && p.per_op_rounds;
+		total_rounds += p.st.rounds + p.st.index_rounds;
 		for (const Sample &s : p.samples)
 			if (type < 0 || s.type == type) {
 				lat.push_back(s.ns_lo);
 				rt.push_back(s.rounds);
 			}
+	}
 	std::sort(lat.begin(), lat.end());
 	std::sort(rt.begin(), rt.end());
 	const uint64_t n = lat.size();
 	const double dn = n > 0 ? static_cast<double>(n) : 1;
+	std::ostringstream j;
+	j.precision(6);
+	j << "{\"ops\":" << n << ",\"ops_per_s\":" << (secs > 0 ? static_cast<double>(n) / secs : 0)
+	  << ",\"lat_ns\":" << LatencyJson(lat) << ",\"rounds\":";
+	if (!per_op) {
+		if (type < 0)
+			j << "{\"mean\":" << static_cast<double>(total_rounds) / dn << ",\"per_op\":false}}";
+		else
+			j << "null}";
+		return j.str();
+	}
 	double rsum = 0;
 	std::map<uint64_t, uint64_t> hist;
 	for (uint64_t x : rt) {
 		rsum += static_cast<double>(x);
 		hist[x]++;
 	}
-	std::ostringstream j;
-	j.precision(6);
-	j << "{\"ops\":" << n << ",\"ops_per_s\":" << (secs > 0 ? static_cast<double>(n) / secs : 0)
-	  << ",\"lat_ns\":" << LatencyJson(lat)
-	  << ",\"rounds\":{\"p50\":" << Pct(rt, 0.50) << ",\"p99\":" << Pct(rt, 0.99)
+	j << "{\"p50\":" << Pct(rt, 0.50) << ",\"p99\":" << Pct(rt, 0.99)
 	  << ",\"p999\":" << Pct(rt, 0.999) << ",\"max\":" << (n ? rt.back() : 0)
 	  << ",\"mean\":" << rsum / dn << ",\"hist\":{";
 	bool comma = false;
@@ -547,7 +748,7 @@ std::string PhaseJson(const std::vector<Part> &parts, bool by_type, uint64_t *ba
 // One system in one configuration; prints its JSON line. Returns false if
 // the setup failed.
 bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, unsigned threads,
-	const std::string &system, unsigned seq)
+	unsigned inflight, const std::string &system, unsigned seq)
 {
 	const uint64_t buf = BufBytes(vsize);
 	const unsigned log_mb = o.log_mb ? o.log_mb : (vsize > 256 ? 96 : 32);
@@ -567,7 +768,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	cj << "\"bench\":\"kv\",\"transport\":" << JsonStr(o.transport) << ",\"workload\":"
 	   << JsonStr(workload) << ",\"read_pct\":" << ReadPct(workload) << ",\"value_size\":" << vsize
 	   << ",\"threads\":" << threads << ",\"system\":" << JsonStr(system)
-	   << ",\"inflight\":1,\"keys\":" << o.keys << ",\"nodes\":" << o.nodes
+	   << ",\"inflight\":" << inflight << ",\"keys\":" << o.keys << ",\"nodes\":" << o.nodes
 	   << ",\"zipf_theta\":" << kZipfTheta << ",\"duration_ms\":" << o.duration_ms
 	   << ",\"warm\":" << JsonStr(o.warm) << ",\"loaders\":" << loaders
 	   << ",\"max_clients\":" << o.max_clients << ",\"cache_entries\":" << cache_entries
@@ -583,8 +784,8 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 		cj << ",\"label\":" << JsonStr(o.label);
 	const std::string config_json = cj.str();
 
-	std::fprintf(stderr, "kv_bench: %s %s %uB threads=%u %s\n", o.transport.c_str(),
-		workload.c_str(), vsize, threads, system.c_str());
+	std::fprintf(stderr, "kv_bench: %s %s %uB threads=%u inflight=%u %s\n", o.transport.c_str(),
+		workload.c_str(), vsize, threads, inflight, system.c_str());
 	const uint64_t setup0 = NowNs();
 	CpuSplit cpus;
 	if (CpuSplit::Wanted(o.pin, o.transport))
@@ -604,6 +805,7 @@ bool RunSystem(const Options &o, const std::string &workload, unsigned vsize, un
 	r.workload = workload;
 	r.vsize = vsize;
 	r.threads = threads;
+	r.inflight = inflight;
 	r.loaders = loaders;
 	kv_config_init(&r.cfg);
 	r.cfg.nodes = ptrs.data();
@@ -716,6 +918,7 @@ int main(int argc, char **argv)
 		{ "workloads", required_argument, nullptr, 'W' },
 		{ "value-sizes", required_argument, nullptr, 'v' },
 		{ "threads", required_argument, nullptr, 'T' },
+		{ "inflight", required_argument, nullptr, 'F' },
 		{ "systems", required_argument, nullptr, 'y' },
 		{ "keys", required_argument, nullptr, 'k' },
 		{ "nodes", required_argument, nullptr, 'n' },
@@ -757,12 +960,14 @@ int main(int argc, char **argv)
 			ok = ok && !o.workloads.empty();
 			break;
 		case 'v':
-		case 'T': {
-			std::vector<unsigned> &v = c == 'v' ? o.value_sizes : o.threads;
+		case 'T':
+		case 'F': {
+			std::vector<unsigned> &v = c == 'v' ? o.value_sizes : c == 'T' ? o.threads : o.inflight;
 			v.clear();
 			for (const auto &s : SplitList(optarg)) {
 				unsigned x;
-				ok = ok && ParseUnsigned(s.c_str(), &x, 1, c == 'v' ? KV_VALUE_MAX : kMaxThreads);
+				ok = ok && ParseUnsigned(s.c_str(), &x, 1, c == 'v' ? KV_VALUE_MAX :
+					c == 'T' ? kMaxThreads : kMaxInflight);
 				v.push_back(x);
 			}
 			ok = ok && !v.empty();
@@ -859,8 +1064,9 @@ int main(int argc, char **argv)
 		o.load_durability = o.durability;
 	o.warm_keys = o.warm == "all" ? o.keys : o.warm == "off" ? 0 : std::min(o.warm_keys, o.keys);
 	for (unsigned t : o.threads)
-		if (t + 0u > o.max_clients)
-			return Usage("more threads than --max-clients");
+		for (unsigned f : o.inflight)
+			if (t * f > o.max_clients)
+				return Usage("threads x in flight above --max-clients");
 
 	// Real cache-line flushes on the RAM file system, as the other
 	// benchmarks (an explicit setting wins).
@@ -870,8 +1076,9 @@ int main(int argc, char **argv)
 	for (const auto &w : o.workloads)
 		for (unsigned v : o.value_sizes)
 			for (unsigned t : o.threads)
-				for (const auto &s : o.systems)
-					if (!RunSystem(o, w, v, t, s, seq++))
-						return kExitSetup;
+				for (unsigned f : o.inflight)
+					for (const auto &s : o.systems)
+						if (!RunSystem(o, w, v, t, f, s, seq++))
+							return kExitSetup;
 	return kExitOk;
 }

@@ -10,7 +10,8 @@ Writes into the output directory:
                       update, all): transport, workload, value size,
                       threads, system, ops, ops/s, latency p50/p90/p99/
                       p99.9/max, round trips p50/p99/p99.9/max/mean, the
-                      kv_stats totals of the run, errors
+                      kv_stats totals of the run, errors, operations in
+                      flight per thread
   kv_report.md        the targets (median get within 1.3x RAW, median
                       update within 2x RAW, DM-ABD median at least 1.5x
                       SWARM's, SWARM get and update at 1 round trip at p99)
@@ -19,14 +20,17 @@ Writes into the output directory:
                       absolute numbers, and everything that went wrong
   kv_latency.png      median and p99 latency of get and update per system
                       (bars), per transport, workload and value size, at
-                      the smallest thread count
-  kv_throughput.png   ops/s against threads per system
+                      the smallest thread count and operations in flight
+  kv_throughput.png   ops/s against threads per system and operations in
+                      flight per thread
 
 Every ratio is of two systems run back to back by the same kv_bench
 process on fresh clusters loaded with the same keys (DESIGN.md sect. 9).
 Round trips are kv_stats (rounds + index_rounds) differences around each
 operation, which do not depend on the machine's speed with local: nodes
-except through the interleaving of the threads.
+except through the interleaving of the threads; with several operations
+in flight per thread (kv_async) only their mean over all operations is
+known, from the run's totals.
 
 With --dmkv RUN.json --png FILE, it draws instead the plot of one run of
 `dmkv bench` or `dmkv demo` (kv/tools/dmkv): throughput and p50/p99
@@ -73,15 +77,17 @@ def rows_of(runs):
             continue
         for op in TYPES + ["all"]:
             v = run[op]
-            lat, rt = v["lat_ns"], v["rounds"]
+            # With several operations in flight a run has round trips
+            # only as a mean over all types (from the counters' totals).
+            lat, rt = v["lat_ns"], v["rounds"] or {}
             row = {
                 "transport": r["transport"], "workload": r["workload"],
                 "value_size": r["value_size"], "threads": r["threads"], "system": r["system"],
                 "op": op, "ops": v["ops"], "secs": run["secs"], "ops_per_s": v["ops_per_s"],
                 "lat_p50_ns": lat["p50"], "lat_p90_ns": lat["p90"], "lat_p99_ns": lat["p99"],
                 "lat_p999_ns": lat["p999"], "lat_max_ns": lat["max"], "lat_mean_ns": lat["mean"],
-                "rt_p50": rt["p50"], "rt_p99": rt["p99"], "rt_p999": rt["p999"],
-                "rt_max": rt["max"], "rt_mean": rt["mean"], "hist": rt.get("hist", {}),
+                "rt_p50": rt.get("p50"), "rt_p99": rt.get("p99"), "rt_p999": rt.get("p999"),
+                "rt_max": rt.get("max"), "rt_mean": rt.get("mean"), "hist": rt.get("hist", {}),
                 "capped": run["capped"], "errors": sum(run["errors"].values()),
                 "wrong": run["wrong"], "first_error": run.get("first_error", ""),
                 "run_ok": r.get("ok"), "setup_ms": r.get("setup_ms"),
@@ -96,12 +102,12 @@ def rows_of(runs):
 
 class Index:
     def __init__(self, rows):
-        self.cells = {(r["transport"], r["workload"], r["value_size"], r["threads"], r["system"],
-                       r["op"]): r for r in rows if r["ops"] > 0}
+        self.cells = {(r["transport"], r["workload"], r["value_size"], r["threads"],
+                       r["inflight"], r["system"], r["op"]): r for r in rows if r["ops"] > 0}
         self.transports = [t for t in TRANSPORTS if any(r["transport"] == t for r in rows)]
-        self.configs = sorted({(r["transport"], r["workload"], r["value_size"], r["threads"])
-                               for r in rows},
-                              key=lambda c: (TRANSPORTS.index(c[0]), c[1], c[2], c[3]))
+        self.configs = sorted({(r["transport"], r["workload"], r["value_size"], r["threads"],
+                                r["inflight"]) for r in rows},
+                              key=lambda c: (TRANSPORTS.index(c[0]),) + c[1:])
 
     def get(self, cfg, system, op, field):
         c = self.cells.get(cfg + (system, op))
@@ -159,7 +165,16 @@ def target_lines(ix):
 
 
 def cfg_name(c):
-    return "%s %s %dB %dt" % c
+    return "%s %s %dB %dt x%d" % c
+
+
+# A configuration's first table cells: transport, workload, value, threads,
+# in flight (CFG_HEAD names them).
+CFG_HEAD = "| transport | workload | value | threads | in flight | "
+
+
+def cfg_cells(c):
+    return "| %s | %s | %d | %d | %d" % c
 
 
 def markdown(ix, rows, runs, context):
@@ -169,12 +184,16 @@ def markdown(ix, rows, runs, context):
         "(95 / 5), keys drawn Zipfian 0.99, 64 B and 1 KiB values, 3 memory nodes in the "
         "benchmark's process on /dev/shm pools (PMEM durability: real clwb + sfence), reached "
         "as `local:` or over `ofi+tcp` on 127.0.0.1, 1-8 client threads each with its own "
-        "`kv_client` and **1 operation in flight** (kv_bench does not drive the asynchronous "
-        "API yet, so the issue's 4-in-flight runs are not made). For each configuration SWARM, DM-ABD and "
+        "`kv_client` and 1 operation in flight, or (\"in flight\" N > 1) a `kv_async` handle "
+        "of N clients kept full in a closed loop. For each configuration SWARM, DM-ABD and "
         "RAW run back to back in one process, each on a freshly created cluster loaded with "
         "the same keys; every client first gets every key once (warm cache), then runs for a "
-        "fixed time. Latency is CLOCK_MONOTONIC per operation; round trips are the difference "
-        "of `kv_stats` rounds + index_rounds around each operation.",
+        "fixed time. Latency is CLOCK_MONOTONIC per operation, submit to completion; round "
+        "trips are the difference of `kv_stats` rounds + index_rounds around each operation "
+        "(with N > 1 in flight, their mean from the run's totals). On `local:` a round "
+        "completes inside the call that posts it, so operations in flight do not overlap any "
+        "wait: N of them share one thread and each one's latency is about N operations' "
+        "work; the asynchronous API pays off where rounds wait on a network (tcp).",
         context, ("quick", "elapsed_s"))
     out.append("")
     out.append("**Wall-clock numbers are indicative only** (%s). With `local:` a client thread "
@@ -194,9 +213,9 @@ def markdown(ix, rows, runs, context):
     out.append("SWARM / RAW (targets: get <= %.1f, update <= %.1f) and DM-ABD / SWARM (target "
                ">= %.1f); bold: missed. Then the medians in us (SWARM / DM-ABD / RAW)." % (
                    GET_RAW_TARGET, UPDATE_RAW_TARGET, ABD_TARGET))
-    out.append("\n| transport | workload | value | threads | get SW/RAW | update SW/RAW | "
+    out.append("\n" + CFG_HEAD + "get SW/RAW | update SW/RAW | "
                "get ABD/SW | update ABD/SW | get p50 us | update p50 us |")
-    out.append("|---" * 10 + "|")
+    out.append("|---" * 11 + "|")
     for c in ix.configs:
         cells = [
             bold_if(ix.ratio(c, "swarm", "raw", "get"), lambda x: x > GET_RAW_TARGET),
@@ -206,26 +225,27 @@ def markdown(ix, rows, runs, context):
         ]
         for op in TYPES:
             cells.append(" / ".join(us(ix.get(c, s, op, "lat_p50_ns")) for s in SYSTEMS))
-        out.append("| %s | %s | %d | %d | %s |" % (c + (" | ".join(cells),)))
+        out.append("%s | %s |" % (cfg_cells(c), " | ".join(cells)))
 
     out.append("\n## Round trips per operation (p50 / p99 / p99.9 / max)\n")
     out.append("Bold: SWARM above 1 at p99. DM-ABD's protocol takes 2, RAW's 1; a location "
                "cache miss adds the index lookup (2 round trips on a cached depth).")
-    out.append("\n| transport | workload | value | threads | SWARM get | SWARM update | "
+    out.append("\n" + CFG_HEAD + "SWARM get | SWARM update | "
                "DM-ABD get | DM-ABD update | RAW get | RAW update |")
-    out.append("|---" * 10 + "|")
+    out.append("|---" * 11 + "|")
     for c in ix.configs:
         cells = []
         for s in SYSTEMS:
             for op in TYPES:
                 p50 = ix.get(c, s, op, "rt_p50")
                 if p50 is None:
-                    cells.append("-")
+                    mean = ix.get(c, s, "all", "rt_mean")
+                    cells.append("-" if mean is None else "mean %s (all)" % fmt(mean))
                     continue
                 v = [ix.get(c, s, op, f) for f in ("rt_p50", "rt_p99", "rt_p999", "rt_max")]
                 cell = " / ".join("%d" % x for x in v)
                 cells.append("**%s**" % cell if s == "swarm" and v[1] > RT_TARGET else cell)
-        out.append("| %s | %s | %d | %d | %s |" % (c + (" | ".join(cells),)))
+        out.append("%s | %s |" % (cfg_cells(c), " | ".join(cells)))
 
     miss = {}
     for c in ix.configs:
@@ -247,10 +267,10 @@ def markdown(ix, rows, runs, context):
                "replicated a value), out-of-place reads, read iterations beyond the first, lock "
                "calls, location-cache misses (the cache is 4-way set associative; "
                "`cache_entries` is in the bench flags), widened rounds, unavailable.")
-    out.append("\n| transport | workload | value | threads | system | ops | slow_writes | "
+    out.append("\n" + CFG_HEAD + "system | ops | slow_writes | "
                "write_backs | oop_reads | read_iters | lock_calls | cache_misses (% of ops) | "
                "fallbacks | unavailable | capped threads |")
-    out.append("|---" * 15 + "|")
+    out.append("|---" * 16 + "|")
     for c in ix.configs:
         for s in SYSTEMS:
             r = ix.cells.get(c + (s, "all"))
@@ -260,15 +280,15 @@ def markdown(ix, rows, runs, context):
                                            "read_iters", "lock_calls")]
             cells.append("%d (%s)" % (r["cache_misses"], fmt(100.0 * r["cache_misses"] / r["ops"])))
             cells += ["%d" % r[k] for k in ("fallbacks", "unavailable")]
-            out.append("| %s | %s | %d | %d | %s | %d | %s | %d |" % (
-                c + (NAME[s], r["ops"], " | ".join(cells), r["capped"])))
+            out.append("%s | %s | %d | %s | %d |" % (
+                cfg_cells(c), NAME[s], r["ops"], " | ".join(cells), r["capped"]))
 
     out.append("\n## Absolute numbers (indicative)\n")
     out.append("ops/s of the run (all threads, both op types); latency p50 / p99 / p99.9 in us "
                "per op type.")
-    out.append("\n| transport | workload | value | threads | system | ops/s | get p50/p99/p99.9 | "
+    out.append("\n" + CFG_HEAD + "system | ops/s | get p50/p99/p99.9 | "
                "update p50/p99/p99.9 |")
-    out.append("|---" * 8 + "|")
+    out.append("|---" * 9 + "|")
     for c in ix.configs:
         for s in SYSTEMS:
             if ix.get(c, s, "all", "ops") is None:
@@ -280,14 +300,17 @@ def markdown(ix, rows, runs, context):
                 else:
                     lat.append(" / ".join(us(ix.get(c, s, op, f)) for f in
                                           ("lat_p50_ns", "lat_p99_ns", "lat_p999_ns")))
-            out.append("| %s | %s | %d | %d | %s | %s | %s | %s |" % (
-                c + (NAME[s], fmt_rate(ix.get(c, s, "all", "ops_per_s")), lat[0], lat[1])))
+            out.append("%s | %s | %s | %s | %s |" % (
+                cfg_cells(c), NAME[s], fmt_rate(ix.get(c, s, "all", "ops_per_s")), lat[0],
+                lat[1]))
 
     out.append("\n## What went wrong\n")
     problems = []
     for r in runs:
-        name = "%s %s %sB %st %s" % (r.get("transport"), r.get("workload"), r.get("value_size"),
-                                     r.get("threads"), NAME.get(r.get("system"), r.get("system")))
+        name = "%s %s %sB %st x%s %s" % (r.get("transport"), r.get("workload"),
+                                         r.get("value_size"), r.get("threads"),
+                                         r.get("inflight", 1),
+                                         NAME.get(r.get("system"), r.get("system")))
         if r.get("setup_error"):
             problems.append("- %s: setup failed: %s" % (name, r["setup_error"]))
         if r.get("open_error"):
@@ -327,8 +350,8 @@ def plot(plt, ix, outdir):
     fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3.6 * nrow), squeeze=False)
     for k, g in enumerate(groups):
         ax = axes[k // ncol][k % ncol]
-        t = min(c[3] for c in ix.configs if c[:3] == g)
-        c = g + (t,)
+        c = min(c for c in ix.configs if c[:3] == g)
+        t = c[3]
         width = 0.27
         for i, s in enumerate(SYSTEMS):
             p50 = [(ix.get(c, s, op, "lat_p50_ns") or 0) / 1000.0 for op in TYPES]
@@ -339,7 +362,8 @@ def plot(plt, ix, outdir):
         ax.set_xticks(range(len(TYPES)))
         ax.set_xticklabels(TYPES)
         ax.set_ylabel("latency (us)")
-        ax.set_title("%s %s %dB, %d thread%s" % (g + (t, "" if t == 1 else "s")), fontsize=9)
+        ax.set_title("%s %s %dB, %d thread%s x %d in flight" % (
+            g + (t, "" if t == 1 else "s", c[4])), fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
         if k == 0:
             ax.legend(fontsize=7)
@@ -353,12 +377,15 @@ def plot(plt, ix, outdir):
     for k, g in enumerate(groups):
         ax = axes[k // ncol][k % ncol]
         threads = sorted({c[3] for c in ix.configs if c[:3] == g})
+        depths = sorted({c[4] for c in ix.configs if c[:3] == g})
         for s in SYSTEMS:
-            pts = [(n, ix.get(g + (n,), s, "all", "ops_per_s")) for n in threads]
-            pts = [(n, v) for n, v in pts if v]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] / 1000.0 for p in pts], marker="o",
-                        color=COLORS[s], label=NAME[s])
+            for f in depths:
+                pts = [(n, ix.get(g + (n, f), s, "all", "ops_per_s")) for n in threads]
+                pts = [(n, v) for n, v in pts if v]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] / 1000.0 for p in pts],
+                            marker="o" if f == 1 else "s", linestyle="-" if f == 1 else "--",
+                            color=COLORS[s], label=NAME[s] + ("" if f == 1 else " x%d" % f))
         axis_threads(ax, threads)
         ax.set_ylabel("kops/s")
         ax.set_title("%s %s %dB" % g, fontsize=9)
@@ -366,8 +393,8 @@ def plot(plt, ix, outdir):
             ax.legend(fontsize=7)
     for k in range(len(groups), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
-    fig.suptitle("kv/kv.h throughput vs client threads (1 op in flight each; 2 cores: 4 and 8 "
-                 "threads oversubscribe)", fontsize=10)
+    fig.suptitle("kv/kv.h throughput vs client threads (solid: 1 op in flight each; dashed: "
+                 "xN in flight; 2 cores: 4 and 8 threads oversubscribe)", fontsize=10)
     save_figure(plt, fig, outdir, "kv_throughput.png")
 
 

@@ -455,6 +455,14 @@ struct kv_op {
 	void *user;        /* the caller's */
 };
 
+/**
+ * kv_op_run -- run @op synchronously on @c: the call its kind names, with
+ * its arguments; the result goes to op->ret (a get's length to op->len).
+ * Return: op->ret; -EINVAL for an unknown kind.
+ * Persistence, thread-safety, ordering: as that call's.
+ */
+int kv_op_run(struct kv_client *c, struct kv_op *op);
+
 struct kv_async;
 
 /**

@@ -58,12 +58,9 @@ lane_yield(void *arg)
 	swapcontext(&l->ctx, &l->a->sched);
 }
 
-static void
-lane_run(struct kv_lane *l)
+int
+kv_op_run(struct kv_client *c, struct kv_op *op)
 {
-	struct kv_op *op = l->op;
-	struct kv_client *c = l->c;
-
 	switch (op->kind) {
 	case KV_OP_GET:
 		op->ret = kv_get(c, op->key, op->klen, op->buf, op->cap, &op->len);
@@ -81,9 +78,16 @@ lane_run(struct kv_lane *l)
 		op->ret = kv_delete(c, op->key, op->klen);
 		break;
 	default:
-		op->ret = pm_error_set(-EINVAL, "kv_async_submit: unknown kind %d", (int)op->kind);
+		op->ret = pm_error_set(-EINVAL, "kv_op_run: unknown kind %d", (int)op->kind);
 		break;
 	}
+	return op->ret;
+}
+
+static void
+lane_run(struct kv_lane *l)
+{
+	kv_op_run(l->c, l->op);
 	l->done = true;
 }
 

@@ -5,9 +5,10 @@
  *
  * Threads. Each client thread owns one kv client (one operation in
  * flight: the synchronous calls) or one kv_async handle of --inflight
- * clients, and a YCSB generator (ycsb.h) seeded from (seed, thread). The
- * main thread starts them, crashes and restores nodes on schedule, and
- * prints a progress line once a second.
+ * clients kept full by the closed loop of pump.h, and a YCSB generator
+ * (ycsb.h) seeded from (seed, thread). The main thread starts them,
+ * crashes and restores nodes on schedule, and prints a progress line once
+ * a second.
  *
  * Phases. With --fail-node, an operation belongs to the phase in which it
  * started: before the crash, while the node is down, after its restore.
@@ -48,6 +49,7 @@
 #include <pm/error.h>
 
 #include "kv/tools/dmkv/dmkv.h"
+#include "kv/tools/dmkv/pump.h"
 
 #define PHASES 3
 #define NOPS 4
@@ -485,26 +487,17 @@ lane_done(struct thr *t, struct lane *l, uint64_t now)
 	return false;
 }
 
-/* Run @l's op synchronously. */
-static void
-lane_exec(struct thr *t, struct lane *l)
+/* The pump's callbacks (pump.h): @ctx is the thread, op->user the lane. */
+static bool
+pump_next(void *ctx, struct kv_op *op)
 {
-	struct kv_op *op = &l->op;
+	return lane_next(ctx, op->user);
+}
 
-	switch (op->kind) {
-	case KV_OP_GET:
-		op->ret = kv_get(t->c, op->key, op->klen, op->buf, op->cap, &op->len);
-		break;
-	case KV_OP_INSERT:
-		op->ret = kv_insert(t->c, op->key, op->klen, op->val, op->vlen);
-		break;
-	case KV_OP_UPDATE:
-		op->ret = kv_update(t->c, op->key, op->klen, op->val, op->vlen);
-		break;
-	default:
-		op->ret = -EINVAL;
-		break;
-	}
+static bool
+pump_done(void *ctx, struct kv_op *op)
+{
+	return lane_done(ctx, op->user, dmkv_now_ns());
 }
 
 static void *
@@ -521,30 +514,16 @@ client_main(void *p)
 
 		while (lane_next(t, l)) {
 			do
-				lane_exec(t, l);
+				kv_op_run(t->c, &l->op);
 			while (lane_done(t, l, dmkv_now_ns()));
 		}
 	} else {
-		struct kv_op *done[64];
-		unsigned inflight = 0, n;
-		bool more = true;
+		const struct dmkv_pump pump = { pump_next, pump_done, t };
+		struct kv_op *ops[64];
 
-		for (unsigned i = 0; i < t->nlanes && more; i++)
-			if ((more = lane_next(t, &t->lanes[i])) &&
-				kv_async_submit(t->a, &t->lanes[i].op) == 0)
-				inflight++;
-		while (inflight > 0) {
-			kv_async_wait(t->a, done, 64, &n);
-			for (unsigned i = 0; i < n; i++) {
-				struct lane *l = done[i]->user;
-				uint64_t now = dmkv_now_ns();
-
-				inflight--;
-				if (lane_done(t, l, now) || (more && (more = lane_next(t, l))))
-					if (kv_async_submit(t->a, &l->op) == 0)
-						inflight++;
-			}
-		}
+		for (unsigned i = 0; i < t->nlanes; i++)
+			ops[i] = &t->lanes[i].op;
+		(void)dmkv_pump_run(t->a, ops, t->nlanes, &pump);
 	}
 	stats_flip(t, t->st_phase);
 	return NULL;
@@ -564,6 +543,7 @@ thr_setup(struct thr *t, unsigned inflight)
 	for (unsigned i = 0; i < inflight; i++) {
 		struct lane *l = &t->lanes[i];
 
+		l->op.user = l; /* pump_next's way to the lane */
 		l->key = malloc(o->key_size);
 		l->val = malloc(o->value_size);
 		l->buf = malloc(o->value_size + 1);
