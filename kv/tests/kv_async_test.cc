@@ -4,6 +4,7 @@
 // (in-process nodes served on loopback), checked against a synchronous
 // client. Not under TSan: the lanes switch stacks with swapcontext, which
 // TSan does not follow.
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <string>
@@ -14,6 +15,7 @@
 #include <kv/kv.h>
 
 #include "kv/tests/node_group.h"
+#include "kv/tools/dmkv/pump.h"
 
 namespace {
 
@@ -160,6 +162,111 @@ TEST_P(KvAsyncTest, FullHandleAndBadOps)
 	EXPECT_EQ(ops[1].ret, -E2BIG);
 	ASSERT_EQ(kv_async_wait(a, done, 2, &n), 0);
 	EXPECT_EQ(n, 0u) << "nothing in flight";
+	EXPECT_EQ(kv_async_close(&a), 0);
+}
+
+// kv_op_run runs an op as its synchronous call would, and rejects an
+// unknown kind.
+TEST_P(KvAsyncTest, OpRunIsTheSynchronousCall)
+{
+	std::string k = "run-k", v = "run-v", buf(64, '\0');
+	kv_op op{};
+	op.kind = KV_OP_INSERT;
+	op.key = k.data();
+	op.klen = k.size();
+	op.val = v.data();
+	op.vlen = v.size();
+	EXPECT_EQ(kv_op_run(sync_, &op), 0) << pm_errormsg();
+	EXPECT_EQ(kv_op_run(sync_, &op), KV_E_EXISTS);
+	EXPECT_EQ(op.ret, KV_E_EXISTS);
+	op.kind = KV_OP_GET;
+	op.buf = buf.data();
+	op.cap = buf.size();
+	ASSERT_EQ(kv_op_run(sync_, &op), 0);
+	EXPECT_EQ(std::string(buf.data(), op.len), v);
+	op.kind = static_cast<kv_op_kind>(99);
+	EXPECT_EQ(kv_op_run(sync_, &op), -EINVAL);
+	EXPECT_EQ(op.ret, -EINVAL);
+}
+
+// The benchmark drivers' closed loop (kv/tools/dmkv/pump.h) over four
+// lanes: each of 30 keys is put, then read back by the same lane as the
+// put's second stage; every op completes once per stage, at most four are
+// in flight, and the lanes are never idle while the feed has more.
+TEST_P(KvAsyncTest, PumpKeepsTheLanesFullUntilTheFeedEnds)
+{
+	constexpr unsigned kDepth = 4, kKeys = 30;
+	struct Lane {
+		kv_op op{};
+		std::string key, val, buf = std::string(64, '\0');
+	};
+	struct Feed {
+		unsigned next = 0, puts = 0, gets = 0, wrong = 0, inflight = 0, max_inflight = 0;
+		bool starved = false; // a lane asked while keys were left, and got none
+	} feed;
+	std::vector<Lane> lanes(kDepth);
+	std::vector<kv_op *> ops;
+	for (Lane &l : lanes) {
+		l.op.user = &l;
+		ops.push_back(&l.op);
+	}
+	auto next = [](void *ctx, kv_op *op) {
+		auto *f = static_cast<Feed *>(ctx);
+		auto *l = static_cast<Lane *>(op->user);
+		if (f->next == kKeys)
+			return false;
+		l->key = "pump" + std::to_string(f->next);
+		l->val = "value" + std::to_string(f->next++);
+		*op = kv_op{};
+		op->user = l;
+		op->kind = KV_OP_PUT;
+		op->key = l->key.data();
+		op->klen = l->key.size();
+		op->val = l->val.data();
+		op->vlen = l->val.size();
+		f->max_inflight = std::max(f->max_inflight, ++f->inflight);
+		return true;
+	};
+	auto done = [](void *ctx, kv_op *op) {
+		auto *f = static_cast<Feed *>(ctx);
+		auto *l = static_cast<Lane *>(op->user);
+		if (op->kind == KV_OP_PUT) {
+			f->puts++;
+			f->wrong += op->ret != 0;
+			op->kind = KV_OP_GET; // the second stage, on the same lane
+			op->buf = l->buf.data();
+			op->cap = l->buf.size();
+			return true;
+		}
+		f->gets++;
+		f->wrong += op->ret != 0 || std::string(l->buf.data(), op->len) != l->val;
+		f->inflight--;
+		return false;
+	};
+	const dmkv_pump pump = { next, done, &feed };
+	kv_async *a = nullptr;
+	ASSERT_EQ(kv_async_open(&a, &cfg_, kDepth), 0) << pm_errormsg();
+	EXPECT_EQ(dmkv_pump_run(a, ops.data(), kDepth, &pump), 0);
+	EXPECT_EQ(feed.puts, kKeys);
+	EXPECT_EQ(feed.gets, kKeys);
+	EXPECT_EQ(feed.wrong, 0u);
+	EXPECT_EQ(feed.inflight, 0u);
+	EXPECT_EQ(feed.max_inflight, kDepth);
+	for (unsigned i = 0; i < kKeys; i++)
+		EXPECT_EQ(Get("pump" + std::to_string(i)), "value" + std::to_string(i));
+	// More lanes than the handle runs at once: the ones it took complete.
+	Feed more;
+	std::vector<Lane> five(kDepth + 1);
+	std::vector<kv_op *> ops5;
+	for (Lane &l : five) {
+		l.op.user = &l;
+		ops5.push_back(&l.op);
+	}
+	const dmkv_pump pump5 = { next, done, &more };
+	EXPECT_EQ(dmkv_pump_run(a, ops5.data(), kDepth + 1, &pump5), -EINVAL);
+	EXPECT_EQ(more.inflight, 1u) << "the lane refused was filled, never run";
+	EXPECT_EQ(more.gets, kDepth);
+	EXPECT_EQ(dmkv_pump_run(a, ops.data(), 0, &pump), -EINVAL);
 	EXPECT_EQ(kv_async_close(&a), 0);
 }
 

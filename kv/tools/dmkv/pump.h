@@ -40,7 +40,8 @@ struct dmkv_pump {
  * @ops[0..@n), @n at most @a's depth, until @p->next says no more and every
  * lane's operation has completed.
  * Return: 0; -EINVAL if @n is 0 or more than the handle runs at once
- * (kv_async_submit() said busy; the lanes submitted before still complete).
+ * (kv_async_submit() said busy: the lane @p->next had just filled is not
+ * run, and those submitted before it complete).
  */
 int dmkv_pump_run(struct kv_async *a, struct kv_op *const *ops, unsigned n,
 	const struct dmkv_pump *p);
