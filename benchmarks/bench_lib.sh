@@ -82,6 +82,26 @@ bench_run() { # name binary
 		"${bench_flags[@]}" >&2 || { echo "$prog: $2 failed" >&2; exit 1; }
 }
 
+# bench_limited LIMIT LINES KILLED CMD... -- run CMD for at most LIMIT
+# seconds, its stdout appended to LINES; a run killed at the limit leaves
+# no line of its own, so the JSON line KILLED is appended for it. On
+# failure it says so and sets the caller's status to 1. Returns CMD's exit
+# status (137: killed at the limit).
+bench_limited() {
+	local limit="$1" lines="$2" killed="$3" rc=0
+	shift 3
+	echo "$prog: $*" >&2
+	timeout --signal=KILL "$limit" "$@" >>"$lines" || rc=$?
+	if [ "$rc" != 0 ]; then
+		status=1
+		echo "$prog: exit status $rc" >&2
+		if [ "$rc" = 137 ]; then
+			printf '%s\n' "$killed" >>"$lines"
+		fi
+	fi
+	return "$rc"
+}
+
 bench_report() { # script json...
 	local script="$1"
 	shift

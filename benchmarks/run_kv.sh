@@ -103,22 +103,16 @@ for transport in "${transports[@]}"; do
 				depths=(1)
 				[ "$t" -le 2 ] && depths=(1 4)
 				for f in "${depths[@]}"; do
-					cmd=("$bin" --transport="$transport" --workloads="$wl" --value-sizes="$vs"
-						--threads="$t" --inflight="$f" --systems=swarm,abd,raw
-						--pool-dir="$pool_dir" "${flags[@]}"
-						"${bench_flags[@]+"${bench_flags[@]}"}")
-					echo "$prog: ${cmd[*]}" >&2
+					killed=$(printf '{"bench":"kv","transport":"%s","workload":"%s","value_size":%s,"threads":%s,"inflight":%s,"system":"?","killed_after_s":%s,"ok":false}' \
+						"$transport" "$wl" "$vs" "$t" "$f" "$limit")
 					rc=0
-					timeout --signal=KILL "$limit" "${cmd[@]}" >>"$lines" || rc=$?
-					if [ "$rc" != 0 ]; then
-						status=1
-						echo "$prog: exit status $rc" >&2
-						if [ "$rc" = 137 ]; then
-							# killed at the limit: the systems it did not finish have no line
-							printf '{"bench":"kv","transport":"%s","workload":"%s","value_size":%s,"threads":%s,"inflight":%s,"system":"?","killed_after_s":%s,"ok":false}\n' \
-								"$transport" "$wl" "$vs" "$t" "$f" "$limit" >>"$lines"
-							rm -f "$pool_dir"/kv_bench.*.pool "$pool_dir"/kv_bench.*.pool.node
-						fi
+					bench_limited "$limit" "$lines" "$killed" "$bin" --transport="$transport" \
+						--workloads="$wl" --value-sizes="$vs" --threads="$t" --inflight="$f" \
+						--systems=swarm,abd,raw --pool-dir="$pool_dir" "${flags[@]}" \
+						"${bench_flags[@]+"${bench_flags[@]}"}" || rc=$?
+					if [ "$rc" = 137 ]; then
+						# the systems it did not finish left their pools
+						rm -f "$pool_dir"/kv_bench.*.pool "$pool_dir"/kv_bench.*.pool.node
 					fi
 				done
 			done

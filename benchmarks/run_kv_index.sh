@@ -84,20 +84,11 @@ for transport in local tcp; do
 	for t in "${threads[@]}"; do
 		for g in "${groups[@]}"; do
 			read -r n down <<<"$g"
-			cmd=("$bin" --transport="$transport" --nodes="$n" --down="$down" --threads="$t"
-				--pool-dir="$pool_dir" "${flags[@]}" "${bench_flags[@]+"${bench_flags[@]}"}")
-			echo "$prog: ${cmd[*]}" >&2
-			rc=0
-			timeout --signal=KILL "$limit" "${cmd[@]}" >>"$lines" || rc=$?
-			if [ "$rc" != 0 ]; then
-				status=1
-				echo "$prog: exit status $rc" >&2
-				if [ "$rc" = 137 ]; then
-					# killed at the limit: no JSON line of its own
-					printf '{"bench":"kv_index","transport":"%s","nodes":%s,"down":%s,"threads":%s,"killed_after_s":%s,"ok":false}\n' \
-						"$transport" "$n" "$down" "$t" "$limit" >>"$lines"
-				fi
-			fi
+			killed=$(printf '{"bench":"kv_index","transport":"%s","nodes":%s,"down":%s,"threads":%s,"killed_after_s":%s,"ok":false}' \
+				"$transport" "$n" "$down" "$t" "$limit")
+			bench_limited "$limit" "$lines" "$killed" "$bin" --transport="$transport" \
+				--nodes="$n" --down="$down" --threads="$t" --pool-dir="$pool_dir" "${flags[@]}" \
+				"${bench_flags[@]+"${bench_flags[@]}"}" || true
 		done
 	done
 done
