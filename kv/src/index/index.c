@@ -1116,6 +1116,13 @@ kv__ix_test_stop_in_fast(struct kv_index *ix, unsigned members)
 }
 
 void
+kv__ix_test_before_resolve(struct kv_index *ix, void (*fn)(void *arg), void *arg)
+{
+	ix->test_before_resolve = fn;
+	ix->test_before_resolve_arg = arg;
+}
+
+void
 kv__ix_test_no_commit(struct kv_index *ix, bool on)
 {
 	ix->test_no_commit = on;

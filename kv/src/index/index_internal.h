@@ -77,6 +77,8 @@ struct kv_index {
 	bool test_no_commit;     /* kv__ix_test_no_commit() */
 	bool test_no_compaction; /* kv__ix_test_no_compaction() */
 	unsigned test_stop_fast; /* kv__ix_test_stop_in_fast(): members, or 0 */
+	void (*test_before_resolve)(void *arg); /* kv__ix_test_before_resolve() */
+	void *test_before_resolve_arg;
 #endif
 };
 

@@ -532,6 +532,14 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 	if (kv_ixw_stage(dflt) != stage || !kv_ixw_body_valid(dflt))
 		return 1; /* no proposal of this stage is known: re-read */
 	ix->st.resolves++;
+#ifdef KV_IX_TESTING
+	if (ix->test_before_resolve != NULL) {
+		void (*fn)(void *arg) = ix->test_before_resolve;
+
+		ix->test_before_resolve = NULL;
+		fn(ix->test_before_resolve_arg);
+	}
+#endif
 	for (unsigned attempt = 0;; attempt++) {
 		struct kv_ix_reply q[KV_IX_MAX_N];
 		struct kv_ix_slot sl;

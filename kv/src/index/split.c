@@ -93,7 +93,7 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 
 	for (;;) {
 		uint64_t fast_from[KV_IXB_WORDS] = { 0 }, dec;
-		unsigned nfast = 0, all = (1u << g->n) - 1;
+		unsigned nfast = 0, all = (1u << g->n) - 1, gen;
 		bool done = true;
 		struct kv_ix_slot fw;
 		int ret;
@@ -123,6 +123,15 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 			return ret;
 		if (fw.a.stage >= 1)
 			return 1;
+		/* The fast round below replaces words of this read's
+		 * incarnation by words of the same one. A kv__ix_resolve()
+		 * in the scan re-reads @v, maybe at the next incarnation;
+		 * its gen over a word of this one, landing on a member not
+		 * yet converted, made a word of the next incarnation that no
+		 * one proposed (an F word of stage 3; the conversion kept it
+		 * as higher than its image, and it outvoted a chosen insert:
+		 * IndexTcp.ConcurrentClientsTimingOutAreLinearizable). */
+		gen = v->gen;
 		for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
 			struct kv_ix_slot sl;
 			uint64_t x;
@@ -151,7 +160,7 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 					return ret;
 				break; /* re-read */
 			}
-			x = kv_ixw_make(KV_IXW_C, v->gen, sl.cur);
+			x = kv_ixw_make(KV_IXW_C, gen, sl.cur);
 			if (v->got == all) {
 				bool same = true;
 
@@ -184,7 +193,7 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 
 					if (fast_from[w] == 0)
 						continue;
-					to = kv_ixw_make(KV_IXW_F, v->gen,
+					to = kv_ixw_make(KV_IXW_F, gen,
 						kv_ix_body_frozen(fast_from[w] & KV_IXW_BODY_MASK));
 					rdma_batch_cas(&g->m[i].batch, g->region,
 						kv_ixb_off(&g->super, idx, w), fast_from[w], to,

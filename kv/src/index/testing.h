@@ -89,6 +89,16 @@ void kv__ix_test_no_commit(struct kv_index *ix, bool on);
 void kv__ix_test_stop_in_fast(struct kv_index *ix, unsigned members);
 
 /**
+ * kv__ix_test_before_resolve -- the handle's next classic round
+ * (kv__ix_resolve) first calls @fn(@arg), once, before its first post: a
+ * test runs another client's steps there, between the handle's last read
+ * of the bucket and its rounds on it.
+ * Return: nothing (void). Thread-safety: the handle's thread (@fn runs on
+ * it).
+ */
+void kv__ix_test_before_resolve(struct kv_index *ix, void (*fn)(void *arg), void *arg);
+
+/**
  * kv__ix_test_no_compaction -- with @on, the handle never compacts a
  * bucket in place: a full bucket splits, or fails with -ENOSPC where its
  * children would not fit (the index before compaction, for the test that
