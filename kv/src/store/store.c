@@ -670,6 +670,7 @@ kv_stats_read(const struct kv_client *c, struct kv_stats *out)
 }
 
 #ifdef KV_ST_TESTING
+#include "kv/src/index/testing.h"
 #include "kv/src/store/testing.h"
 
 void
@@ -765,6 +766,13 @@ struct kv_index *
 kv__st_test_index(struct kv_client *c)
 {
 	return c->ix;
+}
+
+void
+kv__st_test_set_timeout(struct kv_client *c, unsigned timeout_ms)
+{
+	c->timeout_ms = timeout_ms;
+	kv__ix_test_set_timeout(c->ix, timeout_ms);
 }
 #endif
 

@@ -93,6 +93,14 @@ int kv__st_test_reclaim(struct kv_client *c);
 struct kv_index *kv__st_test_index(struct kv_client *c);
 
 /**
+ * kv__st_test_set_timeout -- the client's operation timeout from now on,
+ * for its store rounds and its index handle (opening needs a longer one
+ * than the races a test provokes). At most the cluster's timeout.
+ * Return: nothing (void). Thread-safety: the handle's thread.
+ */
+void kv__st_test_set_timeout(struct kv_client *c, unsigned timeout_ms);
+
+/**
  * kv__st_test_abandon -- release *@cp and its connections without a word
  * to the nodes, as a client killed with SIGKILL leaves them: its id stays
  * claimed until the others find its lease run out. Sets *@cp to NULL.

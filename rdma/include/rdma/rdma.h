@@ -37,7 +37,11 @@
  *                     ofi+shm endpoints (node and client) each hold a region
  *                     /dev/shm/dmem-NS-PID-START-N; one left by a
  *                     killed process is removed by the next ofi+shm endpoint opened
- *                     on the host.
+ *                     on the host. Memory: with libfabric's defaults an
+ *                     ofi_rxm endpoint (one per connection, on the client
+ *                     and on the node) holds about 60 MB of buffers;
+ *                     FI_OFI_RXM_BUFFER_SIZE=4096 in the environment cuts
+ *                     that about threefold (the tests set it: .bazelrc).
  *   verbs://H:P       rdma-core RC queue pair: the batch is one chained list
  *                     of work requests posted with one doorbell; persist is an
  *                     8-byte read after the writes on the same queue pair
