@@ -25,6 +25,7 @@
 
 #include "ds/tests/mcas_env.h"
 #include "ds/tests/mcas_variants.h"
+#include "mcas/tests/mcas_test_util.h"
 #include "pm/tests/test_util.h"
 
 namespace dstest {
@@ -88,7 +89,8 @@ template <class S, class W> struct CrashWorld {
 		// The crashed instances are abandoned, as a dead process's would be.
 		e.m = nullptr;
 		e.ds = nullptr;
-		int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
+		mcas_config after = mcastest::AfterCrash(e.cfg);
+		int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &after);
 		if (ret != 0)
 			return "mcas_pmem_open: " + std::string(pm_strerror(ret));
 		ret = S::PmemOpen(&e.ds, e.m, e.pool, e.ds_off);
@@ -289,7 +291,8 @@ template <class S, class W> struct CrashWorld {
 		std::string err;
 		e.m = nullptr;
 		e.ds = nullptr;
-		int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &e.cfg);
+		mcas_config after = mcastest::AfterCrash(e.cfg);
+		int ret = mcas_pmem_open(&e.m, e.pool, e.mcas_off, &after);
 		if (ret != 0) {
 			err = "mcas_pmem_open: " + std::string(pm_strerror(ret));
 		} else {

@@ -7,6 +7,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,48 @@ static const struct pm_area_type mcas_area_type = {
 };
 _Static_assert(sizeof(struct mcas_rec) % 64 == 0, "records are whole cache lines");
 _Static_assert(offsetof(struct mcas_rec, w) == MCAS_DESC_HEAD, "head size");
+
+/* The default epoch flavour, shared by every instance created without one
+ * (mcas_config.epochs NULL), so that a thread using several instances, and
+ * the ds structures on them, holds one epoch word and announces once per
+ * guard instead of once per instance. Made by the first such instance and
+ * released with the last: mcas_default_lock protects both fields and is
+ * taken only by mcas_default_get() and mcas_default_put(), nesting nothing.
+ * Its capacity is the most threads one instance may have, so any single
+ * instance fits; the threads of all default instances together share it. */
+static pthread_mutex_t mcas_default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct reclaim_epochs *mcas_default_epochs;
+static unsigned mcas_default_refs;
+
+/* mcas_default_get -- a reference to the default flavour, made if there is
+ * none; NULL when out of memory */
+static struct reclaim_epochs *
+mcas_default_get(void)
+{
+	struct reclaim_epochs *e;
+
+	pthread_mutex_lock(&mcas_default_lock);
+	if (mcas_default_epochs == NULL)
+		(void)reclaim_epochs_new(&mcas_default_epochs, MCAS_MAX_THREADS);
+	e = mcas_default_epochs;
+	if (e != NULL)
+		mcas_default_refs++;
+	pthread_mutex_unlock(&mcas_default_lock);
+	return e;
+}
+
+/* mcas_default_put -- drop a reference taken by mcas_default_get(); the
+ * last one releases the flavour. It has no thread registered then: every
+ * registration went through an instance holding a reference, and each
+ * instance was closed after its threads unregistered. */
+static void
+mcas_default_put(void)
+{
+	pthread_mutex_lock(&mcas_default_lock);
+	if (--mcas_default_refs == 0)
+		(void)reclaim_epochs_delete(&mcas_default_epochs);
+	pthread_mutex_unlock(&mcas_default_lock);
+}
 
 /* mcas_config_init -- documented defaults */
 void
@@ -125,8 +168,10 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 	m->slot_used = calloc(c->max_threads, sizeof(*m->slot_used));
 	m->threads = calloc(c->max_threads, sizeof(*m->threads));
 	m->epochs = c->epochs;
-	if (m->epochs == NULL && reclaim_epochs_new(&m->epochs, c->max_threads) == 0)
-		m->own_epochs = true;
+	if (m->epochs == NULL) {
+		m->epochs = mcas_default_get();
+		m->default_epochs = m->epochs != NULL;
+	}
 	if (descs == NULL) {
 		/* Anonymous memory: zeroed, page-aligned and only touched for the
 		 * slots threads actually use. */
@@ -140,8 +185,8 @@ mcas_alloc(struct mcas **out, const struct mcas_config *c, struct mcas_rec *desc
 	}
 	if (m->slot_used == NULL || m->threads == NULL || m->descs == NULL ||
 			m->epochs == NULL) {
-		if (m->own_epochs)
-			reclaim_epochs_delete(&m->epochs);
+		if (m->default_epochs)
+			mcas_default_put();
 		free(m->slot_used);
 		free(m->threads);
 		if (descs == NULL && m->descs != NULL)
@@ -274,10 +319,8 @@ mcas_close(struct mcas **mp)
 	if (atomic_load(&m->nregistered) != 0)
 		return pm_error_set(-EBUSY, "mcas_close: %d threads are still registered",
 			atomic_load(&m->nregistered));
-	/* No thread of @m is registered, so its own flavour has none either. */
-	if (m->own_epochs && reclaim_epochs_delete(&m->epochs) != 0)
-		return pm_error_set(-EBUSY, "mcas_close: the instance's epoch flavour "
-			"still has threads");
+	if (m->default_epochs)
+		mcas_default_put();
 	if (!m->persistent)
 		munmap(m->descs, (size_t)m->max_threads * m->descs_per_thread *
 			sizeof(struct mcas_rec));

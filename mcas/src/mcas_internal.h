@@ -125,9 +125,10 @@ struct mcas {
 	unsigned read_detach_one_in;
 	struct mcas_rec *descs; /* max_threads * descs_per_thread records */
 	/* Each registered thread's epoch word: the flavour given in the
-	 * config, or one of the instance's own (own_epochs). */
+	 * config, or the process's default one (default_epochs: this
+	 * instance holds one of its references, mcas.c). */
 	struct reclaim_epochs *epochs;
-	bool own_epochs;
+	bool default_epochs;
 	_Atomic int *slot_used;  /* max_threads: descriptor pools taken */
 	_Atomic unsigned slots_hwm; /* pools ever taken: mcas_stats_total stops here */
 	struct mcas_thread **threads; /* registered handle per slot */

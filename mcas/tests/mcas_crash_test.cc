@@ -89,10 +89,22 @@ std::string CheckNoReferences(World *w)
 	return "";
 }
 
+// The config the checks open an image with: the defaults, as a reopen
+// without a config has, for the area's algorithm, on a flavour of its own
+// (mcastest::AfterCrash says why).
+mcas_config AfterCrash(const World *w)
+{
+	mcas_config c;
+	mcas_config_init(&c);
+	c.algorithm = w->alg;
+	return mcastest::AfterCrash(c);
+}
+
 std::string Recover(World *w)
 {
 	mcas *m = nullptr;
-	int ret = mcas_pmem_open(&m, w->p.pool, w->p.area_off, nullptr);
+	mcas_config after = AfterCrash(w);
+	int ret = mcas_pmem_open(&m, w->p.pool, w->p.area_off, &after);
 	if (ret != 0)
 		return "mcas_pmem_open: " + std::to_string(ret);
 	w->p.m = m; // the crashed instance is abandoned, as a dead process's would be
@@ -237,7 +249,8 @@ std::string CheckCreateOverUsed(World *w)
 	if (w->created.load())
 		return CheckSingle(w);
 	mcas *m = nullptr;
-	int ret = mcas_pmem_open(&m, w->p.pool, w->p.area_off, nullptr);
+	mcas_config after = AfterCrash(w);
+	int ret = mcas_pmem_open(&m, w->p.pool, w->p.area_off, &after);
 	if (ret == PM_E_CORRUPT)
 		return "";
 	if (ret != 0)
@@ -253,7 +266,8 @@ int NestedRecoveryRun(void *arg)
 {
 	World *w = static_cast<World *>(arg);
 	mcas *m = nullptr;
-	return mcas_pmem_open(&m, w->p.pool, w->p.area_off, nullptr) == 0 ? 0 : 1;
+	mcas_config after = AfterCrash(w);
+	return mcas_pmem_open(&m, w->p.pool, w->p.area_off, &after) == 0 ? 0 : 1;
 }
 
 int NestedRecoveryCheck(void *arg, char *msg, size_t len)

@@ -9,7 +9,9 @@
 // on a loaded 2-core CI machine it was sometimes 0. Helping itself is
 // asserted deterministically, for every algorithm, by mcas_help_test
 // (HelpVolatile/HelpPersistent.*HelpsFrozenOwner: an owner frozen on a page
-// fault between its acquisitions). Run under TSan (tag "concurrency").
+// fault between its acquisitions). Also: instances that share the default
+// epoch flavour made and closed concurrently. Run under TSan (tag
+// "concurrency").
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -283,6 +285,48 @@ TEST_P(StatsRace, TotalCountsEachThreadOnceWhileThreadsComeAndGo)
 			}
 		}
 	});
+}
+
+// Instances created without an epoch flavour share the default one, made
+// by the first and released by the last (mcas.c): threads that each create,
+// use and close their own instance over and over make and release it
+// concurrently, while others still run on it. TSan checks the reference
+// counting; the operations check that every instance's threads have a word.
+TEST(DefaultFlavour, InstancesComeAndGoConcurrently)
+{
+	constexpr unsigned kMakers = 3, kInstances = 30, kOpsEach = 40;
+	uint64_t words[kMakers] = {};
+	std::vector<std::thread> makers;
+	for (unsigned w = 0; w < kMakers; w++)
+		makers.emplace_back([w, &words] {
+			mcas_config c;
+			mcas_config_init(&c);
+			c.max_threads = 1;
+			c.descs_per_thread = 16;
+			for (unsigned n = 0; n < kInstances; n++) {
+				mcas *m = nullptr;
+				mcas_thread *t = nullptr;
+				ASSERT_EQ(mcas_new(&m, &c), 0);
+				ASSERT_EQ(mcas_thread_register(m, &t), 0);
+				for (unsigned i = 0; i < kOpsEach; i++) {
+					uint64_t v = mcas_read(t, &words[w]);
+					int r;
+					// -EAGAIN: another maker's operation, on the
+					// shared flavour, holds back this one's grace
+					// periods for a moment.
+					while ((r = mcastest::Mcas(t, {{mcastest::A(&words[w]), v,
+							v + 8}})) == -EAGAIN)
+						std::this_thread::yield();
+					ASSERT_EQ(r, 1);
+				}
+				ASSERT_EQ(mcas_thread_unregister(&t), 0);
+				ASSERT_EQ(mcas_close(&m), 0);
+			}
+		});
+	for (auto &m : makers)
+		m.join();
+	for (unsigned w = 0; w < kMakers; w++)
+		EXPECT_EQ(words[w], uint64_t{8} * kInstances * kOpsEach);
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, StatsRace,

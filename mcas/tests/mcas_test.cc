@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // mcas/tests/mcas_test.cc -- single-threaded behaviour of the k+1-CAS MCAS
 // (AOPT): semantics, bad input, exact cost counts, reclamation (also of
-// instances sharing an epoch flavour), persistence across a clean reopen, and
-// a damaged area.
+// instances sharing an epoch flavour, the default one or the caller's),
+// persistence across a clean reopen, and a damaged area.
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -261,13 +261,17 @@ TEST_F(Volatile, RetiredObjectsAreFreedAfterGracePeriods)
 	ASSERT_EQ(mcas_thread_register(m, &t), 0);
 }
 
-// Two instances on one epoch flavour (mcas_config.epochs): a thread holds
-// one epoch word for both, a guard on either is a guard on both, and a
-// thread inside a guard of one holds back the other's grace periods, so
-// neither its descriptors nor the objects retired on it come back early.
-// Two instances a and b on one flavour e, this thread registered in both
-// (ta, tb); each test unregisters them itself, then calls Close().
-struct SharedFlavour : ::testing::Test {
+// Two instances on one epoch flavour: a thread holds one epoch word for
+// both, a guard on either is a guard on both, and a thread inside a guard of
+// one holds back the other's grace periods, so neither its descriptors nor
+// the objects retired on it come back early. The flavour is either the
+// caller's (mcas_config.epochs, param false) or the default one that
+// instances created without a flavour share (param true); the default is
+// not reachable from outside, so its registration count is checked only on
+// the caller's (the shared word shows in the guard's -EBUSY either way).
+// Two instances a and b on one flavour, this thread registered in both (ta,
+// tb); each test unregisters them itself, then calls Close().
+struct SharedFlavour : ::testing::TestWithParam<bool> {
 	reclaim_epochs *e = nullptr;
 	mcas_config c = Config();
 	mcas *a = nullptr, *b = nullptr;
@@ -275,7 +279,9 @@ struct SharedFlavour : ::testing::Test {
 
 	void Open(unsigned max_threads)
 	{
-		ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
+		if (!GetParam()) {
+			ASSERT_EQ(reclaim_epochs_new(&e, 4), 0);
+		}
 		c.epochs = e;
 		c.max_threads = max_threads;
 		ASSERT_EQ(mcas_new(&a, &c), 0);
@@ -283,19 +289,30 @@ struct SharedFlavour : ::testing::Test {
 		ASSERT_EQ(mcas_thread_register(a, &ta), 0);
 		ASSERT_EQ(mcas_thread_register(b, &tb), 0);
 	}
+	void ExpectRegistered(unsigned n)
+	{
+		if (e != nullptr) {
+			EXPECT_EQ(reclaim_epochs_registered(e), n);
+		}
+	}
 	void Close()
 	{
-		EXPECT_EQ(reclaim_epochs_registered(e), 0u);
+		ExpectRegistered(0);
 		EXPECT_EQ(mcas_close(&a), 0);
 		EXPECT_EQ(mcas_close(&b), 0);
 		EXPECT_EQ(reclaim_epochs_delete(&e), 0);
 	}
 };
 
-TEST_F(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
+INSTANTIATE_TEST_SUITE_P(, SharedFlavour, ::testing::Values(false, true),
+	[](const ::testing::TestParamInfo<bool> &i) {
+		return std::string(i.param ? "Default" : "Given");
+	});
+
+TEST_P(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 {
 	ASSERT_NO_FATAL_FAILURE(Open(Config().max_threads));
-	EXPECT_EQ(reclaim_epochs_registered(e), 1u);
+	ExpectRegistered(1);
 	mcas_guard_enter(ta);
 	EXPECT_EQ(mcas_thread_unregister(&tb), -EBUSY); // inside a's guard
 	mcas_guard_exit(ta);
@@ -317,7 +334,7 @@ TEST_F(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 	});
 	while (!inside.load())
 		std::this_thread::yield();
-	EXPECT_EQ(reclaim_epochs_registered(e), 2u);
+	ExpectRegistered(2);
 	g_freed = 0;
 	ASSERT_EQ(mcas_retire(ta, new int(1), CountFree, nullptr), 0);
 	uint64_t w = 0;
@@ -345,9 +362,11 @@ TEST_F(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 	EXPECT_EQ(g_freed, 1);
 	EXPECT_EQ(ran, 2 * c.descs_per_thread);
 
-	EXPECT_EQ(reclaim_epochs_delete(&e), -EBUSY);
+	if (e != nullptr) {
+		EXPECT_EQ(reclaim_epochs_delete(&e), -EBUSY);
+	}
 	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
-	EXPECT_EQ(reclaim_epochs_registered(e), 1u); // tb still holds it
+	ExpectRegistered(1); // tb still holds it
 	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
 	Close();
 }
@@ -355,7 +374,7 @@ TEST_F(SharedFlavour, InstancesShareTheThreadsEpochWordAndGracePeriods)
 // A registration that fails inside a guard of another instance on the same
 // flavour (its own pool slots are all taken) gives everything back: the
 // flavour counts the thread once, and can be deleted once both handles go.
-TEST_F(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
+TEST_P(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
 {
 	ASSERT_NO_FATAL_FAILURE(Open(1));
 	mcas_thread *extra = nullptr;
@@ -364,10 +383,44 @@ TEST_F(SharedFlavour, FailedRegistrationInsideAGuardLeavesNothing)
 	EXPECT_NE(std::string(pm_errormsg()).find("slots in use"), std::string::npos)
 		<< pm_errormsg();
 	mcas_guard_exit(ta);
-	EXPECT_EQ(reclaim_epochs_registered(e), 1u);
+	ExpectRegistered(1);
 	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
 	EXPECT_EQ(mcas_thread_unregister(&ta), 0);
 	Close();
+}
+
+// The default flavour lives while some instance created without a flavour
+// does: an instance made after another was closed still shares the one the
+// remaining instance holds, and once all are closed a new instance makes a
+// new one that works as before.
+TEST(DefaultFlavour, OutlivesEachInstanceButNotTheLast)
+{
+	mcas_config c = Config();
+	mcas *a = nullptr, *b = nullptr, *d = nullptr;
+	mcas_thread *tb = nullptr, *td = nullptr;
+	uint64_t w = 0;
+
+	ASSERT_EQ(mcas_new(&a, &c), 0);
+	ASSERT_EQ(mcas_new(&b, &c), 0);
+	ASSERT_EQ(mcas_close(&a), 0);
+	ASSERT_EQ(mcas_new(&d, &c), 0);
+	ASSERT_EQ(mcas_thread_register(b, &tb), 0);
+	ASSERT_EQ(mcas_thread_register(d, &td), 0);
+	mcas_guard_enter(tb);
+	EXPECT_EQ(mcas_thread_unregister(&td), -EBUSY); // one word: b's guard is d's
+	mcas_guard_exit(tb);
+	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
+	EXPECT_EQ(mcas_thread_unregister(&td), 0);
+	EXPECT_EQ(mcas_close(&b), 0);
+	EXPECT_EQ(mcas_close(&d), 0);
+
+	// All closed: the next instance makes the flavour again.
+	ASSERT_EQ(mcas_new(&a, &c), 0);
+	ASSERT_EQ(mcas_thread_register(a, &tb), 0);
+	for (unsigned i = 0; i < 4 * c.descs_per_thread; i++)
+		ASSERT_EQ(Mcas(tb, {{A(&w), 8 * (uint64_t)i, 8 * (uint64_t)(i + 1)}}), 1);
+	EXPECT_EQ(mcas_thread_unregister(&tb), 0);
+	EXPECT_EQ(mcas_close(&a), 0);
 }
 
 // ---- persistent ----

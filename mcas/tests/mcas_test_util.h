@@ -16,6 +16,7 @@
 #include <mcas/mcas.h>
 #include <pm/cost.h>
 #include <pm/pool.h>
+#include <reclaim/reclaim.h>
 
 #include "pm/tests/test_util.h"
 
@@ -90,6 +91,23 @@ struct PmemInstance {
 		pm_pool_close(&pool);
 	}
 };
+
+// The config a crash check opens a post-crash image with: @c on an epoch
+// flavour of its own, made now. The check's process is a copy of the
+// crashed one, so the flavour the crashed instance ran on (the default one,
+// usually) still holds the crashed threads' epoch words, some odd (inside
+// an operation), and the checking thread may be a crashed one still
+// registered there: a recovered instance on that flavour would wait for
+// grace periods that never end, which after a real crash, with no thread
+// left, cannot happen. The flavour is never released (the check's process
+// ends with the check); on failure the default flavour is used.
+inline mcas_config AfterCrash(const mcas_config &c)
+{
+	mcas_config after = c;
+	after.epochs = nullptr;
+	(void)reclaim_epochs_new(&after.epochs, c.max_threads);
+	return after;
+}
 
 // The algorithms that have a volatile / a persistent instance; tests are
 // instantiated over exactly these, so no combination is skipped.

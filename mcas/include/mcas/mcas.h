@@ -56,9 +56,12 @@
  * thread's lists, and it keeps room for every descriptor. The same epochs
  * protect user objects retired with mcas_retire() and read inside
  * mcas_guard_enter()/mcas_guard_exit(). The epoch words and grace periods
- * are reclaim/'s epoch flavour (reclaim/reclaim.h): an instance makes its
- * own, or runs on one the caller gives (mcas_config.epochs), which other
- * instances may share; a thread then holds one epoch word for all of them,
+ * are reclaim/'s epoch flavour (reclaim/reclaim.h): an instance runs on
+ * one the caller gives (mcas_config.epochs) or, by default, on the
+ * process's default flavour, which every instance created without one
+ * shares (made by the first, released when the last is closed). Instances
+ * on one flavour share their threads' registrations: a thread holds one
+ * epoch word for all of them,
  * a guard on any of them protects what other threads retire through any
  * of them, and a thread inside a guard of one holds back the grace periods
  * of all. (What a thread retires itself is freed only inside its own later
@@ -134,9 +137,13 @@ struct mcas_config {
 	 * disables. AOPT only (the baselines clean up eagerly). */
 	unsigned read_detach_one_in;
 	/* The epoch flavour the instance's grace periods run on
-	 * (reclaim_epochs_new()); NULL (the default): one of its own, for
-	 * max_threads threads. A shared flavour must outlive the instance;
-	 * its max_threads bounds the threads of all its instances together. */
+	 * (reclaim_epochs_new()); it must outlive the instance, and its
+	 * max_threads bounds the threads of all its instances together.
+	 * NULL (the default): the process's default flavour, shared by every
+	 * instance created with NULL, for 1024 threads registered at once
+	 * across them (mcas_thread_register() answers -EAGAIN beyond). A
+	 * thread inside a guard of any of them holds back the grace periods
+	 * of all; give an instance a flavour of its own to keep it apart. */
 	struct reclaim_epochs *epochs;
 };
 
@@ -169,9 +176,12 @@ void mcas_config_init(struct mcas_config *cfg);
  *
  * Return: 0; -EINVAL for a bad config or an algorithm that is persistent
  * only; -ENOMEM.
- * Thread-safety: any thread.
- * Ordering: none; hand @out to other threads through something that
- * orders (pthread_create(), a mutex, a release store).
+ * Thread-safety: any thread, also concurrently with the constructors and
+ * mcas_close() of other instances: with @cfg's epochs NULL, the default
+ * flavour is made or referenced under a process-wide mutex.
+ * Ordering: that mutex orders the flavour's creation before every use of
+ * it; hand @out to other threads through something that orders
+ * (pthread_create(), a mutex, a release store).
  */
 int mcas_new(struct mcas **out, const struct mcas_config *cfg);
 
@@ -230,12 +240,16 @@ int mcas_pmem_open(struct mcas **out, struct pm_pool *pool, uint64_t area_off,
  * Every thread must have unregistered. For a persistent instance the area
  * stays in the pool with every descriptor detached (a clean shutdown needs
  * no recovery work next time).
+ * An instance on the default flavour drops its reference to it; the last
+ * one releases the flavour.
  * Return: 0; -EBUSY if a thread is still registered: nothing is released
  * and *@m is left as it is.
  * Thread-safety: one caller, ordered after every thread's
- * mcas_thread_unregister() (joined, for example).
- * Ordering: none of its own; the caller's happens-before edge to
- * the unregistrations is what makes releasing safe.
+ * mcas_thread_unregister() (joined, for example); other instances may be
+ * made and closed concurrently.
+ * Ordering: the default flavour's reference count is dropped under the
+ * mutex mcas_new() takes; otherwise none of its own: the caller's
+ * happens-before edge to the unregistrations is what makes releasing safe.
  */
 int mcas_close(struct mcas **m);
 
@@ -289,10 +303,11 @@ uint64_t mcas_value_mask(const struct mcas *m);
  *       unregister it before exiting.
  *
  * The thread also registers in the instance's epoch flavour, or, if it is
- * registered there already (through another instance on a shared flavour),
- * reuses that epoch word (reclaim_epochs_thread_register()).
+ * registered there already (through another instance on the same flavour,
+ * the default one included), reuses that epoch word
+ * (reclaim_epochs_thread_register()).
  * Return: 0; -EAGAIN if max_threads threads are registered on @m, or the
- * shared flavour has no free slot; -ENOMEM.
+ * flavour has no free slot; -ENOMEM.
  * Thread-safety: any thread, concurrently with operations of others.
  * Ordering: the descriptor pool is claimed with a seq_cst CAS; the epoch
  * word as reclaim_epochs_thread_register() says, so every grace period that
