@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include <pm/area.h>
+#include <pm/cost.h>
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
@@ -460,6 +461,9 @@ mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 	pm_error_clear();
 	if (t == NULL)
 		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
+	/* The cost counters register a thread on its first counted CAS or
+	 * flush, allocating: here, not inside an operation (mcas.h). */
+	pm_cost_thread_prepare();
 	t->free = malloc(d * sizeof(*t->free));
 	if (t->free == NULL || reclaim_epochs_grace_init(&t->grace, m->epochs) ||
 			mcas_limbo_init(&t->r0, d) || mcas_limbo_init(&t->r1, d) ||

@@ -65,10 +65,26 @@ extern __thread struct pm_cost__thread pm_cost__self;
 void pm_cost__register(void);
 
 /**
+ * pm_cost_thread_prepare -- register the calling thread's block now if it
+ * is not yet. The first pm_cost_add() of a thread does it otherwise, which
+ * allocates and takes a mutex: a thread registration that promises neither
+ * inside later operations (mcas_thread_register()) calls this first.
+ * Thread-safety: the calling thread's block; takes the registry mutex the
+ * first time.
+ * Ordering: none of its own (the mutex orders the registry).
+ */
+static inline void
+pm_cost_thread_prepare(void)
+{
+	if (__builtin_expect(!pm_cost__self.registered, 0))
+		pm_cost__register();
+}
+
+/**
  * pm_cost_add -- add @n to counter @c of the calling thread.
  *
  * Thread-safety: any thread. The first call on a thread registers its block
- * (takes a mutex once); later calls are wait-free.
+ * (pm_cost_thread_prepare()); later calls are wait-free.
  * Ordering: relaxed; counting never orders other memory operations.
  */
 static inline void
@@ -76,8 +92,7 @@ pm_cost_add(enum pm_cost_counter c, uint64_t n)
 {
 	struct pm_cost__thread *t = &pm_cost__self;
 
-	if (__builtin_expect(!t->registered, 0))
-		pm_cost__register();
+	pm_cost_thread_prepare();
 	/* Only this thread writes its block; other threads read it relaxed in
 	 * pm_cost_read_total(), so a plain load/store pair suffices. */
 	__atomic_store_n(&t->n[c], __atomic_load_n(&t->n[c], __ATOMIC_RELAXED) + n,
