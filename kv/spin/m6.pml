@@ -22,7 +22,10 @@
    lookup reads all three MNs; its READ batch to an MN may or may not carry
    a PERSIST after the READ (chosen per lookup); it applies rules i-iii of
    analyse (rule iii, "all n show F(v)", only with the PERSIST: rule 4) and
-   gives up when undetermined (M1 checks the lookup that helps).
+   gives up when undetermined (M1 checks the lookup that helps). In the
+   code a lookup's first READ carries no PERSIST (view_read with quorum,
+   slot.c), and it reads again with one before counting fast words
+   (ix_widen, index.c): the choice made here per lookup.
    C functions abstracted: kv__ix_fast (the fast round), kv__ix_resolve (the
    classic round), ix_commit (slot.c); kv__ix_analyse (analyse.c, rules
    i-iii for one stage); kv__ix_choose (paxos.c, the value rule).

@@ -442,6 +442,19 @@ ix_depth_learn(struct kv_index *ix, uint64_t h, unsigned d)
 		ix->depth[x << d | low] = (uint8_t)(d + 1);
 }
 
+/* A lookup's first read goes to f+1 members without persists (view_read).
+ * Before anything is helped, repaired or concluded from fast-round words,
+ * the bucket is read again from every member, persisted. Return: whether
+ * that read is still to come (@quorum was set; it is cleared). */
+static bool
+ix_widen(bool *quorum)
+{
+	bool was = *quorum;
+
+	*quorum = false;
+	return was;
+}
+
 /*
  * Find the bucket that holds @h's entries now: start at the hinted depth,
  * go up while the bucket does not exist (or is not live yet), and down
@@ -464,6 +477,7 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v, bool quorum)
 	for (;;) {
 		uint64_t idx = kv_ixb_for(h, d);
 		struct kv_ix_slot fw;
+		bool converting;
 		int ret;
 
 		ret = kv__ix_deadline_check(ix);
@@ -479,10 +493,8 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v, bool quorum)
 		if ((unsigned)__builtin_popcount(v->got) < g->f + 1) {
 			/* From f+1 members, "not there" may only mean that one
 			 * of them lacks it: ask everyone from now on. */
-			if (quorum && (unsigned)__builtin_popcount(v->answered) < g->n) {
-				quorum = false;
+			if (ix_widen(&quorum))
 				continue;
-			}
 			if (v->got != 0 && v->behind != 0) {
 				/* A compaction is installing the next
 				 * incarnation: finish it on the others. */
@@ -507,7 +519,10 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v, bool quorum)
 			continue;
 		}
 		via_fwd = false;
-		if (kv__ix_converting(v)) {
+		converting = kv__ix_converting(v);
+		if ((converting || v->lack != 0) && ix_widen(&quorum))
+			continue;
+		if (converting) {
 			ret = kv__ix_split(ix, idx, v->epoch);
 			if (ret != 0)
 				return ret;
@@ -524,8 +539,10 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v, bool quorum)
 		ret = kv__ix_slot(ix, v, KV_IXB_H1, &fw);
 		if (ret != 0)
 			return ret;
-		if (fw.a.verdict == KV_IX_TOO_FEW)
+		if (fw.a.verdict == KV_IX_TOO_FEW) {
+			(void)ix_widen(&quorum);
 			continue;
+		}
 		if ((fw.a.verdict == KV_IX_DECIDED && fw.a.stage == 0) ||
 			(fw.a.verdict == KV_IX_NOT_CHOSEN && fw.a.stage == 1)) {
 			/* No forward, or one proposed but not chosen at the
@@ -535,6 +552,8 @@ ix_locate(struct kv_index *ix, uint64_t h, struct kv_ix_view *v, bool quorum)
 			return 0;
 		}
 		if (!(fw.a.verdict == KV_IX_DECIDED && fw.a.stage == 1)) {
+			if (ix_widen(&quorum))
+				continue;
 			ret = kv__ix_forward_help(ix, idx, v);
 			if (ret != 0)
 				return ret;
@@ -629,7 +648,7 @@ kv_index_lookup_known(struct kv_index *ix, const void *key, size_t len, const ui
 				return ix_op_end(ix, ret);
 			if (sl.a.verdict == KV_IX_TOO_FEW) {
 				again = true;
-				quorum = false;
+				(void)ix_widen(&quorum);
 			} else if (sl.a.verdict != KV_IX_DECIDED && sl.a.verdict != KV_IX_NOT_CHOSEN) {
 				/* A slot mid-change matters only if the key's
 				 * fingerprint is in it: had it been chosen, the
@@ -637,10 +656,8 @@ kv_index_lookup_known(struct kv_index *ix, const void *key, size_t len, const ui
 				if (!kv__ix_word_carries_fp(&v, word, fp))
 					continue;
 				again = true;
-				if ((unsigned)__builtin_popcount(v.answered) < ix->g.n && quorum) {
-					quorum = false;
+				if (ix_widen(&quorum))
 					continue;
-				}
 				ret = ix_settle(ix, &v, word, &sl, 0, &dec);
 				if (ret < 0)
 					return ix_op_end(ix, ret);
@@ -1157,8 +1174,8 @@ static void
 offline_view(void *const *regions, unsigned n, const struct kv_ix_super *sb, uint64_t idx,
 	struct kv_ix_view *v)
 {
-	memset(v, 0, sizeof(*v));
-	v->idx = idx;
+	kv__ix_view_reset(v, idx, n);
+	v->persisted = true; /* the regions are what the nodes hold durably */
 	v->answered = (1u << n) - 1;
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *r = regions[i];

@@ -182,11 +182,18 @@ kv__ix_view_classify(struct kv_ix_view *v, unsigned n, unsigned f)
 	return bad;
 }
 
-/* Read bucket @idx: from every usable member, or (@quorum) from f+1 of
- * them on the first attempt -- enough for the decision rule, and a third
- * less work for lookups on the local backend, where the client itself
- * does every member's copy and flush. The round waits for @need replies
- * (and the grace after them). */
+/* Read bucket @idx: from every usable member, each read persisted, or
+ * (@quorum, a lookup's first read) from f+1 of them on the first attempt
+ * and without the persists -- enough for the decision rule, and a third
+ * less work for lookups on the local backend, where the client itself does
+ * every member's copy and flush (the persist of a read bucket was an
+ * eighth of a lookup there). Without the persist, fast-round words decide
+ * nothing (rule iv, @v->persisted false); committed words, classic
+ * acceptances and "not chosen" need none: a C word is written only once
+ * its decision is durable on a quorum, a record before its P word, and a
+ * choice made before the read is durable where the read sees it (kv/spin
+ * m6: the lookup's READ with or without PERSIST). The round waits for
+ * @need replies (and the grace after them). */
 static int
 view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum, unsigned need)
 {
@@ -208,14 +215,16 @@ view_read(struct kv_index *ix, uint64_t idx, struct kv_ix_view *v, bool quorum, 
 			 * reply, so fast-round words may be counted (rule iv). */
 			if (rdma_batch_read(&g->m[i].batch, g->region, off, g->m[i].buf,
 				    KV_IXB_SIZE) != 0 ||
-				rdma_batch_persist(&g->m[i].batch, g->region, off, KV_IXB_SIZE) != 0)
+				(!quorum &&
+					rdma_batch_persist(&g->m[i].batch, g->region, off,
+						KV_IXB_SIZE) != 0))
 				mask &= ~(1u << i);
 		}
 		ok = kv__ix_round_run(g, mask, need, ix->deadline);
 		ix->st.rounds++;
 		if ((unsigned)__builtin_popcount(ok) >= g->f + 1) {
-			memset(v, 0, sizeof(*v));
-			v->idx = idx;
+			kv__ix_view_reset(v, idx, g->n);
+			v->persisted = !quorum;
 			v->answered = ok;
 			for (unsigned i = 0; i < g->n; i++)
 				if (ok >> i & 1)
@@ -275,22 +284,60 @@ view_replies(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	return nr;
 }
 
+/*
+ * The common case of a slot read: at least f+1 members counted and every
+ * one of them holds the same committed word of the view's gen. Rule (i) of
+ * kv__ix_analyse decides it with that word's value, and nothing is left to
+ * commit; deciding it here skips building the replies and the analysis,
+ * which were most of a lookup's work per member on the local backend.
+ */
+static bool
+slot_committed(const struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
+	struct kv_ix_slot *out)
+{
+	uint64_t w = 0;
+	unsigned k = 0;
+
+	for (unsigned m = v->got; m != 0; m &= m - 1, k++) {
+		uint64_t x = v->w[__builtin_ctz(m)][word];
+
+		if (k == 0)
+			w = x;
+		else if (x != w)
+			return false;
+	}
+	if (k < ix->g.f + 1 || kv_ixw_tag(w) != KV_IXW_C || !kv_ixw_valid(w, v->gen))
+		return false;
+	out->a.verdict = KV_IX_DECIDED;
+	out->a.stage = kv_ixw_stage(w);
+	out->a.body = w & KV_IXW_BODY_MASK;
+	out->a.members = k;
+	out->cur = out->a.body;
+	out->in_progress = false;
+	out->committed = true;
+	return true;
+}
+
 int
 kv__ix_slot(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	struct kv_ix_slot *out)
 {
 	struct kv_ix_reply r[KV_IX_MAX_N];
-	unsigned nr = view_replies(ix, v, word, r);
+	unsigned nr;
 	int ret;
 
+	if (slot_committed(ix, v, word, out))
+		return 0;
+	nr = view_replies(ix, v, word, r);
 	/* A word left by an earlier incarnation is no answer, not damage. */
 	for (unsigned i = 0; i < nr; i++)
 		ix->st.bad_words += r[i].word != 0 && !kv_ixw_valid(r[i].word, kv_ixw_gen(r[i].word));
-	ret = kv__ix_analyse(r, nr, ix->g.n, v->gen, true, &out->a);
+	ret = kv__ix_analyse(r, nr, ix->g.n, v->gen, v->persisted, &out->a);
 	if (ret != 0)
 		return ret;
 	out->in_progress = out->a.verdict != KV_IX_DECIDED;
 	out->cur = out->a.body;
+	out->committed = false;
 	return 0;
 }
 
@@ -384,7 +431,7 @@ kv__ix_commit_decided(struct kv_index *ix, const struct kv_ix_view *v, unsigned 
 	uint64_t cur[KV_IX_MAX_N];
 	unsigned mask = 0;
 
-	if (sl->a.verdict != KV_IX_DECIDED)
+	if (sl->a.verdict != KV_IX_DECIDED || sl->committed)
 		return;
 	for (unsigned i = 0; i < ix->g.n; i++) {
 		uint64_t w = v->w[i][word];

@@ -360,10 +360,12 @@ kv__ix_converted(const struct kv_ix_view *v, unsigned word, uint64_t *out)
 {
 	unsigned next = kv_ix_epoch_gen((v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK);
 
-	for (unsigned i = 0; i < KV_IX_MAX_N; i++) {
-		uint64_t w = v->w[i][word];
+	/* Every lookup asks this of every word: the gen test first, as
+	 * nearly every word is of the view's own gen. */
+	for (unsigned m = v->got; m != 0; m &= m - 1) {
+		uint64_t w = v->w[__builtin_ctz(m)][word];
 
-		if ((v->got >> i & 1) && kv_ixw_valid(w, next) && kv_ixw_tag(w) == KV_IXW_C) {
+		if (kv_ixw_gen(w) == next && kv_ixw_tag(w) == KV_IXW_C && kv_ixw_valid(w, next)) {
 			*out = w;
 			return true;
 		}
@@ -374,8 +376,21 @@ kv__ix_converted(const struct kv_ix_view *v, unsigned word, uint64_t *out)
 bool
 kv__ix_converting(const struct kv_ix_view *v)
 {
+	unsigned next = kv_ix_epoch_gen((v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK);
 	uint64_t w;
 
+	bool next_gen = false;
+
+	/* Asked of every bucket a client locates: first one pass over the
+	 * rows for a word of the next gen (nearly never there). */
+	for (unsigned m = v->got; m != 0; m &= m - 1) {
+		const uint64_t *row = v->w[__builtin_ctz(m)];
+
+		for (unsigned word = KV_IXB_H1; word < KV_IXB_WORDS; word++)
+			next_gen |= kv_ixw_gen(row[word]) == next;
+	}
+	if (!next_gen)
+		return false;
 	for (unsigned word = KV_IXB_H1; word < KV_IXB_WORDS; word++)
 		if (kv__ix_converted(v, word, &w))
 			return true;
