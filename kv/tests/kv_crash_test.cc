@@ -6,7 +6,8 @@
 // gets; inserts and updates under the ABD and RAW baselines; and object
 // chunk claims that a client with another id must find after the crash,
 // a delete that a client outliving the crash must see, a value that
-// client read between the writer's CASes and their persists, and the id a
+// client read between the writer's CASes and their persists (and the
+// READ lock that read took on the writer's timestamp), and the id a
 // client outliving the crash claimed.
 // Every node crashes at once: the index and store regions of all three are
 // one crash image. At each image a fresh client, given the
@@ -21,9 +22,11 @@
 // (the local backend shares one mapping per file in a process, and the
 // check's client finds it again); the in-process nodes are closed before
 // the run, so those are the only mappings.
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +34,7 @@
 
 #include <gtest/gtest.h>
 
+#include <kv/index.h>
 #include <kv/kv.h>
 #include <pm/crashsim.h>
 #include <pm/persist.h>
@@ -145,6 +149,18 @@ struct Run {
 	// (RDMA_FAULT_SPLIT); SIZE_MAX if none.
 	size_t saw = SIZE_MAX;
 	unsigned saw_count = 0; // writes seen so
+	// With Variant::interleave, the timestamp-lock words of the key the
+	// writes go to: each get of a write in flight took the READ lock on
+	// the writer's GUESSED timestamp (R15-R18), which must be durable on
+	// f+1 nodes once the get returned (kv/MUTATION.md, swarm.c's
+	// sw_trylock). tsl_off: the writer's lock word in a store region (0:
+	// none); locked_ts: the timestamps the survivor's gets locked so far.
+	std::string lock_key;
+	uint64_t tsl_off = 0;
+	uint64_t meta_off = 0; // the writer's metadata word
+	uint64_t locked_ts[8] = {};
+	unsigned locked = 0;
+	unsigned locking_gets = 0; // gets of a write in flight that called TRYLOCK
 };
 
 // How a CrashSequence store differs from the default one.
@@ -527,6 +543,26 @@ int Check(void *arg, char *msg, size_t len)
 	}
 	if (r->other_id)
 		return CheckOtherId(r, msg, len);
+	// A get that returned a write in flight locked its timestamp (READ):
+	// the lock must be durable on f+1 nodes, or the writer, were its guess
+	// stale, could still lock it (WRITE) and write the value again under a
+	// later timestamp after the crash of a node (SWARM, R15-R18, S10).
+	// Read before any check's get, whose own locks would hide it.
+	for (unsigned l = 0; l < r->locked; l++) {
+		const unsigned majority = static_cast<unsigned>(r->uris.size()) / 2 + 1;
+		unsigned held = 0;
+		for (size_t i = 1; i < r->regions.size(); i += 2) {
+			uint64_t tsl = *reinterpret_cast<const uint64_t *>(
+				static_cast<const char *>(r->regions[i]) + r->tsl_off);
+			held += (tsl >> 1) >= r->locked_ts[l];
+		}
+		if (held < majority) {
+			snprintf(msg, len, "after %zu ops: the lock on ts %llu of %s, taken by a get "
+				"that returned, is held on %u nodes after the crash", r->done,
+				(unsigned long long)r->locked_ts[l], r->lock_key.c_str(), held);
+			return 1;
+		}
+	}
 	// A write the survivor saw in flight has taken effect: it must hold.
 	const size_t done = r->saw == r->done ? r->done + 1 : r->done;
 	std::map<std::string, State> model = ModelAfter({}, r->ops, done);
@@ -606,10 +642,24 @@ void InterleaveYield(void *arg)
 	if (op.kind == Kind::kGet || op.kind == Kind::kDelete || op.survivor)
 		return;
 	int ret;
-	if (Read(r->survivor, op.key, &ret) == State(op.val) && ret == 0) {
-		r->saw = r->done;
-		r->saw_count++;
-	}
+	kv_stats before, after;
+	kv_stats_read(r->survivor, &before);
+	State got = Read(r->survivor, op.key, &ret);
+	kv_stats_read(r->survivor, &after);
+	if (got != State(op.val) || ret != 0)
+		return;
+	r->saw = r->done;
+	r->saw_count++;
+	r->locking_gets += after.lock_calls > before.lock_calls;
+	if (r->tsl_off == 0 || op.key != r->lock_key || r->locked == std::size(r->locked_ts))
+		return;
+	// The writer's word in flight, GUESSED (or VERIFIED by this get) on
+	// the members its CAS reached: the timestamp the get locked.
+	uint64_t word = 0;
+	for (size_t i = 1; i < r->regions.size(); i += 2)
+		word = std::max(word, *reinterpret_cast<const uint64_t *>(
+			static_cast<const char *>(r->regions[i]) + r->meta_off));
+	r->locked_ts[r->locked++] = kv_st_ts(word);
 }
 
 // A run of @ops on the nodes at @uris (which must outlive it).
@@ -708,6 +758,33 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	ASSERT_EQ(Workload(&r), 0) << pm_errormsg();
 	r.ops = ops;
 	r.saw = SIZE_MAX;
+	if (variant.interleave && from < ops.size() && from > 0) {
+		// The object of the key written in flight (inserted before the
+		// run): where its writer's metadata and lock words are.
+		r.lock_key = ops[from].key;
+		uint64_t loc = 0;
+		ASSERT_EQ(kv_index_lookup(kv__st_test_index(r.c), r.lock_key.data(), r.lock_key.size(),
+				  &loc), 0);
+		const kv_st_geo geo = kv_st_geo_make(loc, static_cast<uint32_t>(r.lock_key.size()),
+			cfg.max_clients);
+		unsigned writer = ~0u; // the one slot its insert wrote
+		for (unsigned w = 0; w < cfg.max_clients; w++) {
+			uint64_t word = 0;
+			for (unsigned i = 0; i < 3; i++) {
+				void *store = kvtest::MappedRegion(group.Path(i), "DMKVSTO1");
+				ASSERT_NE(store, nullptr);
+				word |= *reinterpret_cast<const uint64_t *>(
+					static_cast<char *>(store) + geo.off + 8 * w);
+			}
+			if (word == 0)
+				continue;
+			ASSERT_EQ(writer, ~0u) << "two writers of " << r.lock_key;
+			writer = w;
+		}
+		ASSERT_NE(writer, ~0u) << r.lock_key << " has no writer";
+		r.meta_off = geo.off + 8 * writer;
+		r.tsl_off = geo.off + geo.tsl_off + 8 * writer;
+	}
 	for (unsigned i = 0; i < 3 && variant.interleave; i++)
 		ASSERT_EQ(kv__st_test_inject(r.c, i, RDMA_FAULT_SPLIT, 0), 0);
 	for (unsigned i = 0; i < 3; i++)
@@ -751,6 +828,10 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		(unsigned long long)st.images);
 	if (variant.interleave) {
 		EXPECT_EQ(r.saw_count, ops.size() - from) << "a write the survivor never saw in flight";
+		// Each such get locked: the lock check above did not pass for
+		// want of a lock.
+		EXPECT_EQ(r.locking_gets, r.saw_count) << "a get of a write in flight took no lock";
+		EXPECT_EQ(r.locked, r.saw_count);
 	}
 	EXPECT_EQ(kv_close(&r.c), 0);
 	EXPECT_EQ(kv_close(&r.survivor), 0);
@@ -910,7 +991,12 @@ TEST(KvCrash, DeleteSeenByASurvivingReader)
 // the survivor reads the key being written. Once the survivor has read the
 // new value, every image must hold it, the update in flight or not: the
 // get counted the writer's words, so it must have persisted them
-// (swarm.c `sw_read_round`; kv/MUTATION.md, swarm.c:177, class B).
+// (swarm.c `sw_read_round`; kv/MUTATION.md, swarm.c:177, class B). The
+// survivor finds the writer's word GUESSED twice and locks its timestamp
+// (READ, R15-R18) before it returns the value: from then on, every image
+// must hold that lock on f+1 nodes, or the writer could still lock the
+// timestamp WRITE and write the value again under a later one (swarm.c
+// `sw_trylock`'s persist; kv/MUTATION.md, class B).
 TEST(KvCrash, GetBetweenCasAndPersist)
 {
 	std::vector<Op> ops = {
