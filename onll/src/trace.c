@@ -46,8 +46,17 @@
  * and a list entry per node, and an epoch flavour's section costs a seq_cst
  * store on entry that ONLL's reads avoid (membarrier above); and the same
  * index decides which log entries recovery still needs, which no
- * reclamation scheme knows. This is a structural reason, not a measured
- * one: no reclaim/-based ONLL was built to compare against.
+ * reclamation scheme knows. The entry's price was measured with
+ * //benchmarks:onll_bench_seqcst, onll_bench on //onll:onll_seqcst, whose
+ * reads enter with the seq_cst store and load an epoch section would cost
+ * (2026-11-29, -c opt, one thread, read-only): callgrind (onll_read
+ * inclusive, --toggle-collect=onll_read, the difference between runs of
+ * --benchmark_min_time=0.02 and 0.2) sees the same instructions, counter
+ * get 137.0 against 140.0 per read, map get 193.5 against 196.5, because
+ * an xchg is one instruction like the mov it replaces; the clock sees the
+ * locked store: counter get 18.1-21.5 ns against 24.3-28.8 (5 runs each,
+ * interleaved: about 35 % more), map get 79-89 ns both (the lookup hides
+ * it). A reclaim/-based ONLL, with a retire per node on top, was not built.
  * A log entry whose index is at most the latest durable checkpoint's is
  * reused: recovery never needs it.
  */
