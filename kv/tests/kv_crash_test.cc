@@ -7,8 +7,9 @@
 // chunk claims that a client with another id must find after the crash,
 // a delete that a client outliving the crash must see, a value that
 // client read between the writer's CASes and their persists (and the
-// READ lock that read took on the writer's timestamp), and the id a
-// client outliving the crash claimed.
+// READ lock that read took on the writer's timestamp), the id a
+// client outliving the crash claimed, and a buffer that another client's
+// reclaim freed on the strength of a word not yet persisted.
 // Every node crashes at once: the index and store regions of all three are
 // one crash image. At each image a fresh client, given the
 // crashed client's id, must read for every key the state of the last
@@ -1007,6 +1008,216 @@ TEST(KvCrash, GetBetweenCasAndPersist)
 	Variant v;
 	v.interleave = true;
 	CrashSequence("kv-crash-interleave", ops, 1, {}, 1, 1, v);
+}
+
+// ReclaimSeesAWriteInFlight: a client (Y2) takes the id of an abandoned
+// one (Y1) in the middle of another client's (Z's) update of key k, between
+// Z's CAS and its persist (RDMA_FAULT_SPLIT, Z's yield hook). Y2's recovery
+// finds Y1's buffer B of k's value; its reclaim reads k's metadata, counts
+// Z's word above B on f+1 nodes, frees B, and Y2 puts key j with a value
+// that takes B. The reclaim must persist what it counted: were Z's word
+// lost in the crash, k's newest durable word would still name B, which
+// holds j's value now (kv/MUTATION.md, recycle.c `reclaim_round`).
+struct RecycleRun : Run {
+	kv_config late_cfg; // Y2's
+	kv_client *late = nullptr;
+	bool late_started = false, late_put = false, reused = false;
+	std::string late_err;
+	uint64_t z_meta_off = 0; // Z's metadata word of k (0 until its CAS)
+	uint64_t b_off = 0, b_meta = 0; // B in a store region, and its write
+	std::string vb, vj;
+	unsigned free_id = 0; // the id a check's client takes
+	kv_stats late_st{};
+};
+
+constexpr uint64_t kMetaMask = ~KV_ST_VERIFIED;
+
+// The hook's and the checks' argument (a Run, as Simulate passes it).
+void *AsRun(RecycleRun *r)
+{
+	return static_cast<Run *>(r);
+}
+
+// Z's yield hook: once Z's word of k shows (its CAS landed, not yet
+// persisted), Y2 opens with Y1's id, reclaims, and puts j.
+void RecycleYield(void *arg)
+{
+	auto *r = static_cast<RecycleRun *>(static_cast<Run *>(arg));
+	if (r->late_started)
+		return;
+	bool landed = false;
+	for (size_t i = 1; i < r->regions.size(); i += 2)
+		landed |= *reinterpret_cast<const uint64_t *>(
+			static_cast<const char *>(r->regions[i]) + r->z_meta_off) != 0;
+	if (!landed)
+		return;
+	r->late_started = true;
+	int ret = kv_open(&r->late, &r->late_cfg);
+	if (ret != 0) {
+		r->late_err = std::string("kv_open: ") + pm_strerror(ret) + " (" + pm_errormsg() + ")";
+		return;
+	}
+	for (unsigned tries = 0;; tries++) {
+		kv_stats_read(r->late, &r->late_st);
+		if (r->late_st.recycled > 0 && tries > 0)
+			break;
+		if (tries == 4) {
+			r->late_err = "no buffer recycled";
+			return;
+		}
+		ret = kv__st_test_reclaim(r->late);
+		if (ret != 0) {
+			r->late_err = std::string("reclaim: ") + pm_strerror(ret);
+			return;
+		}
+	}
+	ret = kv_put(r->late, "j", 1, r->vj.data(), r->vj.size());
+	if (ret != 0) {
+		r->late_err = std::string("put j: ") + pm_strerror(ret) + " (" + pm_errormsg() + ")";
+		return;
+	}
+	r->late_put = true;
+	kv_stats_read(r->late, &r->late_st);
+	// j's value went into B: no node holds B's write there any more.
+	r->reused = true;
+	for (size_t i = 1; i < r->regions.size(); i += 2)
+		r->reused &= reinterpret_cast<const kv_st_vhdr *>(
+			static_cast<const char *>(r->regions[i]) + r->b_off)->meta !=
+			(r->b_meta & kMetaMask);
+}
+
+// An image of ReclaimSeesAWriteInFlight: k holds B's value or Z's, x its
+// value, j its value once Y2's put returned (before, absent or its value).
+int CheckRecycle(void *arg, char *msg, size_t len)
+{
+	auto *r = static_cast<RecycleRun *>(static_cast<Run *>(arg));
+	for (size_t i = 1; i < r->regions.size(); i += 2) {
+		IdWords(r->regions[i])[r->free_id] = 0;
+		pm_persist(&IdWords(r->regions[i])[r->free_id], 8);
+	}
+	char when[96];
+	snprintf(when, sizeof(when), "after %zu ops%s%s", r->done,
+		r->late_started ? ", Y2 at work" : "", r->late_put ? " and its put of j returned" : "");
+	kv_config cfg = Config(*r);
+	kv_client *c = nullptr;
+	int ret = kv_open(&c, &cfg);
+	if (ret != 0) {
+		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
+		return 1;
+	}
+	std::map<std::string, State> model = ModelAfter({ { "k", r->vb }, { "x", "x1" } }, r->ops,
+		r->done);
+	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
+	if (r->late_put)
+		model["j"] = r->vj;
+	int bad = CheckKeys(c, model, flying, when, msg, len);
+	if (bad == 0 && !r->late_put) {
+		State j = Read(c, "j", &ret);
+		if (ret != 0 || (j && *j != r->vj)) {
+			snprintf(msg, len, "get j %s: %s, %s", when, pm_strerror(ret), Show(j).c_str());
+			bad = 1;
+		}
+	}
+	kv_close(&c);
+	return bad;
+}
+
+// Y1's writes and Z's opening before the run, Z's update of k under it,
+// Y2's open, reclaim and put of j inside that update (RecycleRun).
+TEST(KvCrash, ReclaimSeesAWriteInFlight)
+{
+	const char *name = "kv-crash-reclaim";
+	const uint64_t store_region = kStoreRegion + (1u << 20); // a third log
+	LocalGroup group(3, name, kIndexRegion, store_region);
+	std::vector<std::string> uris = group.Uris();
+	RecycleRun r;
+	for (const auto &u : uris)
+		r.uris.push_back(u.c_str());
+	r.store_region = store_region;
+	r.max_clients = 3;
+	r.vb = std::string(300, 'B'); // out of place: above k's in-place copy
+	r.vj = std::string(300, 'J'); // the same units: it takes B
+	kv_config cfg = Config(r);
+	cfg.timeout_ms = 3600u * 1000u; // deadlines run while points are checked
+	r.late_cfg = cfg;
+	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
+	std::vector<void *> stores;
+	for (unsigned i = 0; i < 3; i++) {
+		stores.push_back(kvtest::MappedRegion(group.Path(i), "DMKVSTO1"));
+		ASSERT_NE(stores.back(), nullptr);
+	}
+	auto claimed = [&](unsigned id) { return IdWords(stores[0])[id] != 0; };
+
+	kv_client *y1 = nullptr;
+	ASSERT_EQ(kv_open(&y1, &cfg), 0) << pm_errormsg();
+	const unsigned yid = ClaimedId(stores[0]);
+	ASSERT_LT(yid, 3u);
+	ASSERT_EQ(kv_insert(y1, "k", 1, "a", 1), 0) << pm_errormsg();
+	ASSERT_EQ(kv_update(y1, "k", 1, r.vb.data(), r.vb.size()), 0) << pm_errormsg();
+	// The last insert is another key's: settling it at Y2's open reads
+	// nothing of k.
+	ASSERT_EQ(kv_insert(y1, "x", 1, "x1", 2), 0) << pm_errormsg();
+	ASSERT_EQ(kv__st_test_open(&r.c, &cfg, RecycleYield, AsRun(&r)), 0)
+		<< pm_errormsg();
+	unsigned zid = ~0u;
+	for (unsigned id = 0; id < 3; id++)
+		if (id != yid && claimed(id))
+			zid = id;
+	ASSERT_LT(zid, 3u);
+	r.free_id = 3 - yid - zid;
+	// Y1 dies; its id is released (as once its lease ran out), and the
+	// third id is held, so Y2 takes Y1's.
+	kv__st_test_abandon(&y1);
+	for (void *st : stores) {
+		IdWords(st)[yid] = 0;
+		IdWords(st)[r.free_id] = kDeadClaim;
+		pm_persist(IdWords(st), 3 * sizeof(uint64_t));
+	}
+	uint64_t loc = 0;
+	ASSERT_EQ(kv_index_lookup(kv__st_test_index(r.c), "k", 1, &loc), 0);
+	const kv_st_geo geo = kv_st_geo_make(loc, 1, 3);
+	ASSERT_LT(geo.ip_cap, r.vb.size()) << "k's value in place";
+	for (void *st : stores)
+		r.b_meta = std::max(r.b_meta,
+			*reinterpret_cast<const uint64_t *>(static_cast<char *>(st) + geo.off + 8 * yid));
+	ASSERT_NE(r.b_meta, 0u);
+	ASSERT_EQ(*reinterpret_cast<const uint64_t *>(static_cast<char *>(stores[0]) + geo.off +
+			  8 * zid), 0u);
+	auto *sb = static_cast<const kv_st_super *>(stores[0]);
+	r.b_off = sb->log_off + yid * sb->log_bytes + kv_st_ptr(r.b_meta) * KV_ST_BUF_UNIT;
+	unsigned b_held = 0;
+	for (void *st : stores)
+		b_held += reinterpret_cast<const kv_st_vhdr *>(static_cast<char *>(st) + r.b_off)->meta ==
+			(r.b_meta & kMetaMask);
+	ASSERT_GE(b_held, 2u) << "B is not where k's word says";
+	r.z_meta_off = geo.off + 8 * zid;
+	for (unsigned i = 0; i < 3; i++)
+		ASSERT_EQ(kv__st_test_inject(r.c, i, RDMA_FAULT_SPLIT, 0), 0);
+	for (unsigned i = 0; i < 3; i++)
+		group.Close(i);
+	// The clients' mappings now (the nodes' went with them).
+	for (unsigned i = 0; i < 3; i++) {
+		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVIDX1"));
+		ASSERT_NE(r.regions.back(), nullptr);
+		r.regions.push_back(kvtest::MappedRegion(group.Path(i), "DMKVSTO1"));
+		ASSERT_NE(r.regions.back(), nullptr);
+	}
+	r.ops = { { Kind::kUpdate, "k", "z" } };
+	pmtest::CrashRun cr = Simulate(&r, name, 1, 3, Workload, CheckRecycle);
+	EXPECT_EQ(cr.ret, 0) << cr.report;
+	EXPECT_EQ(r.done, r.ops.size());
+	EXPECT_EQ(cr.st.points, cr.st.events + 1) << "every crash point";
+	printf("%s: %llu crash points, %llu images\n", name, (unsigned long long)cr.st.points,
+		(unsigned long long)cr.st.images);
+	// The case did happen: Y2 recovered Y1's buffers, recycled, and
+	// j's value went into B while Z's write was in flight.
+	EXPECT_EQ(r.late_err, "");
+	EXPECT_TRUE(r.late_put);
+	EXPECT_GT(r.late_st.recovered, 0u);
+	EXPECT_GT(r.late_st.recycled, 0u);
+	EXPECT_TRUE(r.reused) << "j's value did not take B";
+	EXPECT_EQ(kv_close(&r.late), 0);
+	EXPECT_EQ(kv_close(&r.c), 0);
 }
 
 // Crash, take the crashed id, write, crash again (issue 20): at sampled
