@@ -28,6 +28,7 @@
 #include <pm/error.h>
 #include <pm/persist.h>
 #include <pm/pool.h>
+#include <pm/ptr.h>
 #include <rdma/node.h>
 
 #include "core.h"
@@ -160,8 +161,10 @@ node_root_check(const struct rdma_node *n, const char *path, const struct node_r
 	for (unsigned i = 0; i < r->nregions; i++) {
 		uint64_t off = r->regions[i].offset, len = r->regions[i].length;
 
-		if (len == 0 || off % NODE_ALIGN != 0 || len % NODE_ALIGN != 0 ||
-		    off > pool_size || len > pool_size - off) {
+		/* Offset 0 is the pool's own header (PM_OFF_NULL), never a
+		 * region: clients could write the header through it. */
+		if (len == 0 || off == PM_OFF_NULL || off % NODE_ALIGN != 0 ||
+		    len % NODE_ALIGN != 0 || off > pool_size || len > pool_size - off) {
 			rdma__node_log(n, RDMA_NODE_LOG_ERROR,
 				"%s: region %u (offset %" PRIu64 ", length %" PRIu64
 				") does not fit the pool (%zu bytes)", path, i, off, len,
@@ -413,7 +416,8 @@ rdma_node_open(struct rdma_node **out, const struct rdma_node_config *cfg)
 	for (unsigned i = 0; i < n->nregions; i++) {
 		n->info[i].id = i;
 		n->info[i].length = n->root->regions[i].length;
-		n->regions[i].base = (char *)pm_pool_base(n->pool) + n->root->regions[i].offset;
+		n->regions[i].base = pm_off_to_ptr(pm_pool_base(n->pool),
+			n->root->regions[i].offset);
 		n->regions[i].length = n->root->regions[i].length;
 	}
 	rdma__node_log(n, RDMA_NODE_LOG_INFO,

@@ -315,8 +315,9 @@ TEST(NodeOpen, ForeignPoolIsLayoutError)
 	EXPECT_EQ(rdma_node_open(&n, &nc.cfg), PM_E_LAYOUT);
 }
 
-// A damaged root (magic, region count, a region outside the pool) is
-// PM_E_CORRUPT, and the open writes nothing: the incarnation is unchanged.
+// A damaged root (magic, region count, a region outside the pool or over
+// its header) is PM_E_CORRUPT, and the open writes nothing: the
+// incarnation is unchanged.
 TEST(NodeOpen, DamagedRootIsCorruptAndNotWritten)
 {
 	NodeConfig nc(TempPath("damaged.pool"));
@@ -341,6 +342,7 @@ TEST(NodeOpen, DamagedRootIsCorruptAndNotWritten)
 		{"17 regions", 8, 17, 4},
 		{"0 regions", 8, 0, 4},
 		{"region past the end", 64, huge, 8},
+		{"region at the pool's header", 64, 0, 8},
 		{"unaligned region", 64 + 8, 4097, 8},
 	};
 	for (const Damage &d : damage) {
