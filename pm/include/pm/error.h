@@ -47,7 +47,8 @@ extern "C" {
 #define RDMA_E_PROTO (RDMA_E_BASE - 4)
 /* The connection is lost or the node is dead; reconnect. */
 #define RDMA_E_CONN (RDMA_E_BASE - 5)
-/* Fault injection (rdma_conn_inject) made the operation fail. */
+/* Fault injection (rdma_conn_inject, //rdma:rdma_testing builds only) made
+ * the operation fail. */
 #define RDMA_E_INJECTED (RDMA_E_BASE - 6)
 /* The backend needs hardware or a provider this machine lacks. */
 #define RDMA_E_NO_DEVICE (RDMA_E_BASE - 7)

@@ -273,8 +273,7 @@ int rdma_conn_region(const struct rdma_conn *c, unsigned index,
  * executes. The local backend executes the whole batch inside this call.
  * Return: 0 (the batch is in flight); -EINVAL for an empty batch;
  * RDMA_E_NO_REGION or RDMA_E_BOUNDS; -EBUSY if a batch is already in flight
- * on @c; RDMA_E_CONN if @c is broken; RDMA_E_INJECTED under an injected
- * failure.
+ * on @c; RDMA_E_CONN if @c is broken.
  * Thread-safety: the thread using @c (one at a time).
  */
 int rdma_post(struct rdma_conn *c, struct rdma_batch *b);
