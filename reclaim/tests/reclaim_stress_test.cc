@@ -21,12 +21,38 @@ constexpr int kMaxIters = 400000;
 constexpr auto kBudget = std::chrono::milliseconds(700);
 
 struct Shared {
+	reclaim_scheme scheme;
 	std::atomic<Node *> slot[kSlots];
 	std::atomic<uint64_t> created{0};
 	std::atomic<uint64_t> freed{0};
 	std::atomic<uint64_t> bad{0};
 	std::atomic<uint64_t> undrained{0};
+	std::atomic<unsigned> writing{0};     // writers still in their loop
+	std::atomic<uint64_t> holds{0};       // references held across reclamation
+	std::atomic<uint64_t> holds_stuck{0}; // ... during which it never ran
 };
+
+// Whether a reader holding its references since @before has let the
+// reclamation it must survive happen: the writers retired more nodes than
+// there are slots (so likely those it holds), and the scheme's reclaimer
+// ran meanwhile: two rooster rounds (Cadence, QSense), a hazard scan (HP).
+// The epoch schemes cannot advance past a reader inside an operation, which
+// is what holding tests for them, so for them the retires are the event.
+bool HeldAcrossReclamation(const Shared &sh, const reclaim_stats &before,
+	const reclaim_stats &now)
+{
+	if (now.retired < before.retired + 2 * kSlots)
+		return false;
+	switch (sh.scheme) {
+	case RECLAIM_CADENCE:
+	case RECLAIM_QSENSE:
+		return now.rooster_wakeups >= before.rooster_wakeups + 2;
+	case RECLAIM_HP:
+		return now.scans > before.scans;
+	default:
+		return true;
+	}
+}
 
 // protect_slot -- a reference to the node in slot @i that stays valid until
 // hazard @hp is reused or the operation ends (the header's protocol)
@@ -46,6 +72,7 @@ void Worker(reclaim_domain *d, Shared &sh, unsigned seed, bool writer, bool leak
 	ASSERT_EQ(reclaim_thread_register(d, &t), 0);
 	std::minstd_rand rng(seed);
 	auto until = std::chrono::steady_clock::now() + kBudget;
+	sh.writing += writer;
 
 	for (int it = 0; it < kMaxIters; it++) {
 		if ((it & 255) == 0 && std::chrono::steady_clock::now() > until)
@@ -57,9 +84,17 @@ void Worker(reclaim_domain *d, Shared &sh, unsigned seed, bool writer, bool leak
 		if (!NodeIntact(p) || !NodeIntact(q))
 			sh.bad++;
 		if (!writer && it % 64 == 63) {
-			// Hold the references across several rooster rounds,
-			// while writers retire the nodes.
-			std::this_thread::sleep_for(std::chrono::milliseconds(4));
+			// Hold the references while writers retire the nodes
+			// and the reclaimer runs (HeldAcrossReclamation).
+			// Once the writers are done there is nothing to wait for.
+			const reclaim_stats before = Stats(d);
+			bool held = false;
+			if (!WaitFor([&] {
+				    held = HeldAcrossReclamation(sh, before, Stats(d));
+				    return held || sh.writing.load() == 0;
+			    }, 5.0))
+				sh.holds_stuck++;
+			sh.holds += held;
 			if (!NodeIntact(p))
 				sh.bad++;
 		}
@@ -82,6 +117,7 @@ void Worker(reclaim_domain *d, Shared &sh, unsigned seed, bool writer, bool leak
 			reclaim_thread_online(t);
 		}
 	}
+	sh.writing -= writer;
 	// Drop this thread's own hazards, then wait for its retired nodes to
 	// go (the other threads finish or move on).
 	reclaim_op_begin(t);
@@ -103,6 +139,7 @@ TEST_P(Stress, ReadersNeverSeeFreedNodes)
 	reclaim_domain *d;
 	ASSERT_EQ(reclaim_domain_new(&d, &cfg), 0);
 	Shared sh;
+	sh.scheme = scheme;
 	for (auto &s : sh.slot) {
 		s.store(NewNode(0));
 		sh.created++;
@@ -120,6 +157,9 @@ TEST_P(Stress, ReadersNeverSeeFreedNodes)
 		(unsigned long long)st.epochs, (unsigned long long)st.scans,
 		(unsigned long long)st.fences);
 	EXPECT_EQ(sh.bad.load(), 0u) << "a reader saw a freed node";
+	EXPECT_GT(sh.holds.load(), 0u);
+	EXPECT_EQ(sh.holds_stuck.load(), 0u)
+		<< "holds during which the writers or the reclaimer did not run";
 	EXPECT_EQ(st.retired, sh.created.load() - kSlots);
 	EXPECT_GT(st.retired, 100u);
 	EXPECT_EQ(st.registered, 0u);
