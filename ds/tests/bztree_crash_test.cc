@@ -172,11 +172,10 @@ protected:
 			kArena);
 	}
 
-	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const
+	// Every crash point if @one_in is 1, else one in @one_in.
+	pm_crashsim_config SimConfig(unsigned one_in, unsigned max_images = 16) const
 	{
-		pm_crashsim_config cfg = dstest::CrashSimConfig(name, mode);
-		cfg.max_images = 16;
-		return cfg;
+		return pmtest::SimConfig(name.c_str(), one_in, max_images);
 	}
 
 	ds_bztree_stats Stats()
@@ -222,7 +221,7 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfGrowth)
 	Plan(&w, 0, initial, { { Kind::kInsert, 40, 4 }, { Kind::kUpsert, 20, 22 },
 		{ Kind::kInsert, 50, 5 }, { Kind::kInsert, 25, 6 }, { Kind::kRemove, 10, 0 },
 		{ Kind::kInsert, 35, 7 }, { Kind::kInsert, 45, 8 }, { Kind::kInsert, 15, 9 } });
-	pmtest::CrashRun r = Simulate(initial, SimConfig(PM_CRASHSIM_EVERY));
+	pmtest::CrashRun r = Simulate(initial, SimConfig(1));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	EXPECT_EQ(r.st.failures, 0u);
@@ -241,7 +240,7 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfShrinking)
 		{ Kind::kUpdate, 30, 33 }, { Kind::kRemove, 40, 0 }, { Kind::kRemove, 30, 0 },
 		{ Kind::kUpdate, 30, 1 }, { Kind::kRemove, 60, 0 }, { Kind::kRemove, 50, 0 },
 		{ Kind::kRemove, 90, 0 }, { Kind::kRemove, 80, 0 } });
-	pmtest::CrashRun r = Simulate(initial, SimConfig(PM_CRASHSIM_EVERY));
+	pmtest::CrashRun r = Simulate(initial, SimConfig(1));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(r.st.points, r.st.events + 1);
 	EXPECT_EQ(r.st.failures, 0u);
@@ -265,10 +264,7 @@ TEST_P(BzTreeCrashTest, CrashRecoverReuseCrashAgain)
 		PlanInto(&x->ops2, &x->states2, from, ops);
 	};
 	w.reuse_one_in = 8;
-	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
-	cfg.sample_one_in = 6;
-	cfg.max_images = 2;
-	pmtest::CrashRun r = Simulate(initial, cfg, World::CheckReuse);
+	pmtest::CrashRun r = Simulate(initial, SimConfig(6, 2), World::CheckReuse);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 3u);
 }
@@ -294,9 +290,7 @@ TEST_P(BzTreeCrashTest, SampledCrashPointsOfTwoThreads)
 		}
 		Plan(&w, t, mine, ops);
 	}
-	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
-	cfg.sample_one_in = 8;
-	pmtest::CrashRun r = Simulate(initial, cfg);
+	pmtest::CrashRun r = Simulate(initial, SimConfig(8));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 10u);
 	EXPECT_EQ(r.st.failures, 0u);
@@ -323,7 +317,7 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfACreateOverAUsedArea)
 	ASSERT_EQ(ds_bztree_thread_unregister(&h), 0);
 	ds_bztree_stats st = Stats();
 	EXPECT_GT(st.splits, 0u);
-	pmtest::CrashRun r = w.SimulateCreateOverUsed(SimConfig(PM_CRASHSIM_EVERY));
+	pmtest::CrashRun r = w.SimulateCreateOverUsed(SimConfig(1));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(w.old, want);
 	EXPECT_EQ(r.st.events, 7u);
@@ -333,7 +327,7 @@ TEST_P(BzTreeCrashTest, EveryCrashPointOfACreateOverAUsedArea)
 // corrupt; after ds_bztree_pmem_create returned it opens as an empty tree.
 TEST_P(BzTreeCrashTest, EveryCrashPointOfCreation)
 {
-	pmtest::CrashRun r = w.SimulateCreate(SimConfig(PM_CRASHSIM_EVERY));
+	pmtest::CrashRun r = w.SimulateCreate(SimConfig(1));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	// Flush + fence for the invalidated header, the root word and the
 	// header; the root leaf's flush is fenced with the root word's.

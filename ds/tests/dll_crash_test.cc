@@ -147,9 +147,10 @@ protected:
 		DS_SETUP(w.env, name, GetParam(), dstest::CrashConfig(GetParam().alg), kCapacity);
 	}
 
-	pm_crashsim_config SimConfig(pm_crashsim_mode mode) const
+	// Every crash point if @one_in is 1, else one in @one_in.
+	pm_crashsim_config SimConfig(unsigned one_in, unsigned max_images = 64) const
 	{
-		return dstest::CrashSimConfig(name, mode);
+		return pmtest::SimConfig(name.c_str(), one_in, max_images);
 	}
 
 	// Fills w's list with @initial and runs the workload under the
@@ -177,7 +178,7 @@ TEST_P(DllCrashTest, EveryCrashPointOfSingleThreadedUpdates)
 	Plan(&w, 0, initial, { { true, 2 }, { true, 2 }, { false, 1 }, { true, 4 },
 		{ false, 3 }, { false, 3 }, { true, 1 }, { false, 2 } });
 
-	pmtest::CrashRun r = Simulate(initial, SimConfig(PM_CRASHSIM_EVERY));
+	pmtest::CrashRun r = Simulate(initial, SimConfig(1));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	const pm_crashsim_stats &st = r.st;
 	EXPECT_EQ(st.points, st.events + 1);
@@ -205,10 +206,7 @@ TEST_P(DllCrashTest, SampledCrashPointsOfTwoThreads)
 		Plan(&w, t, mine, ops);
 	}
 
-	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
-	cfg.sample_one_in = 6;
-	cfg.max_images = 32;
-	pmtest::CrashRun r = Simulate(initial, cfg);
+	pmtest::CrashRun r = Simulate(initial, SimConfig(6, 32));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 10u);
 	EXPECT_EQ(r.st.failures, 0u);
@@ -230,10 +228,7 @@ TEST_P(DllCrashTest, CrashRecoverReuseCrashAgain)
 		PlanInto(&x->ops2, &x->states2, from, ops);
 	};
 	w.reuse_one_in = 5;
-	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_SAMPLE);
-	cfg.sample_one_in = 4;
-	cfg.max_images = 2;
-	pmtest::CrashRun r = Simulate(initial, cfg, World::CheckReuse);
+	pmtest::CrashRun r = Simulate(initial, SimConfig(4, 2), World::CheckReuse);
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_GT(r.st.points, 5u);
 }
@@ -242,7 +237,7 @@ TEST_P(DllCrashTest, CrashRecoverReuseCrashAgain)
 // corrupt; after ds_dll_pmem_create returned it must open as an empty list.
 TEST_P(DllCrashTest, EveryCrashPointOfCreation)
 {
-	pmtest::CrashRun r = w.SimulateCreate(SimConfig(PM_CRASHSIM_EVERY));
+	pmtest::CrashRun r = w.SimulateCreate(SimConfig(1));
 	// Fails too if creating the simulator or tracking the area failed.
 	ASSERT_EQ(r.ret, 0) << r.report;
 	// Three persists (invalidate, sentinels, header) of flush + fence.
@@ -262,9 +257,7 @@ TEST_P(DllCrashTest, EveryCrashPointOfACreateOverAUsedArea)
 	for (uint64_t k : { 2, 4, 6 })
 		ASSERT_EQ(ds_dll_remove(h, k), 1);
 	ASSERT_EQ(ds_dll_thread_unregister(&h), 0);
-	pm_crashsim_config cfg = SimConfig(PM_CRASHSIM_EVERY);
-	cfg.max_images = 64;
-	pmtest::CrashRun r = w.SimulateCreateOverUsed(cfg);
+	pmtest::CrashRun r = w.SimulateCreateOverUsed(SimConfig(1));
 	ASSERT_EQ(r.ret, 0) << r.report;
 	EXPECT_EQ(w.old, (KeySet{ 1, 3, 5, 7, 8, 9, 10 }));
 	EXPECT_EQ(r.st.events, 6u);

@@ -372,17 +372,6 @@ inline mcas_config CrashConfig(mcas_algorithm alg)
 	return c;
 }
 
-// A simulator config of @mode named @name (CrashPoolName(); it must outlive
-// the config).
-inline pm_crashsim_config CrashSimConfig(const std::string &name, pm_crashsim_mode mode)
-{
-	pm_crashsim_config cfg;
-	pm_crashsim_config_init(&cfg);
-	cfg.name = name.c_str();
-	cfg.mode = mode;
-	return cfg;
-}
-
 // "@prefix-<test>-<variant>": the running test's pool and simulator name.
 inline std::string CrashPoolName(const std::string &prefix)
 {
