@@ -454,16 +454,16 @@ mcas_stats_add_thread(struct mcas_stats *sum, const struct mcas_thread *t)
 int
 mcas_thread_register(struct mcas *m, struct mcas_thread **out)
 {
-	struct mcas_thread *t = calloc(1, sizeof(*t));
+	struct mcas_thread *t;
 	unsigned d = m->descs_per_thread, slot, hwm;
 	int expected, ret;
 
 	pm_error_clear();
-	if (t == NULL)
-		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	/* The cost counters register a thread on its first counted CAS or
 	 * flush, allocating: here, not inside an operation (mcas.h). */
-	pm_cost_thread_prepare();
+	t = pm_cost_thread_prepare() == 0 ? calloc(1, sizeof(*t)) : NULL;
+	if (t == NULL)
+		return pm_error_set(-ENOMEM, "mcas_thread_register: out of memory");
 	t->free = malloc(d * sizeof(*t->free));
 	if (t->free == NULL || reclaim_epochs_grace_init(&t->grace, m->epochs) ||
 			mcas_limbo_init(&t->r0, d) || mcas_limbo_init(&t->r1, d) ||

@@ -7,6 +7,7 @@
  * folds the block into pm_cost_retired and unlinks it when the thread exits,
  * so the registry never points into dead TLS.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,18 +68,24 @@ pm_cost_key_init(void)
 	pm_cost_key_ok = pthread_key_create(&pm_cost_key, pm_cost_thread_exit) == 0;
 }
 
-/* pm_cost__register -- link the calling thread's block into the registry */
-void
+/* pm_cost__register -- link the calling thread's block into the registry;
+ * -ENOMEM leaves it unregistered, so a later call tries again */
+int
 pm_cost__register(void)
 {
 	struct pm_cost_node *node;
 
 	/* Without a node or a key the thread still counts; only totals miss
 	 * it. Linking without a key would leave a dangling block at exit. */
-	pm_cost__self.registered = 1;
 	pthread_once(&pm_cost_key_once, pm_cost_key_init);
-	if (!pm_cost_key_ok || (node = malloc(sizeof(*node))) == NULL)
-		return;
+	if (!pm_cost_key_ok) {
+		pm_cost__self.registered = 1;
+		return 0;
+	}
+	node = malloc(sizeof(*node));
+	if (node == NULL)
+		return -ENOMEM;
+	pm_cost__self.registered = 1;
 	node->block = &pm_cost__self;
 	pthread_mutex_lock(&pm_cost_lock);
 	node->next = pm_cost_threads;
@@ -88,6 +95,7 @@ pm_cost__register(void)
 		/* No destructor will run: unlink now so no dangling block stays. */
 		pm_cost_thread_exit(node);
 	}
+	return 0;
 }
 
 /* pm_cost_read_thread -- the caller's counters */

@@ -60,31 +60,37 @@ struct pm_cost__thread {
 extern __thread struct pm_cost__thread pm_cost__self;
 
 /* Links this thread's block into the registry read by pm_cost_read_total().
+ * Return: 0; -ENOMEM (the block stays unregistered).
  * Thread-safety: the calling thread's block; takes the registry mutex.
  */
-void pm_cost__register(void);
+int pm_cost__register(void);
 
 /**
  * pm_cost_thread_prepare -- register the calling thread's block now if it
  * is not yet. The first pm_cost_add() of a thread does it otherwise, which
  * allocates and takes a mutex: a thread registration that promises neither
  * inside later operations (mcas_thread_register()) calls this first.
+ * Return: 0; -ENOMEM if the registry entry could not be allocated (the
+ * thread still counts, but pm_cost_read_total() misses it until a later
+ * call succeeds).
  * Thread-safety: the calling thread's block; takes the registry mutex the
  * first time.
  * Ordering: none of its own (the mutex orders the registry).
  */
-static inline void
+static inline int
 pm_cost_thread_prepare(void)
 {
 	if (__builtin_expect(!pm_cost__self.registered, 0))
-		pm_cost__register();
+		return pm_cost__register();
+	return 0;
 }
 
 /**
  * pm_cost_add -- add @n to counter @c of the calling thread.
  *
  * Thread-safety: any thread. The first call on a thread registers its block
- * (pm_cost_thread_prepare()); later calls are wait-free.
+ * (pm_cost_thread_prepare(); again on the next call if that ran out of
+ * memory); later calls are wait-free.
  * Ordering: relaxed; counting never orders other memory operations.
  */
 static inline void
@@ -92,7 +98,9 @@ pm_cost_add(enum pm_cost_counter c, uint64_t n)
 {
 	struct pm_cost__thread *t = &pm_cost__self;
 
-	pm_cost_thread_prepare();
+	/* Counting goes on unregistered if that fails (out of memory): the
+	 * next add tries again. */
+	(void)pm_cost_thread_prepare();
 	/* Only this thread writes its block; other threads read it relaxed in
 	 * pm_cost_read_total(), so a plain load/store pair suffices. */
 	__atomic_store_n(&t->n[c], __atomic_load_n(&t->n[c], __ATOMIC_RELAXED) + n,
