@@ -352,6 +352,39 @@ TEST_F(IndexTest, RoundTripsWhileGrowing)
 	}
 }
 
+// With a member down no fast round can run: a split's freeze goes by
+// classic rounds, those of its committed slots carried together
+// (kv__ix_freeze_classic, IX_FREEZE_CHUNK slots a batch), so the insert that
+// splits the root costs 17 round trips (freeze, forward, install, flip and
+// the insert itself), not 54 as when each slot had its two rounds and a
+// re-read.
+TEST_F(IndexTest, RoundTripsOfASplitWithAMemberDown)
+{
+	uint64_t loc;
+	ASSERT_EQ(kv__ix_test_inject(ix_, 2, RDMA_FAULT_FAIL, 0), 0);
+	EXPECT_EQ(Insert("first", &loc), 0) << pm_errormsg(); // learns of the failure
+	unsigned split_rounds = 0, n = 0;
+	for (unsigned i = 0; i < 40 && Stats().splits == 0; i++, n++) {
+		kv_index_stats a = Stats();
+		ASSERT_EQ(Insert(Key(i), &loc), 0) << pm_errormsg();
+		kv_index_stats b = Stats();
+		if (b.splits != a.splits)
+			split_rounds = (unsigned)(b.rounds - a.rounds);
+		else
+			EXPECT_EQ(b.rounds - a.rounds, 3u) << i;
+	}
+	ASSERT_EQ(Stats().splits, 1u) << n << " inserts";
+	EXPECT_GE(Stats().batch_frozen, 14u - 1);
+	EXPECT_LE(split_rounds, 20u);
+	::testing::Test::RecordProperty("split_rounds", std::to_string(split_rounds));
+	printf("the insert that split the root with member 2 down: %u round trips\n", split_rounds);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t got;
+		ASSERT_EQ(kv_index_lookup(ix_, Key(i).data(), Key(i).size(), &got), 0) << i;
+	}
+	ASSERT_EQ(kv__ix_test_inject(ix_, 2, RDMA_FAULT_NONE, 0), 0);
+}
+
 // Before every operation one or two members run their next batch but lose
 // the reply (the client cannot tell it ran): the operation's later rounds
 // meet its own earlier CASes. Results stay those of a std::map, and

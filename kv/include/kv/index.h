@@ -269,6 +269,8 @@ struct kv_index_stats {
 	uint64_t fast_won;      /* ... that decided the proposal */
 	uint64_t resolves;      /* classic rounds (promise and accept) */
 	uint64_t splits;        /* splits this client took part in */
+	uint64_t batch_frozen;  /* slots a freeze decided by classic rounds
+	                         * carried together (a member down) */
 	uint64_t compactions;   /* compactions in place it installed (removed
 	                         * entries' slots made EMPTY again) */
 	uint64_t unsure;        /* inserts that returned KV_E_UNAVAILABLE because

@@ -1202,6 +1202,35 @@ offline_view(void *const *regions, unsigned n, const struct kv_ix_super *sb, uin
 	}
 }
 
+/* Whether body @b maps the key of fingerprint @fp to @loc. */
+static bool
+offline_maps(uint64_t b, unsigned fp, uint64_t loc)
+{
+	return kv_ix_body_maps(b) && kv_ixw_fp(b) == fp && kv_ixw_loc(b) == loc;
+}
+
+/* Whether every value accepted at @stage of @word in @v (fast words,
+ * records of classic acceptances) maps @fp to @loc. */
+static bool
+offline_accepted_map(const struct kv_ix_view *v, unsigned word, unsigned stage, unsigned fp,
+	uint64_t loc)
+{
+	for (unsigned m = v->got; m != 0; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctz(m);
+		uint64_t x = v->w[i][word];
+
+		if (!kv_ixw_valid(x, v->gen) || kv_ixw_stage(x) != stage)
+			continue;
+		if (kv_ixw_tag(x) == KV_IXW_F && !offline_maps(x & KV_IXW_BODY_MASK, fp, loc))
+			return false;
+		if (kv_ixw_tag(x) == KV_IXW_P && (!v->rec_known[i][word] ||
+			(v->rep[i][word].acc != KV_IX_ACC_NONE &&
+				!offline_maps(v->rep[i][word].acc_body, fp, loc))))
+			return false;
+	}
+	return true;
+}
+
 int
 kv__ix_test_offline(void *const *regions, unsigned n, const void *key, size_t len,
 	uint64_t loc, unsigned *present, unsigned *maybe)
@@ -1270,10 +1299,17 @@ kv__ix_test_offline(void *const *regions, unsigned n, const void *key, size_t le
 				kv_ixw_loc(sl.cur) == loc;
 			continue;
 		}
-		/* Undecided: the mapping may be current if the value before the
-		 * stage, or one proposed at it, carries it. */
-		if ((kv__ix_prev(v, w, sl.a.stage, &prev) && kv_ixw_fp(prev) == fp &&
-			kv_ixw_loc(prev) == loc) || kv__ix_word_carries_fp(v, w, fp))
+		/* Undecided: the stage ends at the value before it or at one
+		 * accepted at it (a resolver proposes nothing else unless its
+		 * own operation on the key is in flight). The mapping is
+		 * certain if all of them carry it (a freeze of it, decided by
+		 * classic rounds on some members only), possible if one does. */
+		bool prev_maps = kv__ix_prev(v, w, sl.a.stage, &prev) &&
+			offline_maps(prev, fp, loc);
+
+		if (prev_maps && offline_accepted_map(v, w, sl.a.stage, fp, loc))
+			(*present)++;
+		else if (prev_maps || kv__ix_word_carries_fp(v, w, fp))
 			(*maybe)++;
 	}
 out:

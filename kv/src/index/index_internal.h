@@ -192,6 +192,17 @@ int kv__ix_fast(struct kv_index *ix, const struct kv_ix_view *v, unsigned word,
 	uint64_t body, bool *won);
 int kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word,
 	unsigned stage, uint64_t dflt, uint64_t *decided);
+/* kv__ix_freeze_classic -- propose the freeze of every slot word w of @v
+ * with @from[w] != 0, a committed word of stage s that every member of
+ * @v->got shows, by classic rounds (promise at stage s+1, accept
+ * frozen(value)) carried together: a freeze when a fast round cannot run
+ * (a member down) costs two round trips per IX_FREEZE_CHUNK slots, not two
+ * and a re-read per slot. Each slot's consensus is its own, its verbs in
+ * kv__ix_resolve's order; a slot short of f+1 promises or acceptances is
+ * left to the caller's next scan. Decided slots are committed in the
+ * background. Return: 0; an error (the deadline, records). */
+int kv__ix_freeze_classic(struct kv_index *ix, const struct kv_ix_view *v,
+	const uint64_t from[KV_IXB_WORDS]);
 int kv__ix_deadline_check(struct kv_index *ix);
 /* kv__ix_rec_reserve -- reserve records from the nodes' marks (written to
  * f+1 before use) so that @need more can be taken: a restarted client never

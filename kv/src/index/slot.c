@@ -398,6 +398,35 @@ kv__ix_prev(const struct kv_ix_view *v, unsigned word, unsigned stage, uint64_t 
 	return false;
 }
 
+/* The members of @mask a commit goes to (none in a test that loses every
+ * commit, kv__ix_test_no_commit): commits are background, posted once the
+ * previous round's batches drained. */
+static unsigned
+ix_commit_begin(struct kv_index *ix, unsigned mask)
+{
+#ifdef KV_IX_TESTING
+	if (ix->test_no_commit)
+		return 0;
+#endif
+	return mask & kv__ix_round_begin(&ix->g);
+}
+
+/* Append to member @i's batch the commit of @body at @word over @cur: the
+ * CAS to C(@body), persisted. Return: 0; -E2BIG if the batch is full. */
+static int
+ix_commit_add(struct kv_index *ix, const struct kv_ix_view *v, unsigned i, unsigned word,
+	uint64_t cur, uint64_t body)
+{
+	struct kv_ix_group *g = &ix->g;
+	uint64_t off = word_off(ix, v->idx, word);
+
+	if (rdma_batch_cas(&g->m[i].batch, g->region, off, cur,
+		    kv_ixw_make(KV_IXW_C, v->gen, body), NULL) != 0 ||
+		rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
+		return -E2BIG;
+	return 0;
+}
+
 /* Post the commit of @body at @word on the members of @mask whose word is
  * @cur[i] (background: completes while the client goes on; kv/DESIGN.md,
  * "Commit"). Only a client that knows the value is chosen calls it. */
@@ -405,23 +434,11 @@ static void
 ix_commit(struct kv_index *ix, const struct kv_ix_view *v, unsigned word, unsigned mask,
 	const uint64_t *cur, uint64_t body)
 {
-	struct kv_ix_group *g = &ix->g;
-	uint64_t off = word_off(ix, v->idx, word);
-	uint64_t c = kv_ixw_make(KV_IXW_C, v->gen, body);
-
-#ifdef KV_IX_TESTING
-	if (ix->test_no_commit)
-		return;
-#endif
-	mask &= kv__ix_round_begin(g);
-	for (unsigned i = 0; i < g->n; i++) {
-		if (!(mask >> i & 1))
-			continue;
-		if (rdma_batch_cas(&g->m[i].batch, g->region, off, cur[i], c, NULL) != 0 ||
-			rdma_batch_persist(&g->m[i].batch, g->region, off, 8) != 0)
-			rdma_batch_init(&g->m[i].batch);
-	}
-	kv__ix_round_post(g, mask);
+	mask = ix_commit_begin(ix, mask);
+	for (unsigned i = 0; i < ix->g.n; i++)
+		if ((mask >> i & 1) && ix_commit_add(ix, v, i, word, cur[i], body) != 0)
+			rdma_batch_init(&ix->g.m[i].batch);
+	kv__ix_round_post(&ix->g, mask);
 }
 
 void
@@ -754,4 +771,141 @@ kv__ix_resolve(struct kv_index *ix, struct kv_ix_view *v, unsigned word, unsigne
 			return 0;
 		}
 	}
+}
+
+/* Slots one batch of kv__ix_freeze_classic carries: each slot's publish is
+ * four verbs (ix_batch_publish). */
+#define IX_FREEZE_CHUNK (RDMA_BATCH_MAX_OPS / 4)
+
+/* kv__ix_freeze_classic for the slots @w[0..k) (k <= IX_FREEZE_CHUNK), slot
+ * @w[j] showing @from[j] on every member of @v->got: kv__ix_resolve's two
+ * rounds for a stage nobody has touched yet, slot j's verbs at batch
+ * position j. */
+static int
+ix_freeze_chunk(struct kv_index *ix, const struct kv_ix_view *v, const unsigned *w,
+	const uint64_t *from, unsigned k)
+{
+	struct kv_ix_group *g = &ix->g;
+	struct kv_ix_reply q[IX_FREEZE_CHUNK][KV_IX_MAX_N];
+	uint64_t p1[IX_FREEZE_CHUNK][KV_IX_MAX_N], p2[IX_FREEZE_CHUNK][KV_IX_MAX_N];
+	uint64_t val[IX_FREEZE_CHUNK];
+	unsigned nq[IX_FREEZE_CHUNK] = { 0 }, promised[IX_FREEZE_CHUNK] = { 0 };
+	unsigned sent[IX_FREEZE_CHUNK] = { 0 }, mask, used = 0, ok;
+	int ret;
+
+	ret = kv__ix_rec_reserve(ix, 2 * g->n * k);
+	if (ret != 0)
+		return ret;
+
+	/* Phase 1: promise ballot (1, cid) at stage s+1 over the committed
+	 * word of stage s: such a member has accepted nothing at s+1, and
+	 * one that moved on fails the CAS. */
+	mask = kv__ix_round_begin(g) & v->got;
+	for (unsigned i = 0; i < g->n; i++) {
+		if (!(mask >> i & 1))
+			continue;
+		for (unsigned j = 0; j < k; j++) {
+			uint64_t off = word_off(ix, v->idx, w[j]);
+			uint32_t rec = ix_rec_take(ix);
+			struct kv_ix_rec r;
+
+			p1[j][i] = kv_ixw_make_p(v->gen, kv_ixw_stage(from[j]) + 1, 1, ix->cid, rec);
+			kv__ix_rec_seal(&r, off, p1[j][i], KV_IX_ACC_NONE, from[j] & KV_IXW_BODY_MASK);
+			if (ix_batch_publish(ix, &g->m[i], j, rec, &r, off, from[j], p1[j][i]) != 0)
+				return pm_error_set(-E2BIG, "kv_index: a freeze batch overflowed");
+		}
+		used |= 1u << i;
+	}
+	ok = kv__ix_round_run(g, used, g->f + 1, ix->deadline) & used;
+	ix->st.rounds++;
+	for (unsigned j = 0; j < k; j++) {
+		for (unsigned i = 0; i < g->n; i++) {
+			if (!(ok >> i & 1) || g->m[i].old[j] != from[j])
+				continue;
+			promised[j] |= 1u << i;
+			q[j][nq[j]++] = (struct kv_ix_reply){ .word = from[j], .rec_known = true,
+				.acc = KV_IX_ACC_NONE, .acc_body = from[j] & KV_IXW_BODY_MASK };
+		}
+		if (nq[j] < g->f + 1) {
+			promised[j] = 0; /* left to the next scan */
+			continue;
+		}
+		ret = kv__ix_choose(q[j], nq[j], g->n,
+			kv_ix_body_frozen(from[j] & KV_IXW_BODY_MASK), &val[j]);
+		if (ret != 0)
+			return ret;
+	}
+
+	/* Phase 2: accept where the promise stands. */
+	mask = kv__ix_round_begin(g);
+	used = 0;
+	for (unsigned i = 0; i < g->n; i++) {
+		if (!(mask >> i & 1))
+			continue;
+		for (unsigned j = 0; j < k; j++) {
+			uint64_t off = word_off(ix, v->idx, w[j]);
+			struct kv_ix_rec r;
+			uint32_t rec;
+
+			if (!(promised[j] >> i & 1))
+				continue;
+			rec = ix_rec_take(ix);
+			p2[j][i] = kv_ixw_make_p(v->gen, kv_ixw_stage(from[j]) + 1, 1, ix->cid, rec);
+			kv__ix_rec_seal(&r, off, p2[j][i], kv_ixw_ballot(p1[j][i]) + 2, val[j]);
+			if (ix_batch_publish(ix, &g->m[i], j, rec, &r, off, p1[j][i], p2[j][i]) != 0)
+				return pm_error_set(-E2BIG, "kv_index: a freeze batch overflowed");
+			sent[j] |= 1u << i;
+			used |= 1u << i;
+		}
+	}
+	if (used == 0)
+		return 0;
+	ok = kv__ix_round_run(g, used, g->f + 1, ix->deadline) & used;
+	ix->st.rounds++;
+
+	/* Commit what f+1 accepted, in one background batch per member. */
+	mask = ix_commit_begin(ix, (1u << g->n) - 1);
+	for (unsigned j = 0; j < k; j++) {
+		unsigned accepted = 0;
+
+		for (unsigned i = 0; i < g->n; i++)
+			if ((ok & sent[j]) >> i & 1 && g->m[i].old[j] == p1[j][i])
+				accepted |= 1u << i;
+		if ((unsigned)__builtin_popcount(accepted) < g->f + 1)
+			continue;
+		ix->st.batch_frozen++;
+		for (unsigned i = 0; i < g->n; i++) {
+			if (((mask & accepted) >> i & 1) &&
+				ix_commit_add(ix, v, i, w[j], p2[j][i], val[j]) != 0) {
+				rdma_batch_init(&g->m[i].batch);
+				mask &= ~(1u << i);
+			}
+		}
+	}
+	kv__ix_round_post(g, mask);
+	return 0;
+}
+
+int
+kv__ix_freeze_classic(struct kv_index *ix, const struct kv_ix_view *v,
+	const uint64_t from[KV_IXB_WORDS])
+{
+	unsigned w[IX_FREEZE_CHUNK], k = 0;
+	uint64_t f[IX_FREEZE_CHUNK];
+
+	for (unsigned word = KV_IXB_SLOT0; word < KV_IXB_WORDS; word++) {
+		int ret;
+
+		if (from[word] == 0)
+			continue;
+		w[k] = word;
+		f[k++] = from[word];
+		if (k < IX_FREEZE_CHUNK)
+			continue;
+		ret = ix_freeze_chunk(ix, v, w, f, k);
+		if (ret != 0)
+			return ret;
+		k = 0;
+	}
+	return k > 0 ? ix_freeze_chunk(ix, v, w, f, k) : 0;
 }

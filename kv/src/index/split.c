@@ -94,6 +94,8 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 	for (;;) {
 		uint64_t fast_from[KV_IXB_WORDS] = { 0 }, dec;
 		unsigned nfast = 0, all = (1u << g->n) - 1, gen;
+		bool classic = false; /* fast_from goes by classic rounds */
+		bool resolved = false; /* the scan resolved a slot: @v re-read */
 		bool done = true;
 		struct kv_ix_slot fw;
 		int ret;
@@ -132,7 +134,7 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 		 * as higher than its image, and it outvoted a chosen insert:
 		 * IndexTcp.ConcurrentClientsTimingOutAreLinearizable). */
 		gen = v->gen;
-		for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS; w++) {
+		for (unsigned w = KV_IXB_SLOT0; w < KV_IXB_WORDS && !resolved; w++) {
 			struct kv_ix_slot sl;
 			uint64_t x;
 
@@ -158,28 +160,41 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 						kv__ix_observed(v, w, sl.a.stage, prev), &dec);
 				if (ret < 0)
 					return ret;
-				break; /* re-read */
+				resolved = true; /* re-read */
+				continue;
 			}
 			x = kv_ixw_make(KV_IXW_C, gen, sl.cur);
-			if (v->got == all) {
+			{
 				bool same = true;
 
 				for (unsigned i = 0; i < g->n; i++)
-					same &= v->w[i][w] == x;
+					same &= !(v->got >> i & 1) || v->w[i][w] == x;
 				if (same) {
+					/* Committed on every member that
+					 * counts: frozen with the others. */
 					fast_from[w] = x;
 					nfast++;
+					classic = v->got != all;
 					continue;
 				}
 			}
 			ret = kv__ix_resolve(ix, v, w, sl.a.stage + 1, kv_ix_body_frozen(sl.cur), &dec);
 			if (ret < 0)
 				return ret;
-			break;
+			resolved = true;
 		}
 		if (done)
 			return 0;
-		if (nfast > 0) {
+		if (nfast > 0 && classic) {
+			/* A fast round needs every member. Only after a
+			 * scan that re-read nothing: the classic rounds
+			 * take their gen and members from @v. */
+			if (resolved)
+				continue;
+			ret = kv__ix_freeze_classic(ix, v, fast_from);
+			if (ret != 0)
+				return ret;
+		} else if (nfast > 0) {
 			/* One fast round freezes every committed slot. */
 			unsigned mask = kv__ix_round_begin(g), ok;
 

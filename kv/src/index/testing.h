@@ -115,7 +115,8 @@ void kv__ix_test_no_compaction(struct kv_index *ix, bool on);
  * chosen forward words and apply the decision rule to every slot of the
  * key's bucket.
  * @present: slots whose current value maps the key to @loc (decided, or
- *           not superseded at the read)
+ *           not superseded at the read, or an undecided stage between
+ *           values that all map it, as a freeze of the mapping)
  * @maybe:   slots where that depends on an undecided stage
  * Return: 0; PM_E_CORRUPT if the superblocks or the root are not valid.
  * Thread-safety: pure; reads the regions.

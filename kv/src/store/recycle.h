@@ -18,6 +18,12 @@
  * A reader that fetches a buffer reused meanwhile sees a header naming
  * another write (I13) and reads again.
  *
+ * Why not reclaim/: its schemes protect memory of one process, through
+ * epoch words and hazard slots in that process's memory. Here the readers
+ * are clients in other processes and their hazards must outlive them, so
+ * the hazard words live in the memory nodes, read and written one-sided
+ * like everything else of the store.
+ *
  * Thread-safety: a struct kv_recycle belongs to one client (its thread).
  */
 #ifndef KV_STORE_RECYCLE_H
