@@ -145,8 +145,13 @@ ix_freeze(struct kv_index *ix, uint64_t idx, uint32_t epoch, struct kv_ix_view *
 				done = false;
 				continue;
 			}
-			if (sl.a.verdict == KV_IX_DECIDED && kv_ixw_frz(sl.cur))
+			if (sl.a.verdict == KV_IX_DECIDED && kv_ixw_frz(sl.cur)) {
+				/* A frozen slot never changes again: commit
+				 * it where a duel of classic rounds left a P
+				 * word, before its record is reused. */
+				kv__ix_commit_decided(ix, v, w, &sl);
 				continue;
+			}
 			done = false;
 			if (sl.a.verdict != KV_IX_DECIDED) {
 				/* Mid-change: settle the stage, offering the
