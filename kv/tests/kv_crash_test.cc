@@ -352,6 +352,16 @@ std::map<std::string, State> ModelAfter(std::map<std::string, State> from,
 	return from;
 }
 
+// A client opened on the image with @cfg, or null with the reason in @msg.
+kv_client *OpenChecker(const kv_config &cfg, const char *when, char *msg, size_t len)
+{
+	kv_client *c = nullptr;
+	int ret = kv_open(&c, &cfg);
+	if (ret != 0)
+		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
+	return c;
+}
+
 // A client holding the crashed client's id, opened on the image, or null
 // with the reason in @msg.
 kv_client *OpenOnImage(const Run &r, unsigned timeout_ms, const char *when, char *msg,
@@ -360,11 +370,7 @@ kv_client *OpenOnImage(const Run &r, unsigned timeout_ms, const char *when, char
 	HandOverCrashedId(r);
 	kv_config cfg = Config(r);
 	cfg.timeout_ms = timeout_ms;
-	kv_client *c = nullptr;
-	int ret = kv_open(&c, &cfg);
-	if (ret != 0)
-		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
-	return c;
+	return OpenChecker(cfg, when, msg, len);
 }
 
 int Check(void *arg, char *msg, size_t len);
@@ -479,13 +485,10 @@ int CheckOtherId(Run *r, char *msg, size_t len)
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
 	char when[64];
 	snprintf(when, sizeof(when), "after %zu ops", r->done);
-	kv_config cfg = Config(*r);
-	kv_client *c = nullptr;
-	int ret = kv_open(&c, &cfg);
-	if (ret != 0) {
-		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
+	kv_client *c = OpenChecker(Config(*r), when, msg, len);
+	if (c == nullptr)
 		return 1;
-	}
+	int ret = 0;
 	int bad = CheckKeys(c, model, flying, when, msg, len);
 	if (bad == 0 && flying != nullptr) {
 		model[flying->key] = Read(c, flying->key, &ret); // as it is now
@@ -1098,13 +1101,10 @@ int CheckRecycle(void *arg, char *msg, size_t len)
 	char when[96];
 	snprintf(when, sizeof(when), "after %zu ops%s%s", r->done,
 		r->late_started ? ", Y2 at work" : "", r->late_put ? " and its put of j returned" : "");
-	kv_config cfg = Config(*r);
-	kv_client *c = nullptr;
-	int ret = kv_open(&c, &cfg);
-	if (ret != 0) {
-		snprintf(msg, len, "kv_open %s: %s (%s)", when, pm_strerror(ret), pm_errormsg());
+	kv_client *c = OpenChecker(Config(*r), when, msg, len);
+	if (c == nullptr)
 		return 1;
-	}
+	int ret = 0;
 	std::map<std::string, State> model = ModelAfter({ { "k", r->vb }, { "x", "x1" } }, r->ops,
 		r->done);
 	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
