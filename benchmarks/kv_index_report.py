@@ -6,8 +6,9 @@ context) into a CSV of every workload run, a markdown report and a PNG plot.
 
 Writes into the output directory:
 
-  kv_index_runs.csv    one row per configuration x workload: transport,
-                       nodes, down, threads, ops/s, latency percentiles,
+  kv_index_runs.csv    one row per configuration x repetition x workload:
+                       transport, nodes, down, threads, repetition (rep),
+                       ops/s, latency percentiles,
                        round-trip percentiles, per-op counters, errors
   kv_index_report.md   the targets (replicated lookup latency <= 1.3x the
                        unreplicated one at the same transport and threads;
@@ -21,8 +22,8 @@ Writes into the output directory:
                        and workload, one line per group (1 node, 3 nodes,
                        3 nodes with one down)
 
-The ratios are of runs made seconds apart by the same script; the
-wall-clock numbers come from whatever machine ran them (the committed ones
+The ratios are of medians of repetitions made in turn seconds apart by the
+same script (run_kv_index.sh --repeat); the wall-clock numbers come from whatever machine ran them (the committed ones
 from a 2-core machine shared with other work: indicative). Round trips are
 the index's own counter (kv_index_stats.rounds): with local: nodes they
 depend on the threads' interleaving only; over tcp on a slow machine they
@@ -33,6 +34,7 @@ written but plots skipped (no matplotlib).
 """
 
 import argparse
+import statistics
 import sys
 
 from report_util import axis_threads, fmt, fmt_rate, header, save_figure
@@ -50,7 +52,7 @@ RT_TARGET = {
     ((3, 1), "lookup_hit"): 1, ((3, 1), "lookup_miss"): 1, ((3, 1), "insert"): 3,
     ((1, 0), "lookup_hit"): 1, ((1, 0), "lookup_miss"): 1, ((1, 0), "insert"): 2,
 }
-COLS = ["transport", "nodes", "down", "threads", "workload", "ops", "secs", "ops_per_s",
+COLS = ["transport", "nodes", "down", "threads", "rep", "workload", "ops", "secs", "ops_per_s",
         "lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_max_ns", "lat_mean_ns",
         "rt_p50", "rt_p90", "rt_p99", "rt_max", "rt_mean",
         "fast", "fast_won", "resolves", "splits", "key_reads", "forwards",
@@ -69,7 +71,8 @@ def rows_of(runs):
             lat, rt, per, tot = v["lat_ns"], v["rounds"], v["per_op"], v["totals"]
             rows.append({
                 "transport": r["transport"], "nodes": r["nodes"], "down": r["down"],
-                "threads": r["threads"], "workload": w, "ops": v["ops"], "secs": v["secs"],
+                "threads": r["threads"], "rep": r.get("label", ""), "workload": w,
+                "ops": v["ops"], "secs": v["secs"],
                 "ops_per_s": v["ops_per_s"],
                 "lat_p50_ns": lat["p50"], "lat_p90_ns": lat["p90"], "lat_p99_ns": lat["p99"],
                 "lat_max_ns": lat["max"], "lat_mean_ns": lat["mean"],
@@ -87,10 +90,30 @@ def rows_of(runs):
     return rows
 
 
+def merged(reps):
+    """One configuration's repetitions (run_kv_index.sh --repeat) as one
+    row: the median of each latency and rate, so that a ratio compares
+    medians of runs made in turn seconds apart; round trips at their worst;
+    failures summed."""
+    m = dict(reps[-1])
+    for f in ("secs", "ops_per_s", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_mean_ns"):
+        m[f] = statistics.median(r[f] for r in reps)
+    for f in ("lat_max_ns", "rt_p50", "rt_p90", "rt_p99", "rt_max", "rt_mean"):
+        m[f] = max(r[f] for r in reps)
+    for f in ("errors", "wrong", "bad_words", "unavailable"):
+        m[f] = sum(r[f] for r in reps)
+    m["reps"] = len(reps)
+    return m
+
+
 class Index:
     def __init__(self, rows):
-        self.cells = {(r["transport"], r["nodes"], r["down"], r["threads"], r["workload"]): r
-                      for r in rows if r["ops"] > 0}
+        by_cell = {}
+        for r in rows:
+            if r["ops"] > 0:
+                key = (r["transport"], r["nodes"], r["down"], r["threads"], r["workload"])
+                by_cell.setdefault(key, []).append(r)
+        self.cells = {k: merged(v) for k, v in by_cell.items()}
         self.threads = sorted({r["threads"] for r in rows})
         self.transports = [t for t in TRANSPORTS if any(r["transport"] == t for r in rows)]
 
@@ -165,9 +188,11 @@ def markdown(ix, rows, runs, context):
         "start, with 1-8 client threads (one kv_index handle each), nodes in the benchmark's "
         "process on /dev/shm pools (PMEM durability, real clwb+sfence), reached as `local:` or "
         "over `ofi+tcp` on 127.0.0.1. Latency is CLOCK_MONOTONIC per operation; round trips are "
-        "the difference of `kv_index_stats.rounds` around each operation. Ratios are of runs "
-        "made back to back by the same script.",
-        context, ("quick", "elapsed_s"))
+        "the difference of `kv_index_stats.rounds` around each operation. The three groups of a "
+        "transport and thread count run back to back, `repeat` times in turn; each cell is the "
+        "median of a configuration's repetitions (round trips: the worst), so every ratio "
+        "compares medians of runs made seconds apart.",
+        context, ("quick", "repeat", "elapsed_s"))
     out.append("")
     out.append("**Wall-clock numbers are indicative only** (%s). Round trips per operation are "
                "the index's own counter: with `local:` they depend on the interleaving of the "
@@ -271,9 +296,9 @@ def markdown(ix, rows, runs, context):
     out.append("\n## What went wrong\n")
     problems = []
     for r in runs:
-        name = "%s, %s, %d threads" % (r.get("transport"), GROUP_NAME.get(
+        name = "%s, %s, %d threads%s" % (r.get("transport"), GROUP_NAME.get(
             (r.get("nodes"), r.get("down")), "%s nodes %s down" % (r.get("nodes"), r.get("down"))),
-            r.get("threads", 0))
+            r.get("threads", 0), ", " + r["label"] if r.get("label") else "")
         if r.get("setup_error"):
             problems.append("- %s: setup failed: %s" % (name, r["setup_error"]))
         if r.get("open_error"):

@@ -8,9 +8,13 @@
 # into a CSV, a markdown report and a PNG plot with
 # benchmarks/kv_index_report.py.
 #
-# Usage: benchmarks/run_kv_index.sh [-h] [--quick] [RESULTS_DIR] [-- BENCH_FLAGS...]
+# Usage: benchmarks/run_kv_index.sh [-h] [--quick] [--repeat=R] [RESULTS_DIR] [-- BENCH_FLAGS...]
 #   --quick          smoke run: 1 and 2 threads, small key sets, short
 #                    workloads (1-2 minutes)
+#   --repeat=R       run the three groups R times in turn per transport and
+#                    thread count (default 3, 1 with --quick); the report
+#                    takes each configuration's median: on a shared VM one
+#                    run's latencies move by half from minutes to minutes
 #   RESULTS_DIR      default benchmarks/results (relative to the repository)
 #   BENCH_FLAGS      appended to every kv_index_bench command line (they
 #                    override the defaults below), e.g. --duration-ms=2000
@@ -22,8 +26,8 @@
 #                         and recorded as such (default 90)
 #
 # For each transport and thread count the three groups run back to back,
-# each in a fresh process on fresh nodes, so every ratio compares runs made
-# seconds apart. Defaults per transport:
+# each in a fresh process on fresh nodes, R times in turn, so every ratio
+# compares medians of runs made seconds apart. Defaults per transport:
 #   local  4096 keys, warm-up of every 12-bit hash prefix, 1 s per
 #          workload (at most 200000 lookups, 40000 inserts)
 #   tcp    32 keys, warm-up of the keys the lookups use, 0.3 s per
@@ -34,8 +38,9 @@
 # Wall-clock numbers on a 2-core machine shared with other work are
 # indicative only; the round trips per operation are counters of the
 # index's own (over tcp on a slow machine they include rounds repeated
-# after a missed quorum). The full run takes about 4 minutes on an idle
-# machine, more when it is loaded (each run is capped, see above).
+# after a missed quorum). The full run takes about 4 minutes per repetition
+# on an idle machine, more when it is loaded (each run is capped, see
+# above).
 #
 # Exit status: 0 done; 1 the build failed or some run failed (its JSON
 # line says how; the report is still written); 2 bad usage; 3 report
@@ -44,10 +49,20 @@ set -euo pipefail
 
 prog=run_kv_index
 quick=0
+repeat=
 args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
+	--repeat=*)
+		repeat="${1#--repeat=}"
+		case "$repeat" in
+		'' | *[!0-9]* | 0)
+			echo "$prog: --repeat takes a positive count" >&2
+			exit 2
+			;;
+		esac
+		;;
 	--) args+=("$@"); break ;;
 	*) args+=("$1") ;;
 	esac
@@ -65,10 +80,12 @@ limit="${KV_INDEX_RUN_LIMIT_S:-90}"
 pool_dir="${KV_INDEX_BENCH_POOL_DIR:-/dev/shm}"
 
 if [ "$quick" = 1 ]; then
+	repeat="${repeat:-1}"
 	threads=(1 2)
 	local_flags=(--keys=1024 --duration-ms=200 --ops=50000 --insert-ops=5000 --region-mb=64)
 	tcp_flags=(--keys=16 --absent=16 --warm=keys --duration-ms=200 --insert-ops=50 --region-mb=16)
 else
+	repeat="${repeat:-3}"
 	threads=(1 2 4 8)
 	local_flags=(--keys=4096 --duration-ms=1000 --ops=200000 --insert-ops=40000 --region-mb=128)
 	tcp_flags=(--keys=32 --absent=32 --warm=keys --duration-ms=300 --insert-ops=200 --region-mb=16)
@@ -82,13 +99,16 @@ start=$(date +%s)
 for transport in local tcp; do
 	if [ "$transport" = local ]; then flags=("${local_flags[@]}"); else flags=("${tcp_flags[@]}"); fi
 	for t in "${threads[@]}"; do
-		for g in "${groups[@]}"; do
-			read -r n down <<<"$g"
-			killed=$(printf '{"bench":"kv_index","transport":"%s","nodes":%s,"down":%s,"threads":%s,"killed_after_s":%s,"ok":false}' \
-				"$transport" "$n" "$down" "$t" "$limit")
-			bench_limited "$limit" "$lines" "$killed" "$bin" --transport="$transport" \
-				--nodes="$n" --down="$down" --threads="$t" --pool-dir="$pool_dir" "${flags[@]}" \
-				"${bench_flags[@]+"${bench_flags[@]}"}" || true
+		for rep in $(seq "$repeat"); do
+			for g in "${groups[@]}"; do
+				read -r n down <<<"$g"
+				killed=$(printf '{"bench":"kv_index","transport":"%s","nodes":%s,"down":%s,"threads":%s,"label":"rep%s","killed_after_s":%s,"ok":false}' \
+					"$transport" "$n" "$down" "$t" "$rep" "$limit")
+				bench_limited "$limit" "$lines" "$killed" "$bin" --transport="$transport" \
+					--nodes="$n" --down="$down" --threads="$t" --pool-dir="$pool_dir" \
+					--label="rep$rep" "${flags[@]}" \
+					"${bench_flags[@]+"${bench_flags[@]}"}" || true
+			done
 		done
 	done
 done
@@ -97,6 +117,7 @@ elapsed=$(($(date +%s) - start))
 # One JSON document: the context and every configuration's line.
 bench_collect "$lines" "$results/kv_index.json" quick="$([ "$quick" = 1 ] && echo true || echo false)" \
 	elapsed_s="$elapsed" \
+	repeat="$repeat" \
 	flags="local: ${local_flags[*]}; tcp: ${tcp_flags[*]}; extra: ${bench_flags[*]+"${bench_flags[*]}"}" \
 	note="wall-clock numbers from a 2-core machine shared with other work: indicative only"
 
