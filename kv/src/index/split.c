@@ -375,10 +375,17 @@ ix_compacts(struct kv_index *ix, uint64_t idx, const struct kv_ix_view *v, bool 
 	return 0;
 }
 
+/* The gen of the words of @v's bucket's next incarnation. */
+static unsigned
+ix_next_gen(const struct kv_ix_view *v)
+{
+	return kv_ix_epoch_gen((v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK);
+}
+
 bool
 kv__ix_converted(const struct kv_ix_view *v, unsigned word, uint64_t *out)
 {
-	unsigned next = kv_ix_epoch_gen((v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK);
+	unsigned next = ix_next_gen(v);
 
 	/* Every lookup asks this of every word: the gen test first, as
 	 * nearly every word is of the view's own gen. */
@@ -396,10 +403,9 @@ kv__ix_converted(const struct kv_ix_view *v, unsigned word, uint64_t *out)
 bool
 kv__ix_converting(const struct kv_ix_view *v)
 {
-	unsigned next = kv_ix_epoch_gen((v->epoch + 1) & (uint32_t)KV_IXB_H0_EPOCH_MASK);
-	uint64_t w;
-
+	unsigned next = ix_next_gen(v);
 	bool next_gen = false;
+	uint64_t w;
 
 	/* Asked of every bucket a client locates: first one pass over the
 	 * rows for a word of the next gen (nearly never there). */
