@@ -9,7 +9,10 @@
 // first updates (issue 20: a create that leaves the old log entries or
 // checkpoint valid lets recovery replay the old object's updates); and
 // crash, recover, run on another thread until the log has wrapped, crash
-// again (a recovery checkpoint that is not durable shows only then). After
+// again (a recovery checkpoint that is not durable shows only then); and
+// every crash point of a thread that finds its log full while another
+// holds the checkpoint flag, waits, and reuses its entries on the strength
+// of the other's checkpoint. After
 // recovery at index N the object must hold exactly the updates with
 // execution indexes 1..N applied in index order: every update that returned
 // has its index at most N (nothing completed is lost), the order agrees with
@@ -141,6 +144,9 @@ struct World {
 	// in this order, each on its thread's own OS thread, so whose fence
 	// orders whose flushes is fixed
 	std::vector<std::pair<unsigned, int>> script;
+	// contended: RunContended's schedule (thread 1 finds its log full
+	// while thread 0 holds the checkpoint flag)
+	bool contended = false;
 };
 
 constexpr int kUpdate = 0;     // a script step: the thread's next op
@@ -212,9 +218,100 @@ int RunScript(World *w)
 	return bad.load();
 }
 
+// The type the contended run creates its object with: the object's own,
+// except that snapshot_save, once armed, stops inside the checkpoint (with
+// the checkpoint flag held) until released. It keeps the object's name, so
+// the checks open the area with the plain type.
+struct Gate {
+	const onll_type *inner = nullptr;
+	onll_type type{};
+	std::atomic<bool> armed{false}, held{false}, release{false};
+};
+Gate gate;
+
+void GatedSave(void *ctx, const void *state, void *buf)
+{
+	if (gate.armed.exchange(false)) {
+		gate.held.store(true);
+		while (!gate.release.load())
+			std::this_thread::yield();
+	}
+	gate.inner->snapshot_save(ctx, state, buf);
+}
+
+const onll_type *GatedType(Obj o)
+{
+	gate.inner = TypeOf(o);
+	gate.type = *gate.inner;
+	gate.type.snapshot_save = GatedSave;
+	gate.armed = false;
+	gate.held = false;
+	gate.release = false;
+	return &gate.type;
+}
+
+// Thread 1 updates twice; thread 0 checkpoints them and stops inside the
+// checkpoint, holding the flag; thread 1 updates twice more (the flag is
+// taken, so neither piggy-backs a checkpoint) and its 4-entry log is full:
+// its fifth update waits in onll__log_reserve. Once it counts the wait,
+// thread 0 finishes; thread 1 then reuses the entries thread 0's
+// checkpoint covers, the first over its first update's entry, and
+// piggy-backs a checkpoint of its own. Only thread 0's fence makes the
+// checkpoint thread 1's reuse relies on durable.
+int RunContended(World *w)
+{
+	std::atomic<int> phase{0}, bad{0};
+	auto update = [w, &bad](onll_thread *t, unsigned k) {
+		if (RunOp(t, w->obj, w->ops[1][k]) < 0)
+			bad = 1;
+		w->index[1][k] = onll_thread_last_index(t);
+		w->done[1].store(k + 1, std::memory_order_release);
+	};
+	std::thread writer([w, &phase, &bad, &update] {
+		onll_thread *t = nullptr;
+		if (onll_thread_register(w->env.o, &t) != 0) {
+			bad = 1;
+			phase = 1;
+			return;
+		}
+		update(t, 0);
+		update(t, 1);
+		phase = 1;
+		while (phase.load() != 2)
+			std::this_thread::yield();
+		for (unsigned k = 2; k < w->ops[1].size(); k++)
+			update(t, k);
+		onll_thread_unregister(&t);
+	});
+	std::thread checkpointer([w, &phase, &bad] {
+		while (phase.load() != 1)
+			std::this_thread::yield();
+		onll_thread *t = nullptr;
+		gate.armed = true;
+		if (onll_thread_register(w->env.o, &t) != 0 || onll_checkpoint(t) != 0)
+			bad = 1;
+		gate.held = true; // failed before the gate: let the run end
+		onll_thread_unregister(&t);
+	});
+	while (!gate.held.load())
+		std::this_thread::yield();
+	phase = 2;
+	onll_stats st{};
+	while (st.log_full_waits == 0 && bad.load() == 0) {
+		std::this_thread::yield();
+		onll_stats_total(w->env.o, &st);
+	}
+	gate.release = true;
+	writer.join();
+	checkpointer.join();
+	return bad.load();
+}
+
 int Run(void *arg)
 {
 	World *w = static_cast<World *>(arg);
+	if (w->contended)
+		return RunContended(w);
 	if (!w->script.empty())
 		return RunScript(w);
 	if (w->over_used) {
@@ -673,6 +770,33 @@ TEST_P(Crash, EveryPointOfAnotherThreadsCheckpointLettingLogEntriesBeReused)
 	onll_stats_total(w.env.o, &st);
 	EXPECT_EQ(st.checkpoints, 2u) << "thread 0's and thread 1's piggy-backed one";
 	Report("ckpt-other", r);
+}
+
+// The contended checkpoint path (issue 20): a thread whose log is full
+// while another holds the checkpoint flag waits, then reuses its entries on
+// the strength of the other thread's checkpoint (RunContended). Every crash
+// point: every update that returned must survive, through that checkpoint
+// once the first entry is overwritten.
+TEST_P(Crash, EveryPointOfAFullLogWaitingForAnotherThreadsCheckpoint)
+{
+	World w;
+	w.obj = GetParam();
+	onll_config c = onlltest::SmallConfig(2, 4);
+	c.checkpoint_every = 3;
+	ASSERT_EQ(w.env.Create("crash-ckpt-contended", c, GatedType(w.obj)), 0);
+	MakeOps(&w, 2, 6, 11);
+	w.ops[0].clear();
+	w.contended = true;
+	pmtest::CrashRun r = Simulate(&w, "onll-ckpt-contended-" + Name(w.obj),
+		PM_CRASHSIM_EVERY, 32);
+	ASSERT_EQ(r.ret, 0) << r.report;
+	EXPECT_EQ(r.st.points, r.st.events + 1);
+	onll_stats st;
+	onll_stats_total(w.env.o, &st);
+	EXPECT_EQ(st.log_full_waits, 1u) << "thread 1's fifth update waited for the flag";
+	EXPECT_EQ(st.checkpoints, 2u) << "thread 0's, and thread 1's piggy-backed one";
+	EXPECT_EQ(w.done[1].load(), 6u);
+	Report("ckpt-contended", r);
 }
 
 // Crash the recovery of sampled crash images at every point of recovery.
