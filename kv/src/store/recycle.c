@@ -354,6 +354,7 @@ kv__st_reclaim(struct kv_client *c, bool wait)
 	}
 	rc->retired_n = kept;
 	rc->kept_units = rc->retired_units;
+	rc->kept_n = kept;
 	kv__ix_posted(&c->g, &rc->posted);
 	rc->sealed = kept;
 	return 0;

@@ -885,9 +885,9 @@ kv__st_log_alloc(struct kv_client *c, uint64_t loc, uint64_t ts, uint32_t bytes,
 	return 0;
 }
 
-/* At the end of an operation: a round trip per KV_RC_BATCH units retired
- * since the last reclaim (the first call only seals them; units a hazard
- * kept do not count again), one per 16 operations while recovered buffers
+/* At the end of an operation: a round trip once a reclaim is due
+ * (kv__rc_due; the first call only seals what is retired, the next
+ * frees it), one per 16 operations while recovered buffers
  * remain unverified or the log is pressed (the sweep), and the recovery
  * of an earlier life's log once its batches have had time to land. */
 static void
@@ -897,7 +897,7 @@ st_recycle_tick(struct kv_client *c)
 		c->recover_at = 0;
 		(void)kv__st_log_recover(c);
 	}
-	if (c->rc.retired_units >= c->rc.kept_units + KV_RC_BATCH ||
+	if (kv__rc_due(&c->rc) ||
 		((c->rc.unverified_n > 0 || kv__st_log_pressed(c)) && c->st.ops % 16 == 0))
 		(void)kv__st_reclaim(c, false);
 }
