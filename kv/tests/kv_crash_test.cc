@@ -17,7 +17,9 @@
 // the state before or after it; then it must write the key in flight and
 // read every key back (the crashed client's log and objects are reused).
 // At sampled points that client's writes are crashed in turn, and a third
-// client checks what they left (CrashTakeOverWriteCrashAgain).
+// client checks what they left (CrashTakeOverWriteCrashAgain); or a third
+// life follows, each later life freeing and taking again buffers of the
+// lives before it, and a fourth client checks (ThreeLivesReuseBuffers).
 //
 // The regions are the workload client's own mappings of the pool files
 // (the local backend shares one mapping per file in a process, and the
@@ -29,9 +31,12 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <gtest/gtest.h>
 
@@ -60,7 +65,10 @@ constexpr uint64_t kStoreRegion = 4u << 20;
 constexpr uint64_t kSmallChunk = 4096;
 constexpr uint64_t kThreeChunkRegion = (2u << 20) + (28u << 10);
 
-enum class Kind { kInsert, kUpdate, kPut, kDelete, kGet };
+// kReclaim frees the client's dead buffers at once (kv__st_test_reclaim,
+// what a client does at its thresholds), so a later life's next writes
+// take buffers an earlier life used; it changes no key.
+enum class Kind { kInsert, kUpdate, kPut, kDelete, kGet, kReclaim };
 
 struct Op {
 	Kind kind;
@@ -84,6 +92,7 @@ State After(const Op &op, const State &before)
 	case Kind::kDelete:
 		return std::nullopt;
 	case Kind::kGet:
+	case Kind::kReclaim:
 		break;
 	}
 	return before;
@@ -98,6 +107,33 @@ std::string Show(const State &s)
 	return "'" + *s + "'";
 }
 
+// A life after the first, run under a nested simulator at each image of
+// the life before (CrashTakeOverWriteCrashAgain, ThreeLivesReuseBuffers):
+// a client takes the crashed id, finds the state that life left, resolves
+// its operation in flight from what it reads (start), and runs ops without
+// closing, crashed in turn at one point in one_in; started is set once ops
+// start.
+struct Life {
+	std::vector<Op> ops;
+	unsigned one_in = 1;
+	// The life's ops must write a buffer where an earlier life's write
+	// began (LogReuse): its run fails otherwise.
+	bool must_reuse = false;
+	std::map<std::string, State> start;
+	size_t done = 0;
+	bool started = false;
+	uint64_t reused = 0; // buffers of earlier lives its writes took
+	std::string err; // why the life itself failed
+};
+
+// What the nested lives of a run did, summed over every process they ran
+// in (anonymous shared memory: the checks run in forked children).
+struct LifeStats {
+	uint64_t points[4], images[4]; // per life after the first (at most 4)
+	uint64_t runs[4]; // runs of that life that completed their ops
+	uint64_t reused[4]; // buffers of earlier lives those runs took
+};
+
 struct Run {
 	std::vector<void *> regions;
 	std::vector<const char *> uris;
@@ -105,16 +141,12 @@ struct Run {
 	std::vector<Op> ops;
 	size_t done = 0; // operations that returned (read by the checks)
 	unsigned id = 0; // the workload client's id, which every image hands over
-	// Second life (CrashRecoverWriteCrashAgain): at each image a client
-	// takes the crashed id, checks, and runs ops2 from the state it found
-	// (start2), crashed in turn; life2 is set once ops2 start.
-	bool reuse = false;
-	unsigned reuse_one_in = 1;
-	std::vector<Op> ops2;
-	std::map<std::string, State> start2;
-	size_t done2 = 0;
-	bool life2 = false;
-	std::string err2; // why the second life itself failed
+	// The lives after the first: lives[n - 1] is life n (the first is 0),
+	// run under a nested simulator at each checked image of life n - 1;
+	// life is the one running in this process (0 outside every nesting).
+	std::vector<Life> lives;
+	size_t life = 0;
+	LifeStats *life_stats = nullptr; // shared, or null
 	// The workload runs kv_create and kv_open first (CreateThenWrite):
 	// created is set once kv_create returned.
 	bool create = false;
@@ -240,6 +272,9 @@ int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done,
 				ret = -EIO; // the workload itself read a wrong value
 			break;
 		}
+		case Kind::kReclaim:
+			ret = kv__st_test_reclaim(on);
+			break;
 		}
 		if (ret != 0)
 			return ret;
@@ -346,9 +381,11 @@ std::map<std::string, State> ModelAfter(std::map<std::string, State> from,
 	const std::vector<Op> &ops, size_t done)
 {
 	for (const Op &op : ops)
-		from.emplace(op.key, std::nullopt);
+		if (op.kind != Kind::kReclaim)
+			from.emplace(op.key, std::nullopt);
 	for (size_t i = 0; i < done; i++)
-		from[ops[i].key] = After(ops[i], from[ops[i].key]);
+		if (ops[i].kind != Kind::kReclaim)
+			from[ops[i].key] = After(ops[i], from[ops[i].key]);
 	return from;
 }
 
@@ -375,55 +412,108 @@ kv_client *OpenOnImage(const Run &r, unsigned timeout_ms, const char *when, char
 
 int Check(void *arg, char *msg, size_t len);
 
-// The second life, run under a nested simulator at each image of the
-// first: a client takes the crashed id, finds the first life's state (as
-// Check does), resolves the operation in flight from what it reads, and
-// runs ops2 without closing (it is crashed in turn).
-int SecondLife(void *arg)
+pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned max_images,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check);
+
+// "second" for life 1 (the first is life 0).
+const char *Ordinal(size_t n)
+{
+	static const char *const names[] = { "first", "second", "third", "fourth", "fifth" };
+	return n < std::size(names) ? names[n] : "later";
+}
+
+// The state of every key after life @n's completed operations (life 0:
+// the workload's), its operation in flight in *@flying (null if none).
+std::map<std::string, State> LifeModel(const Run &r, size_t n, const Op **flying)
+{
+	const std::vector<Op> &ops = n == 0 ? r.ops : r.lives[n - 1].ops;
+	const size_t done = n == 0 ? r.done : r.lives[n - 1].done;
+	*flying = done < ops.size() ? &ops[done] : nullptr;
+	return ModelAfter(n == 0 ? std::map<std::string, State>() : r.lives[n - 1].start, ops,
+		done);
+}
+
+// The word at the start of every 128-byte unit of the crashed id's log on
+// node 0: where a write's buffer begins, its header's meta (a write's word
+// without the flag, never 0), else whatever bytes a value left there.
+std::vector<uint64_t> LogHeads(const Run &r)
+{
+	auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
+	const char *log = static_cast<const char *>(r.regions[1]) + sb->log_off +
+		r.id * sb->log_bytes;
+	std::vector<uint64_t> heads(sb->log_bytes / KV_ST_BUF_UNIT);
+	for (size_t u = 0; u < heads.size(); u++)
+		heads[u] = reinterpret_cast<const kv_st_vhdr *>(log + u * KV_ST_BUF_UNIT)->meta;
+	return heads;
+}
+
+// Life n > 0, run under a nested simulator at each image of life n - 1:
+// a client takes the crashed id, finds life n - 1's state (as Check does),
+// resolves the operation in flight from what it reads, and runs the life's
+// ops without closing (it is crashed in turn). Its writes that begin a
+// buffer over a header an earlier life left there are counted in reused:
+// those units were freed and taken again.
+int NextLife(void *arg)
 {
 	auto *r = static_cast<Run *>(arg);
-	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
-	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
-	char msg[256];
+	const size_t n = r->life;
+	Life &l = r->lives[n - 1];
+	const Op *flying;
+	std::map<std::string, State> model = LifeModel(*r, n - 1, &flying);
+	char when[64], msg[256];
+	snprintf(when, sizeof(when), "(%s life)", Ordinal(n));
 	// Its deadlines run on the wall clock while its crash points are checked.
-	kv_client *c = OpenOnImage(*r, 3600u * 1000u, "(second life)", msg, sizeof(msg));
-	if (c == nullptr || CheckKeys(c, model, flying, "(second life)", msg, sizeof(msg)) != 0) {
-		r->err2 = msg;
+	kv_client *c = OpenOnImage(*r, 3600u * 1000u, when, msg, sizeof(msg));
+	if (c == nullptr || CheckKeys(c, model, flying, when, msg, sizeof(msg)) != 0) {
+		l.err = msg;
 		return 1;
 	}
-	if (flying != nullptr) {
+	if (flying != nullptr && flying->kind != Kind::kReclaim) {
 		int ret;
 		model[flying->key] = Read(c, flying->key, &ret);
 		if (ret != 0) {
-			r->err2 = "get " + flying->key + ": " + pm_strerror(ret);
+			l.err = "get " + flying->key + ": " + pm_strerror(ret);
 			return 1;
 		}
 	}
-	r->start2 = model;
-	r->life2 = true;
-	int ret = RunOps(c, r->ops2, &r->done2);
-	if (ret != 0)
-		r->err2 = "op " + std::to_string(r->done2) + " of the second life: " +
+	l.start = model;
+	l.started = true;
+	// Everything in the log now is earlier lives' (the recovery writes
+	// no buffer).
+	const std::vector<uint64_t> before = l.must_reuse ? LogHeads(*r) : std::vector<uint64_t>();
+	int ret = RunOps(c, l.ops, &l.done);
+	if (ret != 0) {
+		l.err = "op " + std::to_string(l.done) + " of the " + Ordinal(n) + " life: " +
 			pm_strerror(ret) + " (" + pm_errormsg() + ")";
-	return ret;
+		return ret;
+	}
+	if (!l.must_reuse)
+		return 0;
+	const std::vector<uint64_t> after = LogHeads(*r);
+	for (size_t u = 0; u < after.size(); u++)
+		l.reused += before[u] != 0 && after[u] != before[u] && after[u] != 0;
+	if (r->life_stats != nullptr) {
+		__atomic_fetch_add(&r->life_stats->runs[n - 1], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->life_stats->reused[n - 1], l.reused, __ATOMIC_RELAXED);
+	}
+	if (l.reused == 0) {
+		l.err = std::string("the ") + Ordinal(n) + " life's writes took no buffer an "
+			"earlier life had used";
+		return 1;
+	}
+	return 0;
 }
 
-// An image of the second life: before ops2 started, the first life's
-// state; after, start2 and ops2's completed operations, the one in flight
-// before or after.
-int CheckSecondLife(void *arg, char *msg, size_t len)
+// An image of life @n > 0 (or of the first life, through Check): a fresh
+// client with the crashed id must find the life's state, the operation
+// in flight before or after.
+int CheckLife(Run *r, size_t n, char *msg, size_t len)
 {
-	auto *r = static_cast<Run *>(arg);
-	if (!r->life2) {
-		Run first = *r;
-		first.reuse = false;
-		first.overwrite_log = false;
-		return Check(&first, msg, len);
-	}
-	std::map<std::string, State> model = ModelAfter(r->start2, r->ops2, r->done2);
-	const Op *flying = r->done2 < r->ops2.size() ? &r->ops2[r->done2] : nullptr;
+	const Op *flying;
+	std::map<std::string, State> model = LifeModel(*r, n, &flying);
 	char when[96];
-	snprintf(when, sizeof(when), "after %zu ops of the second life", r->done2);
+	snprintf(when, sizeof(when), "after %zu ops of the %s life",
+		r->lives[n - 1].done, Ordinal(n));
 	kv_client *c = OpenOnImage(*r, Config(*r).timeout_ms, when, msg, len);
 	if (c == nullptr)
 		return 1;
@@ -432,6 +522,48 @@ int CheckSecondLife(void *arg, char *msg, size_t len)
 	if (bad == 0 && ret != 0)
 		snprintf(msg, len, "kv_close: %s (%s)", pm_strerror(ret), pm_errormsg());
 	return bad != 0 || ret != 0;
+}
+
+int CheckNextLife(void *arg, char *msg, size_t len);
+
+// For a check of an image of life @n - 1: life @n run on it under a nested
+// simulator, crashed at one point in its one_in, two images each (every
+// word durable, every word newest). 0, or 1 with the reason in @msg.
+int CrashLife(Run *r, size_t n, char *msg, size_t len)
+{
+	r->life = n;
+	const Life &l = r->lives[n - 1];
+	const std::string name = std::string("kv-crash-") + Ordinal(n) + "-life";
+	pmtest::CrashRun cr = Simulate(r, name.c_str(), l.one_in, 2, NextLife, CheckNextLife);
+	if (r->life_stats != nullptr && n <= std::size(r->life_stats->points)) {
+		__atomic_fetch_add(&r->life_stats->points[n - 1], cr.st.points, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->life_stats->images[n - 1], cr.st.images, __ATOMIC_RELAXED);
+	}
+	if (cr.ret != 0)
+		snprintf(msg, len, "%s crash: %s%s", Ordinal(n), l.err.c_str(),
+			cr.report.c_str());
+	return cr.ret != 0;
+}
+
+// An image of life n > 0: before its ops started (a crash in the take-over
+// or its recovery), life n - 1's state; after, the state its completed ops
+// left -- or, with a life after it, that life run on the image.
+int CheckNextLife(void *arg, char *msg, size_t len)
+{
+	auto *r = static_cast<Run *>(arg);
+	const size_t n = r->life;
+	if (!r->lives[n - 1].started) {
+		if (n > 1)
+			return CheckLife(r, n - 1, msg, len);
+		Run first = *r;
+		first.lives.clear();
+		first.life = 0;
+		first.overwrite_log = false;
+		return Check(&first, msg, len);
+	}
+	if (n < r->lives.size())
+		return CrashLife(r, n + 1, msg, len);
+	return CheckLife(r, n, msg, len);
 }
 
 // Runs @run(@r) under a simulator named @name over every region of @r,
@@ -444,8 +576,12 @@ pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned ma
 	std::vector<pmtest::Region> regions;
 	for (size_t i = 0; i < r->regions.size(); i++)
 		regions.push_back({ r->regions[i], i % 2 == 0 ? r->index_region : r->store_region });
-	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name, one_in, max_images),
-		regions, run, check, r);
+	pm_crashsim_config cfg = pmtest::SimConfig(name, one_in, max_images);
+	// An image whose check crashes two or more lives in turn runs nested
+	// simulations of minutes, not the default's one.
+	if (r->life + 1 < r->lives.size())
+		cfg.image_timeout_s = 600;
+	pmtest::CrashRun cr = pmtest::RunCrashSim(cfg, regions, run, check, r);
 	if (cr.ret != 0)
 		cr.report += std::string(" ") + pm_errormsg();
 	return cr;
@@ -522,13 +658,8 @@ int CheckOtherId(Run *r, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	auto *r = static_cast<Run *>(arg);
-	if (r->reuse) {
-		pmtest::CrashRun cr = Simulate(r, "kv-crash-second-life", r->reuse_one_in, 2,
-			SecondLife, CheckSecondLife);
-		if (cr.ret != 0)
-			snprintf(msg, len, "second crash: %s%s", r->err2.c_str(), cr.report.c_str());
-		return cr.ret != 0;
-	}
+	if (!r->lives.empty())
+		return CrashLife(r, 1, msg, len);
 	// Before kv_create returned there may be no store: nothing to check
 	// (an open would wait its whole timeout for a majority).
 	if (!r->created)
@@ -628,12 +759,11 @@ int Check(void *arg, char *msg, size_t len)
 
 // Run @ops on a new store made as @variant says, the first @from of them
 // before the simulator starts (their result is the durable starting state)
-// and the rest under it, checking every crash point -- or, with @ops2, one
-// point in @one_in and at each a second life running @ops2, crashed at one
-// point in @one_in2.
+// and the rest under it, checking one point in @one_in (every point if 1)
+// -- with @lives, at each image the next life (Life), whose images run the
+// one after it, and so on.
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
-	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1,
-	const Variant &variant = {});
+	const std::vector<Life> &lives = {}, unsigned one_in = 1, const Variant &variant = {});
 
 // The workload client's yield hook (Variant::interleave): the survivor
 // reads the key of the write in flight, and notes when it sees its value.
@@ -716,7 +846,7 @@ void CrashCreate(const std::string &name, const std::vector<Op> &ops, bool claim
 }
 
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
-	const std::vector<Op> &ops2, unsigned one_in, unsigned one_in2, const Variant &variant)
+	const std::vector<Life> &lives, unsigned one_in, const Variant &variant)
 {
 	const uint64_t store_region = variant.other_id ? kThreeChunkRegion : kStoreRegion;
 	LocalGroup group(3, name, kIndexRegion, store_region);
@@ -811,14 +941,22 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		ASSERT_EQ((sb->chunk_off + 8 * 2) % 64, 0u) << "chunk 2's word shares a line";
 	}
 
-	r.reuse = !ops2.empty();
-	r.ops2 = ops2;
-	r.reuse_one_in = one_in2;
+	r.lives = lives;
+	// What the nested lives did, summed in the children that ran them.
+	void *shared = MAP_FAILED;
+	if (!lives.empty()) {
+		ASSERT_LE(lives.size(), std::size(LifeStats{}.points));
+		shared = mmap(nullptr, sizeof(LifeStats), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(shared, MAP_FAILED);
+		r.life_stats = new (shared) LifeStats{};
+	}
 	// Every durable value, every newest one and one mix per point: each
 	// image costs a client's six token checks, and a fourth image per
 	// point would add a third to the run. A second life per image costs a
 	// nested simulation: two images per point.
-	pmtest::CrashRun cr = Simulate(&r, name.c_str(), one_in, r.reuse ? 2 : 3, Workload, Check);
+	pmtest::CrashRun cr = Simulate(&r, name.c_str(), one_in, r.lives.empty() ? 3 : 2, Workload,
+		Check);
 	const pm_crashsim_stats &st = cr.st;
 	EXPECT_EQ(cr.ret, 0) << cr.report;
 	EXPECT_EQ(r.done, ops.size());
@@ -830,6 +968,22 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	::testing::Test::RecordProperty("images", std::to_string(st.images));
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
+	for (size_t n = 1; n <= lives.size(); n++) {
+		const LifeStats &ls = *r.life_stats;
+		printf("%s: %s life: %llu crash points, %llu images; %llu runs took %llu buffers "
+			"of earlier lives\n", name.c_str(), Ordinal(n),
+			(unsigned long long)ls.points[n - 1], (unsigned long long)ls.images[n - 1],
+			(unsigned long long)ls.runs[n - 1], (unsigned long long)ls.reused[n - 1]);
+		EXPECT_GT(ls.images[n - 1], 0u) << "the " << Ordinal(n) << " life was never crashed";
+		if (lives[n - 1].must_reuse) {
+			// Each such run failed had it taken none (NextLife): these
+			// say that runs did happen.
+			EXPECT_GT(ls.runs[n - 1], 0u) << "no " << Ordinal(n) << " life ran its ops";
+			EXPECT_GE(ls.reused[n - 1], ls.runs[n - 1]);
+		}
+	}
+	if (shared != MAP_FAILED)
+		munmap(shared, sizeof(LifeStats));
 	if (variant.interleave) {
 		EXPECT_EQ(r.saw_count, ops.size() - from) << "a write the survivor never saw in flight";
 		// Each such get locked: the lock check above did not pass for
@@ -940,7 +1094,7 @@ std::vector<Op> BaselineSequence()
 // read the new value (kv/MUTATION.md, swarm.c:251).
 TEST(KvCrash, AbdInsertsAndUpdates)
 {
-	CrashSequence("kv-crash-abd", BaselineSequence(), 0, {}, 1, 1, { KV_REPL_ABD });
+	CrashSequence("kv-crash-abd", BaselineSequence(), 0, {}, 1, { KV_REPL_ABD });
 }
 
 // The RAW baseline (KV_REPL_RAW) keeps one in-place copy on node 0 and
@@ -949,7 +1103,7 @@ TEST(KvCrash, AbdInsertsAndUpdates)
 // The key in flight is not checked: a crash can tear RAW's single copy.
 TEST(KvCrash, RawInsertsAndUpdates)
 {
-	CrashSequence("kv-crash-raw", BaselineSequence(), 0, {}, 1, 1, { KV_REPL_RAW });
+	CrashSequence("kv-crash-raw", BaselineSequence(), 0, {}, 1, { KV_REPL_RAW });
 }
 
 // A client's claim of an object chunk must be durable before it writes
@@ -967,7 +1121,7 @@ TEST(KvCrash, ChunkClaimsHoldForAnotherId)
 		{ Kind::kInsert, "c", "c1" },
 		{ Kind::kGet, "a", "a1" },
 	};
-	CrashSequence("kv-crash-chunks", ops, 0, {}, 1, 1, { KV_REPL_SWARM, true });
+	CrashSequence("kv-crash-chunks", ops, 0, {}, 1, { KV_REPL_SWARM, true });
 }
 
 // A client that outlives the crash of every node keeps what it cached: a
@@ -986,7 +1140,7 @@ TEST(KvCrash, DeleteSeenByASurvivingReader)
 	};
 	Variant v;
 	v.survivor = true;
-	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, 1, v);
+	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, v);
 }
 
 // A get between an update's CASes and their persists, as it may run over
@@ -1010,7 +1164,7 @@ TEST(KvCrash, GetBetweenCasAndPersist)
 	};
 	Variant v;
 	v.interleave = true;
-	CrashSequence("kv-crash-interleave", ops, 1, {}, 1, 1, v);
+	CrashSequence("kv-crash-interleave", ops, 1, {}, 1, v);
 }
 
 // ReclaimSeesAWriteInFlight: a client (Y2) takes the id of an abandoned
@@ -1242,7 +1396,47 @@ TEST(KvCrash, CrashTakeOverWriteCrashAgain)
 		{ Kind::kPut, "e", "e1" },
 		{ Kind::kGet, "b", big },
 	};
-	CrashSequence("kv-crash-again", ops, 0, ops2, 20, 10);
+	CrashSequence("kv-crash-again", ops, 0, { { ops2, 10 } }, 20);
+}
+
+
+// Crash, recover, run until reuse, crash again, over three lives (issue
+// 20): at sampled points of the first life's updates, a client takes the
+// crashed id and recovers its log; its second life overwrites every key,
+// frees the dead buffers (Kind::kReclaim, as a client does at its
+// thresholds) and writes into them, deletes and re-inserts a key, and is
+// crashed at sampled points; at each image a third life does the same over
+// what the first two left, crashed in turn, and a fourth client checks.
+// Every run of a later life must begin a buffer over a header an earlier
+// life left in the id's log (NextLife), so the test cannot stop covering
+// reuse: a log mark, recovered buffer or retirement that a life counted
+// before it was durable shows here as a value overwritten by a later life.
+TEST(KvCrash, ThreeLivesReuseBuffers)
+{
+	std::vector<Op> ops = Sequence();
+	ops.resize(kHalf); // inserts of a, b, c (before the run), updates of a and b
+	const std::string b2(300, 'B'), b3(300, 'C'); // out of place: above the in-place copy
+	// Each succeeds from any state the life before can leave.
+	std::vector<Op> ops2 = {
+		{ Kind::kPut, "a", "a-second" },
+		{ Kind::kPut, "b", b2 },
+		{ Kind::kReclaim, "", "" },
+		{ Kind::kPut, "c", "c-second" },
+		{ Kind::kDelete, "a", "" },
+		{ Kind::kInsert, "a", "a-again" },
+		{ Kind::kGet, "b", b2 },
+	};
+	std::vector<Op> ops3 = {
+		{ Kind::kPut, "b", b3 },
+		{ Kind::kPut, "a", "a-third" },
+		{ Kind::kReclaim, "", "" },
+		{ Kind::kPut, "c", "c-third" },
+		{ Kind::kPut, "e", "e-third" },
+		{ Kind::kGet, "b", b3 },
+	};
+	// About 100 s on two cores: every image of the second life runs a
+	// third life (each a client's open and recovery and six writes).
+	CrashSequence("kv-crash-lives", ops, 3, { { ops2, 40, true }, { ops3, 60, true } }, 12);
 }
 
 } // namespace
