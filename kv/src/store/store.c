@@ -284,8 +284,8 @@ group_open(struct kv_client *c, const struct kv_config *cfg, bool create,
 		cfg->timeout_ms, &opts);
 }
 
-/* Zero [@from, @to) of member @m's store region, durably: 64 KiB a batch
- * (RDMA_BATCH_MAX_BYTES allows two). */
+/* Zero [@from, @to) of member @m's store region, durably, 64 KiB a batch.
+ * A piece already zero (a new pool) is only read: no write, no persist. */
 static int
 region_zero(struct kv_ix_member *m, uint32_t region, uint64_t from, uint64_t to)
 {
@@ -295,6 +295,12 @@ region_zero(struct kv_ix_member *m, uint32_t region, uint64_t from, uint64_t to)
 	for (uint64_t off = from; off < to && ret == 0; off += sizeof(zeros)) {
 		size_t n = to - off < sizeof(zeros) ? (size_t)(to - off) : sizeof(zeros);
 
+		rdma_batch_init(&m->batch);
+		ret = rdma_batch_read(&m->batch, region, off, m->buf, n);
+		if (ret == 0)
+			ret = rdma_execute(m->conn, &m->batch);
+		if (ret != 0 || memcmp(m->buf, zeros, n) == 0)
+			continue;
 		rdma_batch_init(&m->batch);
 		ret = rdma_batch_write(&m->batch, region, off, zeros, n);
 		if (ret == 0)
