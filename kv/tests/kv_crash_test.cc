@@ -75,6 +75,7 @@ struct Op {
 	std::string key;
 	std::string val; // the value written, or the one a get must return
 	bool survivor = false; // run by Run::survivor, not the workload client
+	bool absent = false; // a get that must find the key absent
 };
 
 using State = std::optional<std::string>; // nullopt: the key is absent
@@ -210,6 +211,9 @@ struct Variant {
 	// persist (RDMA_FAULT_SPLIT), the survivor reading the key of each
 	// write in flight in between (Run::saw); implies survivor.
 	bool interleave = false;
+	// The workload client reuses a dead object at once, without the
+	// grace its cached locations need (kv__st_test_no_grace).
+	bool no_grace = false;
 };
 
 kv_config Config(const Run &r)
@@ -273,7 +277,7 @@ int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done,
 			break;
 		case Kind::kGet: {
 			State s = Read(on, k, &ret);
-			if (ret == 0 && s != State(op.val))
+			if (ret == 0 && s != (op.absent ? State() : State(op.val)))
 				ret = -EIO; // the workload itself read a wrong value
 			break;
 		}
@@ -928,6 +932,8 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	if (variant.survivor || variant.interleave) {
 		ASSERT_EQ(kv_open(&r.survivor, &cfg), 0) << pm_errormsg();
 	}
+	if (variant.no_grace)
+		kv__st_test_no_grace(r.c, true);
 	ASSERT_LE(from, ops.size());
 	r.ops.resize(from);
 	ASSERT_EQ(Workload(&r), 0) << pm_errormsg();
@@ -1034,6 +1040,11 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		// want of a lock.
 		EXPECT_EQ(r.locking_gets, r.saw_count) << "a get of a write in flight took no lock";
 		EXPECT_EQ(r.locked, r.saw_count);
+	}
+	if (variant.no_grace) {
+		kv_stats cs;
+		kv_stats_read(r.c, &cs);
+		EXPECT_GT(cs.objects_reused, 0u) << "no dead object was reused";
 	}
 	EXPECT_EQ(kv_close(&r.c), 0);
 	EXPECT_EQ(kv_close(&r.survivor), 0);
@@ -1209,6 +1220,30 @@ TEST(KvCrash, DeleteSeenByASurvivingReader)
 	Variant v;
 	v.survivor = true;
 	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, v);
+}
+
+// A dead object goes back to its allocator, which zeroes it on every node
+// before an insert of the same size takes it (objects.c `obj_zero`): the
+// insert writes only its header, key, in-place copy and its own slot. The
+// workload (X) inserts p; another client (the survivor, Y) deletes it,
+// which leaves Y's tombstone in p's object; X's get meets the tombstone
+// and queues the object dead, and X's insert of q takes it at once
+// (Variant::no_grace). Once that insert returned, every image must read q:
+// were the zeroing not durable, Y's tombstone, which outranks every word,
+// would hide q (kv/MUTATION.md, objects.c:212).
+TEST(KvCrash, ReusedObjectHidesNoOldTombstone)
+{
+	std::vector<Op> ops = {
+		{ Kind::kInsert, "p", "p1" },
+		{ Kind::kDelete, "p", "", true },
+		{ Kind::kGet, "p", "", false, true },
+		{ Kind::kInsert, "q", "q1" },
+		{ Kind::kGet, "q", "q1", true },
+	};
+	Variant v;
+	v.survivor = true;
+	v.no_grace = true;
+	CrashSequence("kv-crash-reuse-object", ops, 2, {}, 1, v);
 }
 
 // A get between an update's CASes and their persists, as it may run over

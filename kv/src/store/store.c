@@ -789,6 +789,12 @@ kv__st_test_hold_unsure(struct kv_client *c, bool on)
 }
 
 void
+kv__st_test_no_grace(struct kv_client *c, bool on)
+{
+	c->test_no_grace = on;
+}
+
+void
 kv__st_test_crash_at(struct kv_client *c, enum kv_st_test_point at)
 {
 	kv__st_test_crash_after(c, UINT64_MAX);
