@@ -1547,7 +1547,6 @@ TEST(KvCrash, CrashTakeOverWriteCrashAgain)
 	CrashSequence("kv-crash-again", ops, 0, { { ops2, 10 } }, 20);
 }
 
-
 // Crash, recover, run until reuse, crash again, over three lives (issue
 // 20): at sampled points of the first life's updates, a client takes the
 // crashed id and recovers its log; its second life overwrites every key,
@@ -1555,10 +1554,11 @@ TEST(KvCrash, CrashTakeOverWriteCrashAgain)
 // thresholds) and writes into them, deletes and re-inserts a key, and is
 // crashed at sampled points; at each image a third life does the same over
 // what the first two left, crashed in turn, and a fourth client checks.
-// Every run of a later life must begin a buffer over a header an earlier
-// life left in the id's log (NextLife), so the test cannot stop covering
-// reuse: a log mark, recovered buffer or retirement that a life counted
-// before it was durable shows here as a value overwritten by a later life.
+// Each later life's runs count the units of the id's log where their
+// writes began a buffer over bytes an earlier life left (NextLife), and
+// some run of each must have, so the test cannot stop covering reuse: a
+// log mark, recovered buffer or retirement that a life counted before it
+// was durable shows here as a value overwritten by a later life.
 TEST(KvCrash, ThreeLivesReuseBuffers)
 {
 	std::vector<Op> ops = Sequence();
