@@ -1056,11 +1056,12 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		(unsigned long long)st.images);
 	for (size_t n = 1; n <= lives.size(); n++) {
 		const LifeStats &ls = *r.life_stats;
-		printf("%s: %s life: %llu crash points, %llu images; %llu of %llu runs took %llu "
-			"buffers of earlier lives\n", name.c_str(), Ordinal(n),
-			(unsigned long long)ls.points[n - 1], (unsigned long long)ls.images[n - 1],
-			(unsigned long long)ls.reusing[n - 1], (unsigned long long)ls.runs[n - 1],
-			(unsigned long long)ls.reused[n - 1]);
+		printf("%s: %s life: %llu crash points, %llu images\n", name.c_str(), Ordinal(n),
+			(unsigned long long)ls.points[n - 1], (unsigned long long)ls.images[n - 1]);
+		if (lives[n - 1].must_reuse)
+			printf("%s: %s life: %llu of %llu runs took %llu buffers of earlier lives\n",
+				name.c_str(), Ordinal(n), (unsigned long long)ls.reusing[n - 1],
+				(unsigned long long)ls.runs[n - 1], (unsigned long long)ls.reused[n - 1]);
 		EXPECT_GT(ls.images[n - 1], 0u) << "the " << Ordinal(n) << " life was never crashed";
 		if (lives[n - 1].must_reuse) {
 			// Reuse did happen. Not in every run: a life's reclaim
