@@ -17,7 +17,9 @@
 // the state before or after it; then it must write the key in flight and
 // read every key back (the crashed client's log and objects are reused).
 // At sampled points that client's writes are crashed in turn, and a third
-// client checks what they left (CrashTakeOverWriteCrashAgain).
+// client checks what they left (CrashTakeOverWriteCrashAgain); or a third
+// life follows, each later life freeing and taking again buffers of the
+// lives before it, and a fourth client checks (ThreeLivesReuseBuffers).
 //
 // The regions are the workload client's own mappings of the pool files
 // (the local backend shares one mapping per file in a process, and the
@@ -29,9 +31,12 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <gtest/gtest.h>
 
@@ -60,13 +65,17 @@ constexpr uint64_t kStoreRegion = 4u << 20;
 constexpr uint64_t kSmallChunk = 4096;
 constexpr uint64_t kThreeChunkRegion = (2u << 20) + (28u << 10);
 
-enum class Kind { kInsert, kUpdate, kPut, kDelete, kGet };
+// kReclaim frees the client's dead buffers at once (kv__st_test_reclaim,
+// what a client does at its thresholds), so a later life's next writes
+// take buffers an earlier life used; it changes no key.
+enum class Kind { kInsert, kUpdate, kPut, kDelete, kGet, kReclaim };
 
 struct Op {
 	Kind kind;
 	std::string key;
 	std::string val; // the value written, or the one a get must return
 	bool survivor = false; // run by Run::survivor, not the workload client
+	bool absent = false; // a get that must find the key absent
 };
 
 using State = std::optional<std::string>; // nullopt: the key is absent
@@ -84,6 +93,7 @@ State After(const Op &op, const State &before)
 	case Kind::kDelete:
 		return std::nullopt;
 	case Kind::kGet:
+	case Kind::kReclaim:
 		break;
 	}
 	return before;
@@ -98,6 +108,35 @@ std::string Show(const State &s)
 	return "'" + *s + "'";
 }
 
+// A life after the first, run under a nested simulator at each image of
+// the life before (CrashTakeOverWriteCrashAgain, ThreeLivesReuseBuffers):
+// a client takes the crashed id, finds the state that life left, resolves
+// its operation in flight from what it reads (start), and runs ops without
+// closing, crashed in turn at one point in one_in; started is set once ops
+// start.
+struct Life {
+	std::vector<Op> ops;
+	unsigned one_in = 1;
+	// The life's ops must write buffers over units of the id's log that
+	// earlier lives wrote (NextLife counts them; CrashSequence requires
+	// that some runs of the life did).
+	bool must_reuse = false;
+	std::map<std::string, State> start;
+	size_t done = 0;
+	bool started = false;
+	uint64_t reused = 0; // buffers of earlier lives its writes took
+	std::string err; // why the life itself failed
+};
+
+// What the nested lives of a run did, summed over every process they ran
+// in (anonymous shared memory: the checks run in forked children).
+struct LifeStats {
+	uint64_t points[4], images[4]; // per life after the first (at most 4)
+	uint64_t runs[4]; // runs of that life that completed their ops
+	uint64_t reusing[4]; // those whose writes took a buffer of an earlier life
+	uint64_t reused[4]; // buffers of earlier lives those runs took
+};
+
 struct Run {
 	std::vector<void *> regions;
 	std::vector<const char *> uris;
@@ -105,20 +144,19 @@ struct Run {
 	std::vector<Op> ops;
 	size_t done = 0; // operations that returned (read by the checks)
 	unsigned id = 0; // the workload client's id, which every image hands over
-	// Second life (CrashRecoverWriteCrashAgain): at each image a client
-	// takes the crashed id, checks, and runs ops2 from the state it found
-	// (start2), crashed in turn; life2 is set once ops2 start.
-	bool reuse = false;
-	unsigned reuse_one_in = 1;
-	std::vector<Op> ops2;
-	std::map<std::string, State> start2;
-	size_t done2 = 0;
-	bool life2 = false;
-	std::string err2; // why the second life itself failed
+	// The lives after the first: lives[n - 1] is life n (the first is 0),
+	// run under a nested simulator at each checked image of life n - 1;
+	// life is the one running in this process (0 outside every nesting).
+	std::vector<Life> lives;
+	size_t life = 0;
+	LifeStats *life_stats = nullptr; // shared, or null
 	// The workload runs kv_create and kv_open first (CreateThenWrite):
 	// created is set once kv_create returned.
 	bool create = false;
 	bool created = true;
+	// The state the workload starts from: with CrashCreate over a used
+	// store, the old store's keys, each absent in the new one.
+	std::map<std::string, State> from;
 	// Check also writes a multi-slot value where the recovered log
 	// resumes (off inside a second life's check of the first life, which
 	// CheckKeys alone covers there, to keep the nested runs short).
@@ -173,6 +211,13 @@ struct Variant {
 	// persist (RDMA_FAULT_SPLIT), the survivor reading the key of each
 	// write in flight in between (Run::saw); implies survivor.
 	bool interleave = false;
+	// The workload client reuses a dead object at once, without the
+	// grace its cached locations need (kv__st_test_no_grace).
+	bool no_grace = false;
+	// Sixteen ids, the workload's in 0-7 and the survivor's in 8-15: their
+	// metadata words in an object lie on different cache lines, and the
+	// survivor's on a line of other writers' words only.
+	bool slots_apart = false;
 };
 
 kv_config Config(const Run &r)
@@ -236,10 +281,13 @@ int RunOps(kv_client *c, const std::vector<Op> &ops, size_t *done,
 			break;
 		case Kind::kGet: {
 			State s = Read(on, k, &ret);
-			if (ret == 0 && s != State(op.val))
+			if (ret == 0 && s != (op.absent ? State() : State(op.val)))
 				ret = -EIO; // the workload itself read a wrong value
 			break;
 		}
+		case Kind::kReclaim:
+			ret = kv__st_test_reclaim(on);
+			break;
 		}
 		if (ret != 0)
 			return ret;
@@ -263,6 +311,19 @@ unsigned ClaimedId(void *store)
 	const uint64_t *ids = IdWords(store);
 	for (unsigned id = 0; id < sb->max_clients; id++)
 		if (ids[id] != 0)
+			return id;
+	return ~0u;
+}
+
+// Open a client on @cfg into *@c; the id it claimed (the claim word of
+// @store, a member's store region, that was 0 and is not now), or ~0u.
+unsigned OpenNotingId(kv_client **c, const kv_config &cfg, void *store)
+{
+	const std::vector<uint64_t> before(IdWords(store), IdWords(store) + cfg.max_clients);
+	if (kv_open(c, &cfg) != 0)
+		return ~0u;
+	for (unsigned id = 0; id < cfg.max_clients; id++)
+		if (before[id] == 0 && IdWords(store)[id] != 0)
 			return id;
 	return ~0u;
 }
@@ -346,9 +407,11 @@ std::map<std::string, State> ModelAfter(std::map<std::string, State> from,
 	const std::vector<Op> &ops, size_t done)
 {
 	for (const Op &op : ops)
-		from.emplace(op.key, std::nullopt);
+		if (op.kind != Kind::kReclaim)
+			from.emplace(op.key, std::nullopt);
 	for (size_t i = 0; i < done; i++)
-		from[ops[i].key] = After(ops[i], from[ops[i].key]);
+		if (ops[i].kind != Kind::kReclaim)
+			from[ops[i].key] = After(ops[i], from[ops[i].key]);
 	return from;
 }
 
@@ -375,55 +438,104 @@ kv_client *OpenOnImage(const Run &r, unsigned timeout_ms, const char *when, char
 
 int Check(void *arg, char *msg, size_t len);
 
-// The second life, run under a nested simulator at each image of the
-// first: a client takes the crashed id, finds the first life's state (as
-// Check does), resolves the operation in flight from what it reads, and
-// runs ops2 without closing (it is crashed in turn).
-int SecondLife(void *arg)
+pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned max_images,
+	pm_crashsim_run_fn run, pm_crashsim_check_fn check);
+
+// "second" for life 1 (the first is life 0).
+const char *Ordinal(size_t n)
+{
+	static const char *const names[] = { "first", "second", "third", "fourth", "fifth" };
+	return n < std::size(names) ? names[n] : "later";
+}
+
+// The state of every key after life @n's completed operations (life 0:
+// the workload's), its operation in flight in *@flying (null if none).
+std::map<std::string, State> LifeModel(const Run &r, size_t n, const Op **flying)
+{
+	const std::vector<Op> &ops = n == 0 ? r.ops : r.lives[n - 1].ops;
+	const size_t done = n == 0 ? r.done : r.lives[n - 1].done;
+	*flying = done < ops.size() ? &ops[done] : nullptr;
+	return ModelAfter(n == 0 ? r.from : r.lives[n - 1].start, ops, done);
+}
+
+// The word at the start of every 128-byte unit of the crashed id's log on
+// node 0: where a write's buffer begins, its header's meta (a write's word
+// without the flag, never 0), else whatever bytes a value left there (0
+// where nothing was ever written).
+std::vector<uint64_t> LogHeads(const Run &r)
+{
+	auto *sb = static_cast<const kv_st_super *>(r.regions[1]);
+	const char *log = static_cast<const char *>(r.regions[1]) + sb->log_off +
+		r.id * sb->log_bytes;
+	std::vector<uint64_t> heads(sb->log_bytes / KV_ST_BUF_UNIT);
+	for (size_t u = 0; u < heads.size(); u++)
+		heads[u] = reinterpret_cast<const kv_st_vhdr *>(log + u * KV_ST_BUF_UNIT)->meta;
+	return heads;
+}
+
+// Life n > 0, run under a nested simulator at each image of life n - 1:
+// a client takes the crashed id, finds life n - 1's state (as Check does),
+// resolves the operation in flight from what it reads, and runs the life's
+// ops without closing (it is crashed in turn). With must_reuse, the units
+// of the id's log its writes began a buffer on that held an earlier
+// life's bytes are counted in reused: those were freed and taken again.
+int NextLife(void *arg)
 {
 	auto *r = static_cast<Run *>(arg);
-	std::map<std::string, State> model = ModelAfter({}, r->ops, r->done);
-	const Op *flying = r->done < r->ops.size() ? &r->ops[r->done] : nullptr;
-	char msg[256];
+	const size_t n = r->life;
+	Life &l = r->lives[n - 1];
+	const Op *flying;
+	std::map<std::string, State> model = LifeModel(*r, n - 1, &flying);
+	char when[64], msg[256];
+	snprintf(when, sizeof(when), "(%s life)", Ordinal(n));
 	// Its deadlines run on the wall clock while its crash points are checked.
-	kv_client *c = OpenOnImage(*r, 3600u * 1000u, "(second life)", msg, sizeof(msg));
-	if (c == nullptr || CheckKeys(c, model, flying, "(second life)", msg, sizeof(msg)) != 0) {
-		r->err2 = msg;
+	kv_client *c = OpenOnImage(*r, 3600u * 1000u, when, msg, sizeof(msg));
+	if (c == nullptr || CheckKeys(c, model, flying, when, msg, sizeof(msg)) != 0) {
+		l.err = msg;
 		return 1;
 	}
-	if (flying != nullptr) {
+	if (flying != nullptr && flying->kind != Kind::kReclaim) {
 		int ret;
 		model[flying->key] = Read(c, flying->key, &ret);
 		if (ret != 0) {
-			r->err2 = "get " + flying->key + ": " + pm_strerror(ret);
+			l.err = "get " + flying->key + ": " + pm_strerror(ret);
 			return 1;
 		}
 	}
-	r->start2 = model;
-	r->life2 = true;
-	int ret = RunOps(c, r->ops2, &r->done2);
-	if (ret != 0)
-		r->err2 = "op " + std::to_string(r->done2) + " of the second life: " +
+	l.start = model;
+	l.started = true;
+	// Everything in the log now is earlier lives' (the recovery writes
+	// no buffer).
+	const std::vector<uint64_t> before = l.must_reuse ? LogHeads(*r) : std::vector<uint64_t>();
+	int ret = RunOps(c, l.ops, &l.done);
+	if (ret != 0) {
+		l.err = "op " + std::to_string(l.done) + " of the " + Ordinal(n) + " life: " +
 			pm_strerror(ret) + " (" + pm_errormsg() + ")";
-	return ret;
+		return ret;
+	}
+	if (!l.must_reuse)
+		return 0;
+	const std::vector<uint64_t> after = LogHeads(*r);
+	for (size_t u = 0; u < after.size(); u++)
+		l.reused += before[u] != 0 && after[u] != before[u] && after[u] != 0;
+	if (r->life_stats != nullptr) {
+		__atomic_fetch_add(&r->life_stats->runs[n - 1], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->life_stats->reusing[n - 1], l.reused > 0, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->life_stats->reused[n - 1], l.reused, __ATOMIC_RELAXED);
+	}
+	return 0;
 }
 
-// An image of the second life: before ops2 started, the first life's
-// state; after, start2 and ops2's completed operations, the one in flight
-// before or after.
-int CheckSecondLife(void *arg, char *msg, size_t len)
+// An image of life @n > 0 (or of the first life, through Check): a fresh
+// client with the crashed id must find the life's state, the operation
+// in flight before or after.
+int CheckLife(Run *r, size_t n, char *msg, size_t len)
 {
-	auto *r = static_cast<Run *>(arg);
-	if (!r->life2) {
-		Run first = *r;
-		first.reuse = false;
-		first.overwrite_log = false;
-		return Check(&first, msg, len);
-	}
-	std::map<std::string, State> model = ModelAfter(r->start2, r->ops2, r->done2);
-	const Op *flying = r->done2 < r->ops2.size() ? &r->ops2[r->done2] : nullptr;
+	const Op *flying;
+	std::map<std::string, State> model = LifeModel(*r, n, &flying);
 	char when[96];
-	snprintf(when, sizeof(when), "after %zu ops of the second life", r->done2);
+	snprintf(when, sizeof(when), "after %zu ops of the %s life",
+		r->lives[n - 1].done, Ordinal(n));
 	kv_client *c = OpenOnImage(*r, Config(*r).timeout_ms, when, msg, len);
 	if (c == nullptr)
 		return 1;
@@ -432,6 +544,48 @@ int CheckSecondLife(void *arg, char *msg, size_t len)
 	if (bad == 0 && ret != 0)
 		snprintf(msg, len, "kv_close: %s (%s)", pm_strerror(ret), pm_errormsg());
 	return bad != 0 || ret != 0;
+}
+
+int CheckNextLife(void *arg, char *msg, size_t len);
+
+// For a check of an image of life @n - 1: life @n run on it under a nested
+// simulator, crashed at one point in its one_in, two images each (every
+// word durable, every word newest). 0, or 1 with the reason in @msg.
+int CrashLife(Run *r, size_t n, char *msg, size_t len)
+{
+	r->life = n;
+	const Life &l = r->lives[n - 1];
+	const std::string name = std::string("kv-crash-") + Ordinal(n) + "-life";
+	pmtest::CrashRun cr = Simulate(r, name.c_str(), l.one_in, 2, NextLife, CheckNextLife);
+	if (r->life_stats != nullptr && n <= std::size(r->life_stats->points)) {
+		__atomic_fetch_add(&r->life_stats->points[n - 1], cr.st.points, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->life_stats->images[n - 1], cr.st.images, __ATOMIC_RELAXED);
+	}
+	if (cr.ret != 0)
+		snprintf(msg, len, "%s crash: %s%s", Ordinal(n), l.err.c_str(),
+			cr.report.c_str());
+	return cr.ret != 0;
+}
+
+// An image of life n > 0: before its ops started (a crash in the take-over
+// or its recovery), life n - 1's state; after, the state its completed ops
+// left -- or, with a life after it, that life run on the image.
+int CheckNextLife(void *arg, char *msg, size_t len)
+{
+	auto *r = static_cast<Run *>(arg);
+	const size_t n = r->life;
+	if (!r->lives[n - 1].started) {
+		if (n > 1)
+			return CheckLife(r, n - 1, msg, len);
+		Run first = *r;
+		first.lives.clear();
+		first.life = 0;
+		first.overwrite_log = false;
+		return Check(&first, msg, len);
+	}
+	if (n < r->lives.size())
+		return CrashLife(r, n + 1, msg, len);
+	return CheckLife(r, n, msg, len);
 }
 
 // Runs @run(@r) under a simulator named @name over every region of @r,
@@ -444,8 +598,12 @@ pmtest::CrashRun Simulate(Run *r, const char *name, unsigned one_in, unsigned ma
 	std::vector<pmtest::Region> regions;
 	for (size_t i = 0; i < r->regions.size(); i++)
 		regions.push_back({ r->regions[i], i % 2 == 0 ? r->index_region : r->store_region });
-	pmtest::CrashRun cr = pmtest::RunCrashSim(pmtest::SimConfig(name, one_in, max_images),
-		regions, run, check, r);
+	pm_crashsim_config cfg = pmtest::SimConfig(name, one_in, max_images);
+	// An image whose check crashes two or more lives in turn runs nested
+	// simulations of minutes, not the default's one.
+	if (r->life + 1 < r->lives.size())
+		cfg.image_timeout_s = 600;
+	pmtest::CrashRun cr = pmtest::RunCrashSim(cfg, regions, run, check, r);
 	if (cr.ret != 0)
 		cr.report += std::string(" ") + pm_errormsg();
 	return cr;
@@ -522,13 +680,8 @@ int CheckOtherId(Run *r, char *msg, size_t len)
 int Check(void *arg, char *msg, size_t len)
 {
 	auto *r = static_cast<Run *>(arg);
-	if (r->reuse) {
-		pmtest::CrashRun cr = Simulate(r, "kv-crash-second-life", r->reuse_one_in, 2,
-			SecondLife, CheckSecondLife);
-		if (cr.ret != 0)
-			snprintf(msg, len, "second crash: %s%s", r->err2.c_str(), cr.report.c_str());
-		return cr.ret != 0;
-	}
+	if (!r->lives.empty())
+		return CrashLife(r, 1, msg, len);
 	// Before kv_create returned there may be no store: nothing to check
 	// (an open would wait its whole timeout for a majority).
 	if (!r->created)
@@ -569,7 +722,7 @@ int Check(void *arg, char *msg, size_t len)
 	}
 	// A write the survivor saw in flight has taken effect: it must hold.
 	const size_t done = r->saw == r->done ? r->done + 1 : r->done;
-	std::map<std::string, State> model = ModelAfter({}, r->ops, done);
+	std::map<std::string, State> model = ModelAfter(r->from, r->ops, done);
 	const Op *flying = done < r->ops.size() ? &r->ops[done] : nullptr;
 	char when[96];
 	snprintf(when, sizeof(when), "after %zu ops%s", r->done,
@@ -628,12 +781,11 @@ int Check(void *arg, char *msg, size_t len)
 
 // Run @ops on a new store made as @variant says, the first @from of them
 // before the simulator starts (their result is the durable starting state)
-// and the rest under it, checking every crash point -- or, with @ops2, one
-// point in @one_in and at each a second life running @ops2, crashed at one
-// point in @one_in2.
+// and the rest under it, checking one point in @one_in (every point if 1)
+// -- with @lives, at each image the next life (Life), whose images run the
+// one after it, and so on.
 void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
-	const std::vector<Op> &ops2 = {}, unsigned one_in = 1, unsigned one_in2 = 1,
-	const Variant &variant = {});
+	const std::vector<Life> &lives = {}, unsigned one_in = 1, const Variant &variant = {});
 
 // The workload client's yield hook (Variant::interleave): the survivor
 // reads the key of the write in flight, and notes when it sees its value.
@@ -680,8 +832,14 @@ Run NewRun(const std::vector<std::string> &uris, const std::vector<Op> &ops)
 // then @ops: once create returned, what it wrote is durable on every image
 // and a client opens and finds every completed operation.
 // With @claim_lives, the client that opened lives on past the crash:
-// its id must be durable (Run::claim_lives).
-void CrashCreate(const std::string &name, const std::vector<Op> &ops, bool claim_lives = false)
+// its id must be durable (Run::claim_lives). With @used, the regions held
+// a store first that @used's operations ran on (UsedStore), wiped as an
+// operator would to create again: only the two superblocks, since that is
+// all kv_create and kv_index_create look at.
+void UseStore(const kv_config &cfg, const std::vector<Op> &old, Run *r);
+
+void CrashCreate(const std::string &name, const std::vector<Op> &ops, bool claim_lives = false,
+	const std::vector<Op> &used = {})
 {
 	// Eight ids take 6 MiB more of log, and more index records.
 	const uint64_t index_region = claim_lives ? 4 * kIndexRegion : kIndexRegion;
@@ -697,6 +855,13 @@ void CrashCreate(const std::string &name, const std::vector<Op> &ops, bool claim
 	r.create = true;
 	r.created = false;
 	r.id = ~0u;
+	if (!used.empty()) {
+		kv_config cfg = Config(r);
+		cfg.timeout_ms = 3600u * 1000u;
+		UseStore(cfg, used, &r);
+		if (::testing::Test::HasFatalFailure())
+			return;
+	}
 	for (unsigned i = 0; i < 3; i++)
 		group.Close(i);
 	std::vector<std::string> paths = { group.Path(0), group.Path(1), group.Path(2) };
@@ -715,14 +880,47 @@ void CrashCreate(const std::string &name, const std::vector<Op> &ops, bool claim
 		rdma_conn_close(&c);
 }
 
-void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
-	const std::vector<Op> &ops2, unsigned one_in, unsigned one_in2, const Variant &variant)
+// A store used before a create over its regions: a client runs @old and
+// closes (its marks lowered to what it used, its log and objects left as
+// they are), another inserts and updates a key and dies without closing
+// (its id claim, marks and insert records left up); every key either
+// wrote is absent in the new store (r->from).
+void UseStore(const kv_config &cfg, const std::vector<Op> &old, Run *r)
 {
-	const uint64_t store_region = variant.other_id ? kThreeChunkRegion : kStoreRegion;
-	LocalGroup group(3, name, kIndexRegion, store_region);
+	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
+	kv_client *c = nullptr;
+	ASSERT_EQ(kv_open(&c, &cfg), 0) << pm_errormsg();
+	size_t done = 0;
+	ASSERT_EQ(RunOps(c, old, &done), 0) << pm_errormsg();
+	ASSERT_EQ(kv_close(&c), 0) << pm_errormsg();
+	const std::string big(300, 'Y');
+	const std::vector<Op> dies = {
+		{ Kind::kInsert, "y", "y-old" },
+		{ Kind::kUpdate, "y", big },
+	};
+	ASSERT_EQ(kv_open(&c, &cfg), 0) << pm_errormsg();
+	done = 0;
+	ASSERT_EQ(RunOps(c, dies, &done), 0) << pm_errormsg();
+	kv__st_test_abandon(&c);
+	r->from = ModelAfter({}, old, 0);
+	for (const Op &op : dies)
+		r->from.emplace(op.key, std::nullopt);
+}
+
+void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t from,
+	const std::vector<Life> &lives, unsigned one_in, const Variant &variant)
+{
+	// Sixteen ids take 14 MiB more of log, and more index records.
+	const uint64_t index_region = variant.slots_apart ? 8 * kIndexRegion : kIndexRegion;
+	const uint64_t store_region = variant.other_id ? kThreeChunkRegion :
+		variant.slots_apart ? kStoreRegion + (14u << 20) : kStoreRegion;
+	LocalGroup group(3, name, index_region, store_region);
 	std::vector<std::string> uris = group.Uris();
 	Run r = NewRun(uris, ops);
 	r.repl = variant.repl;
+	r.index_region = index_region;
+	if (variant.slots_apart)
+		r.max_clients = 16;
 	// RAW keeps values in place only: no 4000-byte put over the log.
 	r.overwrite_log = variant.repl != KV_REPL_RAW;
 	r.store_region = store_region;
@@ -735,7 +933,23 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	// (kv_create's) must allow them.
 	cfg.timeout_ms = 3600u * 1000u;
 	ASSERT_EQ(kv_create(&cfg), 0) << pm_errormsg();
-	if (variant.interleave) {
+	if (variant.slots_apart) {
+		// A client starts its claims at a random id: open (and close)
+		// until one gets an id in 0-7 and another one in 8-15.
+		void *store = kvtest::MappedRegion(group.Path(0), "DMKVSTO1");
+		ASSERT_NE(store, nullptr);
+		for (unsigned tries = 0; r.c == nullptr || r.survivor == nullptr; tries++) {
+			ASSERT_LT(tries, 64u) << "no two clients got ids on different lines";
+			kv_client *c = nullptr;
+			const unsigned id = OpenNotingId(&c, cfg, store);
+			ASSERT_LT(id, 16u) << pm_errormsg();
+			kv_client **slot = id < 8 ? &r.c : &r.survivor;
+			if (*slot == nullptr)
+				*slot = c;
+			else
+				ASSERT_EQ(kv_close(&c), 0);
+		}
+	} else if (variant.interleave) {
 		ASSERT_EQ(kv__st_test_open(&r.c, &cfg, InterleaveYield, &r), 0) << pm_errormsg();
 	} else {
 		ASSERT_EQ(kv_open(&r.c, &cfg), 0) << pm_errormsg();
@@ -754,9 +968,11 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		ASSERT_EQ(kv_close(&r.c), 0);
 		r.c = second;
 	}
-	if (variant.survivor || variant.interleave) {
+	if ((variant.survivor || variant.interleave) && r.survivor == nullptr) {
 		ASSERT_EQ(kv_open(&r.survivor, &cfg), 0) << pm_errormsg();
 	}
+	if (variant.no_grace)
+		kv__st_test_no_grace(r.c, true);
 	ASSERT_LE(from, ops.size());
 	r.ops.resize(from);
 	ASSERT_EQ(Workload(&r), 0) << pm_errormsg();
@@ -811,14 +1027,22 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 		ASSERT_EQ((sb->chunk_off + 8 * 2) % 64, 0u) << "chunk 2's word shares a line";
 	}
 
-	r.reuse = !ops2.empty();
-	r.ops2 = ops2;
-	r.reuse_one_in = one_in2;
+	r.lives = lives;
+	// What the nested lives did, summed in the children that ran them.
+	void *shared = MAP_FAILED;
+	if (!lives.empty()) {
+		ASSERT_LE(lives.size(), std::size(LifeStats{}.points));
+		shared = mmap(nullptr, sizeof(LifeStats), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(shared, MAP_FAILED);
+		r.life_stats = new (shared) LifeStats{};
+	}
 	// Every durable value, every newest one and one mix per point: each
 	// image costs a client's six token checks, and a fourth image per
 	// point would add a third to the run. A second life per image costs a
 	// nested simulation: two images per point.
-	pmtest::CrashRun cr = Simulate(&r, name.c_str(), one_in, r.reuse ? 2 : 3, Workload, Check);
+	pmtest::CrashRun cr = Simulate(&r, name.c_str(), one_in, r.lives.empty() ? 3 : 2, Workload,
+		Check);
 	const pm_crashsim_stats &st = cr.st;
 	EXPECT_EQ(cr.ret, 0) << cr.report;
 	EXPECT_EQ(r.done, ops.size());
@@ -830,12 +1054,39 @@ void CrashSequence(const std::string &name, const std::vector<Op> &ops, size_t f
 	::testing::Test::RecordProperty("images", std::to_string(st.images));
 	printf("%s: %llu crash points, %llu images\n", name.c_str(), (unsigned long long)st.points,
 		(unsigned long long)st.images);
+	for (size_t n = 1; n <= lives.size(); n++) {
+		const LifeStats &ls = *r.life_stats;
+		printf("%s: %s life: %llu crash points, %llu images\n", name.c_str(), Ordinal(n),
+			(unsigned long long)ls.points[n - 1], (unsigned long long)ls.images[n - 1]);
+		if (lives[n - 1].must_reuse)
+			printf("%s: %s life: %llu of %llu runs took %llu buffers of earlier lives\n",
+				name.c_str(), Ordinal(n), (unsigned long long)ls.reusing[n - 1],
+				(unsigned long long)ls.runs[n - 1], (unsigned long long)ls.reused[n - 1]);
+		EXPECT_GT(ls.images[n - 1], 0u) << "the " << Ordinal(n) << " life was never crashed";
+		if (lives[n - 1].must_reuse) {
+			// Reuse did happen. Not in every run: a life's reclaim
+			// frees only what it found superseded then, and its next
+			// writes may still take fresh units (half of the second
+			// lives' runs did, in one run of the test).
+			EXPECT_GT(ls.runs[n - 1], 0u) << "no " << Ordinal(n) << " life ran its ops";
+			EXPECT_GT(ls.reusing[n - 1], 0u)
+				<< "no run of the " << Ordinal(n) << " life took a buffer of an "
+				"earlier life";
+		}
+	}
+	if (shared != MAP_FAILED)
+		munmap(shared, sizeof(LifeStats));
 	if (variant.interleave) {
 		EXPECT_EQ(r.saw_count, ops.size() - from) << "a write the survivor never saw in flight";
 		// Each such get locked: the lock check above did not pass for
 		// want of a lock.
 		EXPECT_EQ(r.locking_gets, r.saw_count) << "a get of a write in flight took no lock";
 		EXPECT_EQ(r.locked, r.saw_count);
+	}
+	if (variant.no_grace) {
+		kv_stats cs;
+		kv_stats_read(r.c, &cs);
+		EXPECT_GT(cs.objects_reused, 0u) << "no dead object was reused";
 	}
 	EXPECT_EQ(kv_close(&r.c), 0);
 	EXPECT_EQ(kv_close(&r.survivor), 0);
@@ -891,6 +1142,30 @@ TEST(KvCrash, CreateThenWrite)
 	CrashCreate("kv-crash-create", ops);
 }
 
+// A create over regions a store used (issue 20): keys inserted, updated
+// out of place, deleted, one client closed and one abandoned, then the
+// two superblocks wiped (EmptyRegions) and every crash point of kv_create
+// and of the new store's first writes, which reuse the old keys' names.
+// Once create returned, an image must hold exactly the new store's
+// completed operations: no old key, value, id claim, mark, insert record
+// or log buffer may show through in the new store.
+TEST(KvCrash, CreateOverAUsedStore)
+{
+	const std::string big(300, 'O'); // out of place: above the in-place copy
+	const std::vector<Op> old = {
+		{ Kind::kInsert, "a", "a-old" },
+		{ Kind::kInsert, "b", "b-old" },
+		{ Kind::kUpdate, "b", big },
+		{ Kind::kDelete, "a", "" },
+		{ Kind::kInsert, "c", "c-old" },
+	};
+	const std::vector<Op> ops = {
+		{ Kind::kInsert, "b", "b-new" },
+		{ Kind::kPut, "y", "y-new" },
+	};
+	CrashCreate("kv-crash-create-used", ops, false, old);
+}
+
 // A client outlives the crash of every node: the id its kv_open claimed
 // must still be held on f+1 nodes, or another client could take it and
 // both would write one metadata slot and one log (kv/MUTATION.md,
@@ -940,7 +1215,7 @@ std::vector<Op> BaselineSequence()
 // read the new value (kv/MUTATION.md, swarm.c:251).
 TEST(KvCrash, AbdInsertsAndUpdates)
 {
-	CrashSequence("kv-crash-abd", BaselineSequence(), 0, {}, 1, 1, { KV_REPL_ABD });
+	CrashSequence("kv-crash-abd", BaselineSequence(), 0, {}, 1, { KV_REPL_ABD });
 }
 
 // The RAW baseline (KV_REPL_RAW) keeps one in-place copy on node 0 and
@@ -949,7 +1224,7 @@ TEST(KvCrash, AbdInsertsAndUpdates)
 // The key in flight is not checked: a crash can tear RAW's single copy.
 TEST(KvCrash, RawInsertsAndUpdates)
 {
-	CrashSequence("kv-crash-raw", BaselineSequence(), 0, {}, 1, 1, { KV_REPL_RAW });
+	CrashSequence("kv-crash-raw", BaselineSequence(), 0, {}, 1, { KV_REPL_RAW });
 }
 
 // A client's claim of an object chunk must be durable before it writes
@@ -967,7 +1242,7 @@ TEST(KvCrash, ChunkClaimsHoldForAnotherId)
 		{ Kind::kInsert, "c", "c1" },
 		{ Kind::kGet, "a", "a1" },
 	};
-	CrashSequence("kv-crash-chunks", ops, 0, {}, 1, 1, { KV_REPL_SWARM, true });
+	CrashSequence("kv-crash-chunks", ops, 0, {}, 1, { KV_REPL_SWARM, true });
 }
 
 // A client that outlives the crash of every node keeps what it cached: a
@@ -986,7 +1261,35 @@ TEST(KvCrash, DeleteSeenByASurvivingReader)
 	};
 	Variant v;
 	v.survivor = true;
-	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, 1, v);
+	CrashSequence("kv-crash-survivor", ops, 0, {}, 1, v);
+}
+
+// A dead object goes back to its allocator, which zeroes it on every node
+// before an insert of the same size takes it (objects.c `obj_zero`): the
+// insert writes only its header, key, in-place copy and its own slot. The
+// workload (X) inserts p; another client (the survivor, Y) deletes it,
+// which leaves Y's tombstone in p's object; X's get meets the tombstone
+// and queues the object dead, and X's insert of q takes it at once
+// (Variant::no_grace). Once that insert returned, every image must read q
+// and find p absent: Y's tombstone, which outranks every word, must not
+// come back under q (kv/MUTATION.md, objects.c:212). With 16 ids, X's in
+// 0-7 and Y's in 8-15 (Variant::slots_apart): with two, every slot shares
+// q's first line, which the insert's persist of its own slot writes back
+// whole, and a zeroing never made durable would not show.
+TEST(KvCrash, ReusedObjectHidesNoOldTombstone)
+{
+	std::vector<Op> ops = {
+		{ Kind::kInsert, "p", "p1" },
+		{ Kind::kDelete, "p", "", true },
+		{ Kind::kGet, "p", "", false, true },
+		{ Kind::kInsert, "q", "q1" },
+		{ Kind::kGet, "q", "q1", true },
+	};
+	Variant v;
+	v.survivor = true;
+	v.no_grace = true;
+	v.slots_apart = true;
+	CrashSequence("kv-crash-reuse-object", ops, 2, {}, 1, v);
 }
 
 // A get between an update's CASes and their persists, as it may run over
@@ -1010,7 +1313,7 @@ TEST(KvCrash, GetBetweenCasAndPersist)
 	};
 	Variant v;
 	v.interleave = true;
-	CrashSequence("kv-crash-interleave", ops, 1, {}, 1, 1, v);
+	CrashSequence("kv-crash-interleave", ops, 1, {}, 1, v);
 }
 
 // ReclaimSeesAWriteInFlight: a client (Y2) takes the id of an abandoned
@@ -1242,7 +1545,47 @@ TEST(KvCrash, CrashTakeOverWriteCrashAgain)
 		{ Kind::kPut, "e", "e1" },
 		{ Kind::kGet, "b", big },
 	};
-	CrashSequence("kv-crash-again", ops, 0, ops2, 20, 10);
+	CrashSequence("kv-crash-again", ops, 0, { { ops2, 10 } }, 20);
+}
+
+// Crash, recover, run until reuse, crash again, over three lives (issue
+// 20): at sampled points of the first life's updates, a client takes the
+// crashed id and recovers its log; its second life overwrites every key,
+// frees the dead buffers (Kind::kReclaim, as a client does at its
+// thresholds) and writes into them, deletes and re-inserts a key, and is
+// crashed at sampled points; at each image a third life does the same over
+// what the first two left, crashed in turn, and a fourth client checks.
+// Each later life's runs count the units of the id's log where their
+// writes began a buffer over bytes an earlier life left (NextLife), and
+// some run of each must have, so the test cannot stop covering reuse: a
+// log mark, recovered buffer or retirement that a life counted before it
+// was durable shows here as a value overwritten by a later life.
+TEST(KvCrash, ThreeLivesReuseBuffers)
+{
+	std::vector<Op> ops = Sequence();
+	ops.resize(kHalf); // inserts of a, b, c (before the run), updates of a and b
+	const std::string b2(300, 'B'), b3(300, 'C'); // out of place: above the in-place copy
+	// Each succeeds from any state the life before can leave.
+	std::vector<Op> ops2 = {
+		{ Kind::kPut, "a", "a-second" },
+		{ Kind::kPut, "b", b2 },
+		{ Kind::kReclaim, "", "" },
+		{ Kind::kPut, "c", "c-second" },
+		{ Kind::kDelete, "a", "" },
+		{ Kind::kInsert, "a", "a-again" },
+		{ Kind::kGet, "b", b2 },
+	};
+	std::vector<Op> ops3 = {
+		{ Kind::kPut, "b", b3 },
+		{ Kind::kPut, "a", "a-third" },
+		{ Kind::kReclaim, "", "" },
+		{ Kind::kPut, "c", "c-third" },
+		{ Kind::kPut, "e", "e-third" },
+		{ Kind::kGet, "b", b3 },
+	};
+	// About 100 s on two cores: every image of the second life runs a
+	// third life (each a client's open and recovery and six writes).
+	CrashSequence("kv-crash-lives", ops, 3, { { ops2, 40, true }, { ops3, 120, true } }, 6);
 }
 
 } // namespace

@@ -193,6 +193,10 @@ int kv_config_file_delete(struct kv_config_file **fp);
 /**
  * kv_create -- format a new, empty store (index and value regions) on
  * every node of the cluster; all must be reachable and hold no store.
+ * Regions a store used before need only their superblocks wiped: the
+ * store region is read whole below its logs and zeroed wherever it is not
+ * zero, so no id claim, mark or object of the old store reaches the new
+ * one (the index region is not zeroed; kv/DESIGN.md, "Failures").
  * Persistence: durable on every node when it returns.
  * Return: 0; KV_E_CONFIG for a bad config (pm_errormsg() names the field);
  * -EEXIST if a node already holds a store; -ENOSPC if a region is too

@@ -51,6 +51,10 @@
 static uint64_t
 obj_grace_ns(const struct kv_client *c)
 {
+#ifdef KV_ST_TESTING
+	if (c->test_no_grace)
+		return 0;
+#endif
 	return 3 * c->lease_ns + c->lease_ns / 4;
 }
 

@@ -284,6 +284,33 @@ group_open(struct kv_client *c, const struct kv_config *cfg, bool create,
 		cfg->timeout_ms, &opts);
 }
 
+/* Zero [@from, @to) of member @m's store region, durably, 64 KiB a batch.
+ * A piece already zero (a new pool) is only read: no write, no persist. */
+static int
+region_zero(struct kv_ix_member *m, uint32_t region, uint64_t from, uint64_t to)
+{
+	static const char zeros[64u << 10];
+	int ret = 0;
+
+	for (uint64_t off = from; off < to && ret == 0; off += sizeof(zeros)) {
+		size_t n = to - off < sizeof(zeros) ? (size_t)(to - off) : sizeof(zeros);
+
+		rdma_batch_init(&m->batch);
+		ret = rdma_batch_read(&m->batch, region, off, m->buf, n);
+		if (ret == 0)
+			ret = rdma_execute(m->conn, &m->batch);
+		if (ret != 0 || memcmp(m->buf, zeros, n) == 0)
+			continue;
+		rdma_batch_init(&m->batch);
+		ret = rdma_batch_write(&m->batch, region, off, zeros, n);
+		if (ret == 0)
+			ret = rdma_batch_persist(&m->batch, region, off, n);
+		if (ret == 0)
+			ret = rdma_execute(m->conn, &m->batch);
+	}
+	return ret;
+}
+
 int
 kv_create(const struct kv_config *cfg)
 {
@@ -336,8 +363,20 @@ kv_create(const struct kv_config *cfg)
 			ret = pm_error_set(-EEXIST, "kv_create: node %u already holds a store", i);
 		if (ret != 0)
 			break;
-		/* The words the layout starts with are zero in a new region;
-		 * the superblock goes last. */
+		/* The words the layout starts with must be zero. A region
+		 * used before and wiped to create again (its superblocks
+		 * only: all that kv_create and kv_index_create look at)
+		 * still holds the old store's id claims, marks, hazards,
+		 * chunk claims, insert records and objects, whose metadata
+		 * words would outrank the new store's and name old buffers
+		 * (KvCrash.CreateOverAUsedStore): zero everything below the
+		 * logs, durably, before the superblock, which goes last. The
+		 * logs need not be: a buffer is read only through a metadata
+		 * word, and a log mark, zero now, bounds what the id's next
+		 * life walks. */
+		ret = region_zero(m, c->region, s.id_off, s.log_off);
+		if (ret != 0)
+			break;
 		rdma_batch_init(&m->batch);
 		rdma_batch_write(&m->batch, c->region, 0, &s, sizeof(s));
 		rdma_batch_persist(&m->batch, c->region, 0, sizeof(s));
@@ -747,6 +786,12 @@ void
 kv__st_test_hold_unsure(struct kv_client *c, bool on)
 {
 	c->test_hold_unsure = on;
+}
+
+void
+kv__st_test_no_grace(struct kv_client *c, bool on)
+{
+	c->test_no_grace = on;
 }
 
 void

@@ -178,6 +178,7 @@ struct kv_client {
 	uint64_t test_crash_left;  /* kv__st_test_crash_after() */
 	int test_crash_at;         /* kv__st_test_crash_at() */
 	bool test_hold_unsure;     /* kv__st_test_hold_unsure() */
+	bool test_no_grace;        /* kv__st_test_no_grace() */
 #endif
 };
 

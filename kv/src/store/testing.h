@@ -143,6 +143,14 @@ void kv__st_test_crash_at(struct kv_client *c, enum kv_st_test_point at);
 void kv__st_test_hold_unsure(struct kv_client *c, bool on);
 
 /**
+ * kv__st_test_no_grace -- with @on, the client reuses a dead object
+ * without waiting the grace G (objects.c) for the locations other
+ * clients cached: for a single-process crash test, whose leases are
+ * hours long. Thread-safety: the handle's thread.
+ */
+void kv__st_test_no_grace(struct kv_client *c, bool on);
+
+/**
  * kv__st_test_crash_after -- fault point: the client posts @posts more
  * batches (on its value and index connections; one per member of a
  * round), then nothing ever again, silently: the nodes hold what a client
