@@ -25,10 +25,11 @@
  * the rest choose from a generator seeded by (seed, point, image): odd
  * images per word, even images per 64-byte line (all of a line's dirty
  * words durable, or all newest, as hardware evicts whole lines).
- * Each image is checked in its own grandchild process: the tracked ranges
- * are remapped privately (so file-backed pools on disk are never touched),
- * filled with the image, and the caller's check function runs recovery and
- * tests invariants on it at the same addresses.
+ * Each image is checked in its own grandchild process: the point's child
+ * remaps the tracked ranges privately once (so file-backed pools on disk
+ * are never touched), each image's process fills its copy-on-write pages
+ * with the image, and the caller's check function runs recovery and tests
+ * invariants on it at the same addresses.
  *
  * Model limits, deliberately: words are independent (real hardware evicts
  * whole cache lines, so this admits more states, never fewer, except that
