@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,33 +54,91 @@ rdma__token_hash(const char *token, char out[RDMA__TOKEN_HASH_SIZE])
 	return ret;
 }
 
+/* ct_differ -- whether C strings @a and @b differ, visiting every byte of
+ * the longer one whatever matches (no timing hint of a common prefix) */
+static int
+ct_differ(const char *a, const char *b)
+{
+	size_t alen = strlen(a), blen = strlen(b);
+	unsigned diff = alen != blen;
+
+	for (size_t i = 0; i < (alen > blen ? alen : blen); i++)
+		diff |= (unsigned)(i < alen ? (unsigned char)a[i] : 0) ^
+			(unsigned)(i < blen ? (unsigned char)b[i] : 0);
+	return diff != 0;
+}
+
+/*
+ * The last pairs of token and hash that matched. yescrypt is deterministic
+ * for a hash's salt, so the same pair matches again: a client that reopens
+ * its nodes (kv_open after kv_close, a reconnect), or a process forked from
+ * one (the crash simulator checks each image in a fork that opens the
+ * store), skips a hash that costs 16 MiB and tens of milliseconds by
+ * design. Each node file has its own salt, so there is one entry per node
+ * of a store of up to TOKEN_CACHE nodes. The token is in the caller's
+ * memory already. Taken with trylock: a process forked while another
+ * thread held the lock computes the hash instead of waiting for ever.
+ */
+#define TOKEN_CACHE 8
+static pthread_mutex_t token_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char token[RDMA_TOKEN_MAX + 1];
+	char hash[RDMA__TOKEN_HASH_SIZE]; /* "" if the entry is unused */
+} token_cache[TOKEN_CACHE];
+static unsigned token_cache_next; /* the entry replaced next */
+
+/* token_cached -- whether @token and @hash matched before (the cache) */
+static int
+token_cached(const char *token, const char *hash)
+{
+	int hit = 0;
+
+	if (pthread_mutex_trylock(&token_cache_lock) != 0)
+		return 0;
+	for (unsigned i = 0; i < TOKEN_CACHE && !hit; i++)
+		hit = strcmp(hash, token_cache[i].hash) == 0 &&
+			!ct_differ(token, token_cache[i].token);
+	pthread_mutex_unlock(&token_cache_lock);
+	return hit;
+}
+
+/* token_remember -- enter a matching @token and @hash into the cache */
+static void
+token_remember(const char *token, const char *hash)
+{
+	if (pthread_mutex_trylock(&token_cache_lock) != 0)
+		return;
+	strcpy(token_cache[token_cache_next].token, token);
+	strcpy(token_cache[token_cache_next].hash, hash);
+	token_cache_next = (token_cache_next + 1) % TOKEN_CACHE;
+	pthread_mutex_unlock(&token_cache_lock);
+}
+
 /* rdma__token_check -- hash @token with @hash's salt and compare */
 int
 rdma__token_check(const char *token, const char *hash)
 {
 	struct crypt_data *data;
-	unsigned diff = 0;
 	const char *h;
 	int ret;
 
+	if (strnlen(token, RDMA_TOKEN_MAX + 1) > RDMA_TOKEN_MAX ||
+	    strnlen(hash, RDMA__TOKEN_HASH_SIZE) == RDMA__TOKEN_HASH_SIZE)
+		return RDMA_E_AUTH;
+	if (hash[0] != '\0' && token_cached(token, hash))
+		return 0;
 	data = calloc(1, sizeof(*data));
 	if (data == NULL)
 		return -ENOMEM;
 	h = crypt_rn(token, hash, data, sizeof(*data));
-	if (h == NULL) {
+	if (h == NULL)
 		ret = RDMA_E_PROTO;
-	} else {
-		size_t hlen = strlen(h), len = strlen(hash);
-
-		/* Every byte of the longer string is visited, whatever matches. */
-		diff = hlen != len;
-		for (size_t i = 0; i < (hlen > len ? hlen : len); i++)
-			diff |= (unsigned)(i < hlen ? (unsigned char)h[i] : 0) ^
-				(unsigned)(i < len ? (unsigned char)hash[i] : 0);
-		ret = diff == 0 ? 0 : RDMA_E_AUTH;
-	}
+	else
+		ret = ct_differ(h, hash) ? RDMA_E_AUTH : 0;
 	explicit_bzero(data, sizeof(*data));
 	free(data);
+	if (ret == 0)
+		token_remember(token, hash);
 	return ret;
 }
 

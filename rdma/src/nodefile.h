@@ -65,9 +65,12 @@ int rdma__token_hash(const char *token, char out[RDMA__TOKEN_HASH_SIZE]);
 /**
  * rdma__token_check -- whether @token is the one @hash (a string from
  * rdma__token_hash) was made from; the final comparison takes time that
- * does not depend on where the strings differ.
- * Return: 0 if it is; RDMA_E_AUTH if not; RDMA_E_PROTO if @hash is not a
- * usable crypt string; -ENOMEM.
+ * does not depend on where the strings differ. The last pair that matched
+ * is remembered per process and matches again without the hash (a reopen
+ * of the same node). Thread-safe.
+ * Return: 0 if it is; RDMA_E_AUTH if not, or if @token is longer than
+ * RDMA_TOKEN_MAX; RDMA_E_PROTO if @hash is not a usable crypt string;
+ * -ENOMEM.
  */
 int rdma__token_check(const char *token, const char *hash);
 

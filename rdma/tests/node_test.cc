@@ -216,6 +216,39 @@ TEST(NodeOpen, CreateReopenKeepsRegionsBytesAndBumpsIncarnation)
 	ASSERT_EQ(rdma_node_close(&n), 0);
 }
 
+// rdma__token_check remembers pairs that matched, so a reopen skips the
+// hash: a remembered pair must never make another token or another hash
+// match, before or after the cache (8 entries) has wrapped.
+TEST(NodeFile, TokenCheckAcceptsOnlyTheMatchingPair)
+{
+	char h1[RDMA__TOKEN_HASH_SIZE], h1b[RDMA__TOKEN_HASH_SIZE], h2[RDMA__TOKEN_HASH_SIZE];
+	ASSERT_EQ(rdma__token_hash("tok", h1), 0);
+	ASSERT_EQ(rdma__token_hash("tok", h1b), 0); // another salt
+	ASSERT_EQ(rdma__token_hash("other", h2), 0);
+	ASSERT_STRNE(h1, h1b);
+	for (int round = 0; round < 2; round++) {
+		EXPECT_EQ(rdma__token_check("tok", h1), 0);
+		EXPECT_EQ(rdma__token_check("tok", h1), 0); // remembered now
+		EXPECT_EQ(rdma__token_check("to", h1), RDMA_E_AUTH);
+		EXPECT_EQ(rdma__token_check("tokk", h1), RDMA_E_AUTH);
+		EXPECT_EQ(rdma__token_check("other", h1), RDMA_E_AUTH);
+		EXPECT_EQ(rdma__token_check("tok", h2), RDMA_E_AUTH);
+		EXPECT_EQ(rdma__token_check("other", h2), 0);
+		EXPECT_EQ(rdma__token_check("tok", h1b), 0);
+		EXPECT_EQ(rdma__token_check("tok", "$y$"), RDMA_E_PROTO);
+		const std::string long_token(RDMA_TOKEN_MAX + 1, 't');
+		EXPECT_EQ(rdma__token_check(long_token.c_str(), h1), RDMA_E_AUTH);
+		// Eight more matching pairs push every earlier one out.
+		for (int i = 0; i < 8; i++) {
+			const std::string t = "t" + std::to_string(i);
+			char h[RDMA__TOKEN_HASH_SIZE];
+			ASSERT_EQ(rdma__token_hash(t.c_str(), h), 0);
+			EXPECT_EQ(rdma__token_check(t.c_str(), h), 0);
+			EXPECT_EQ(rdma__token_check("tok", h), RDMA_E_AUTH);
+		}
+	}
+}
+
 // The node file names the pool and region offsets that are file offsets: a
 // separate mapping of the pool file shows the bytes written through the
 // node's own addresses.
