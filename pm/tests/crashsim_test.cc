@@ -372,6 +372,47 @@ TEST_F(CrashsimModel, CrashesDuringRecoveryCanBeSimulated)
 	EXPECT_EQ(st.points, 2u);
 }
 
+// At FlushNoFence's final point two images differ in mem[0]: image 0
+// (durable: 0) is checked in a process of its own, image 1 (newest: 1), the
+// last, in the point's process. A failure of either names its image and the
+// check's message.
+int FailsOnDurable(void *arg, char *msg, size_t len)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	if (c->flag == 1 && c->mem[0] == 0) {
+		std::snprintf(msg, len, "durable image rejected");
+		return 1;
+	}
+	return 0;
+}
+
+int FailsOnNewest(void *arg, char *msg, size_t len)
+{
+	Cell *c = static_cast<Cell *>(arg);
+	if (c->flag == 1 && c->mem[0] == 1) {
+		std::snprintf(msg, len, "newest image rejected");
+		return 1;
+	}
+	return 0;
+}
+
+TEST_F(CrashsimModel, AFailureNamesItsImageForkedOrLast)
+{
+	EXPECT_EQ(RunSim("durable", c, FlushNoFence, FailsOnDurable, &st, &report),
+		PM_E_CHECK_FAILED);
+	EXPECT_NE(report.find("image 0 "), std::string::npos) << report;
+	EXPECT_NE(report.find("durable image rejected"), std::string::npos) << report;
+	EXPECT_EQ(st.failures, 1u);
+
+	FreeCell(c);
+	c = NewCell();
+	EXPECT_EQ(RunSim("newest", c, FlushNoFence, FailsOnNewest, &st, &report),
+		PM_E_CHECK_FAILED);
+	EXPECT_NE(report.find("image 1 "), std::string::npos) << report;
+	EXPECT_NE(report.find("newest image rejected"), std::string::npos) << report;
+	EXPECT_EQ(st.failures, 1u);
+}
+
 int Crashes(void *, char *, size_t)
 {
 	raise(SIGSEGV);

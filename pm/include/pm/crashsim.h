@@ -25,11 +25,12 @@
  * the rest choose from a generator seeded by (seed, point, image): odd
  * images per word, even images per 64-byte line (all of a line's dirty
  * words durable, or all newest, as hardware evicts whole lines).
- * Each image is checked in its own grandchild process: the point's child
- * remaps the tracked ranges privately once (so file-backed pools on disk
- * are never touched), each image's process fills its copy-on-write pages
- * with the image, and the caller's check function runs recovery and tests
- * invariants on it at the same addresses.
+ * Each crash point is checked in a child process, which remaps the tracked
+ * ranges privately (so file-backed pools on disk are never touched); each
+ * image but the last is checked in a grandchild forked from it, the last in
+ * the point's child itself. The image is written into copy-on-write pages
+ * and the caller's check function runs recovery and tests invariants on it
+ * at the same addresses.
  *
  * Model limits, deliberately: words are independent (real hardware evicts
  * whole cache lines, so this admits more states, never fewer, except that
